@@ -1,0 +1,15 @@
+// cuda_reduce.h for builds without CUDA.
+#include "ccl_under_test/ftccl/cuda/cuda_reduce.h"
+
+namespace fl::ccl::ftccl {
+
+bool CudaBuilt() { return false; }
+std::vector<CudaDeviceInfo> CudaDevices() { return {}; }
+Status CudaReduceInPlace(void*, const void*, size_t, DataType, ReduceOp, void*) {
+  return FailedPreconditionError("ftccl was built without CUDA (FL_WITH_CUDA=OFF or no nvcc)");
+}
+Status CudaStreamSync(void*) {
+  return FailedPreconditionError("ftccl was built without CUDA (FL_WITH_CUDA=OFF or no nvcc)");
+}
+
+}  // namespace fl::ccl::ftccl

@@ -1,0 +1,23 @@
+// Small file helpers with Status errors. WriteFileAtomic is what durable state (the fault
+// journal, agent leases) is written with: a reader sees the old or the new content, never a
+// torn one, and the content is on disk when it returns.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/status.h"
+
+namespace fl {
+
+StatusOr<std::string> ReadFile(const std::string& path);
+// Writes path.tmp, fsyncs it, renames it over path and fsyncs the directory.
+Status WriteFileAtomic(const std::string& path, std::string_view content);
+// mkdir -p; existing directories are fine.
+Status MakeDirs(const std::string& path, unsigned mode = 0755);
+
+// 1-based line and column of a byte offset (0-based) in text.
+std::pair<int, int> LineColOf(std::string_view text, size_t byte_offset);
+
+}  // namespace fl

@@ -1,0 +1,27 @@
+// Parsing and printing of the quantities that appear in scenarios, topologies and flags:
+// durations ("250ms", "1.5s", "2m"), byte sizes ("64MiB", "4k", "1G"), and bit rates
+// ("1gbit", "500mbit", "100Mbps"). A bare number is seconds / bytes / bits per second.
+// Negative values are rejected: no quantity in faultline is negative.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace fl {
+
+StatusOr<Nanos> ParseDuration(std::string_view text);
+StatusOr<uint64_t> ParseBytes(std::string_view text);
+StatusOr<uint64_t> ParseBitRate(std::string_view text);
+
+// "1.25s", "340ms", "12.0us"
+std::string FormatDuration(Nanos ns);
+// "64 MiB", "1.5 KiB", "17 B"
+std::string FormatBytes(uint64_t bytes);
+// "1 Gbit/s", "500 Mbit/s"
+std::string FormatBitRate(uint64_t bits_per_second);
+
+}  // namespace fl

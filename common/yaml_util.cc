@@ -1,0 +1,87 @@
+#include "common/yaml_util.h"
+
+#include "common/file_util.h"
+#include "common/units.h"
+
+namespace fl {
+
+StatusOr<YamlDoc> YamlDoc::LoadFile(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return Parse(text, path);
+}
+
+StatusOr<YamlDoc> YamlDoc::Parse(std::string_view text, std::string name) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    return YamlDoc(std::move(name), std::string(text), std::move(root));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+  }
+}
+
+std::string YamlDoc::Where(const YAML::Node& node) const {
+  YAML::Mark m = node.Mark();
+  if (m.line < 0) return name_;
+  return name_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+Status YamlDoc::Error(const YAML::Node& node, std::string_view message) const {
+  return InvalidArgumentError(Where(node) + ": " + std::string(message));
+}
+
+Status YamlDoc::ExpectMap(const YAML::Node& node, std::string_view what) const {
+  if (!node.IsDefined() || !node.IsMap())
+    return Error(node, std::string(what) + " must be a mapping of keys to values");
+  return OkStatus();
+}
+
+Status YamlDoc::ExpectSequence(const YAML::Node& node, std::string_view what) const {
+  if (!node.IsDefined() || !node.IsSequence()) return Error(node, std::string(what) + " must be a list");
+  return OkStatus();
+}
+
+Status YamlDoc::CheckKeys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
+                          std::string_view what) const {
+  FL_RETURN_IF_ERROR(ExpectMap(map, what));
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return Error(it->first, "unknown key '" + key + "' in " + std::string(what) + " (allowed: " + list + ")");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<Nanos> YamlDoc::AsDuration(const YAML::Node& node, std::string_view what) const {
+  if (!node.IsScalar()) return Error(node, std::string(what) + " must be a duration such as 500ms or 2s");
+  auto d = ParseDuration(node.Scalar());
+  if (!d.ok()) return Error(node, std::string(what) + ": " + d.status().message());
+  return *d;
+}
+
+StatusOr<uint64_t> YamlDoc::AsBytes(const YAML::Node& node, std::string_view what) const {
+  if (!node.IsScalar()) return Error(node, std::string(what) + " must be a size such as 64MiB");
+  auto b = ParseBytes(node.Scalar());
+  if (!b.ok()) return Error(node, std::string(what) + ": " + b.status().message());
+  return *b;
+}
+
+StatusOr<uint64_t> YamlDoc::AsBitRate(const YAML::Node& node, std::string_view what) const {
+  if (!node.IsScalar()) return Error(node, std::string(what) + " must be a rate such as 1gbit");
+  auto r = ParseBitRate(node.Scalar());
+  if (!r.ok()) return Error(node, std::string(what) + ": " + r.status().message());
+  return *r;
+}
+
+StatusOr<Nanos> YamlDoc::GetDurationOr(const YAML::Node& map, std::string_view key, Nanos fallback) const {
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) return fallback;
+  return AsDuration(n, key);
+}
+
+}  // namespace fl

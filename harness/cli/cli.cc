@@ -1,0 +1,35 @@
+#include "harness/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace fl::harness {
+
+int RunCli(int argc, char** argv) {
+  log::ConfigureFromEnv();
+  CLI::App app{
+      "faultline: fault-injection and resilience test harness for GPU training clusters.\n"
+      "Drives a multi-node job running a collective library while injectors flap NICs, take\n"
+      "ToR links down, trigger PFC storms and kill containers; records recovery latency,\n"
+      "throughput loss and correctness, and turns them into verdicts and reports.\n\n"
+      "Exit codes: 0 pass, 1 an expectation failed, 2 bad input, 3 infrastructure error.\n"
+      "Logging: FAULTLINE_LOG=info (or e.g. warn,lab=debug)."};
+  app.require_subcommand(1);
+  auto* version = app.add_subcommand("version", "print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (version->parsed()) {
+    std::printf("faultline 0.1.0\n");
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace fl::harness
