@@ -19,6 +19,8 @@ int RunCli(int argc, char** argv) {
       "Logging: FAULTLINE_LOG=info (or e.g. warn,lab=debug)."};
   app.require_subcommand(1);
   auto* version = app.add_subcommand("version", "print the version and exit");
+  // Command modules add their subcommands here (one file each in harness/cli/):
+  //   AddLabCommands(app, result)     harness/cli/lab_cmd.cc
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
