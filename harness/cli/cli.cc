@@ -8,6 +8,10 @@
 
 namespace fl::harness {
 
+// Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
+// app; a subcommand's callback stores the process exit code in *exit_code.
+//   void AddLabCommands(CLI::App& app, int* exit_code);   // harness/cli/lab_cmd.cc
+
 int RunCli(int argc, char** argv) {
   log::ConfigureFromEnv();
   CLI::App app{
@@ -18,20 +22,17 @@ int RunCli(int argc, char** argv) {
       "Exit codes: 0 pass, 1 an expectation failed, 2 bad input, 3 infrastructure error.\n"
       "Logging: FAULTLINE_LOG=info (or e.g. warn,lab=debug)."};
   app.require_subcommand(1);
-  auto* version = app.add_subcommand("version", "print the version and exit");
-  // Command modules add their subcommands here (one file each in harness/cli/):
-  //   AddLabCommands(app, result)     harness/cli/lab_cmd.cc
+  int exit_code = 0;
+  app.add_subcommand("version", "print the version and exit")->callback([] {
+    std::printf("faultline 0.1.0\n");
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  if (version->parsed()) {
-    std::printf("faultline 0.1.0\n");
-    return 0;
-  }
-  return 2;
+  return exit_code;
 }
 
 }  // namespace fl::harness
