@@ -1,0 +1,68 @@
+#include "harness/scenario/plan.h"
+
+#include <algorithm>
+
+#include "common/rng.h"
+#include "common/units.h"
+
+namespace fl::harness {
+
+StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, uint64_t seed) {
+  Plan plan;
+  plan.seed = seed;
+  const Rng root(seed);
+  for (size_t i = 0; i < scenario.faults.size(); ++i) {
+    const FaultSpec& spec = scenario.faults[i];
+    std::string target = spec.target;
+    if (target.empty()) {
+      std::vector<std::string> candidates = catalog.Targets(spec.target_class);
+      if (candidates.empty())
+        return InvalidArgumentError(spec.where + ": no targets of class '" + spec.target_class + "'");
+      Rng pick = root.Fork("fault/" + std::to_string(i) + "/target");
+      target = candidates[pick.Below(candidates.size())];
+    }
+    for (uint32_t k = 0; k < spec.timing.count; ++k) {
+      PlannedFault pf;
+      pf.id = "f" + std::to_string(i) + (spec.timing.count > 1 ? "." + std::to_string(k) : "");
+      pf.spec_index = i;
+      pf.firing = k;
+      pf.kind = spec.kind;
+      pf.target = target;
+      pf.params = spec.params;
+      pf.duration_ns = spec.duration_ns;
+      if (spec.timing.kind == FaultTiming::Kind::kAfterIteration) {
+        pf.after_iteration_trigger = true;
+        pf.after_iteration = spec.timing.after_iteration;
+      } else {
+        Nanos at = spec.timing.at_ns + static_cast<Nanos>(k) * spec.timing.every_ns;
+        if (spec.timing.jitter_ns > 0) {
+          Rng jitter = root.Fork("fault/" + std::to_string(i) + "/firing/" + std::to_string(k) + "/jitter");
+          at += jitter.Between(-spec.timing.jitter_ns, spec.timing.jitter_ns);
+        }
+        pf.at_ns = std::max<Nanos>(at, 0);
+      }
+      plan.faults.push_back(std::move(pf));
+    }
+  }
+  std::stable_sort(plan.faults.begin(), plan.faults.end(), [](const PlannedFault& a, const PlannedFault& b) {
+    if (a.after_iteration_trigger != b.after_iteration_trigger) return !a.after_iteration_trigger;
+    if (a.after_iteration_trigger) return a.after_iteration < b.after_iteration;
+    return a.at_ns < b.at_ns;
+  });
+  return plan;
+}
+
+std::string DescribePlan(const Plan& plan) {
+  std::string s;
+  for (const PlannedFault& f : plan.faults) {
+    s += f.id + " " + f.kind + " " + f.target;
+    if (f.after_iteration_trigger) s += " after_iteration=" + std::to_string(f.after_iteration);
+    else s += " at=" + FormatDuration(f.at_ns);
+    s += f.duration_ns ? " for=" + FormatDuration(f.duration_ns) : " for=rest";
+    for (const auto& [k, v] : f.params) s += " " + k + "=" + v;
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace fl::harness

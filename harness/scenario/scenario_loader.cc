@@ -1,0 +1,264 @@
+#include "harness/scenario/scenario_loader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/file_util.h"
+#include "common/yaml_util.h"
+
+namespace fl::harness {
+namespace {
+
+std::string DirOf(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+std::string ResolvePath(const std::string& rel, const std::string& scenario_path) {
+  if (rel.empty() || rel[0] == '/') return rel;
+  std::string beside = DirOf(scenario_path) + "/" + rel;
+  if (Exists(beside)) return beside;
+  return rel;  // relative to the current directory (the repository root, usually)
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"topology", "inventory"}, "lab"));
+  FL_ASSIGN_OR_RETURN(lab->topology, doc.GetOr<std::string>(n, "topology", ""));
+  FL_ASSIGN_OR_RETURN(lab->inventory, doc.GetOr<std::string>(n, "inventory", ""));
+  if (lab->topology.empty() == lab->inventory.empty())
+    return doc.Error(n, "lab needs exactly one of 'topology' (a local lab) or 'inventory'");
+  lab->where = doc.Where(n);
+  return OkStatus();
+}
+
+Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"workload", "ccl", "size", "dtype", "iterations", "duration",
+                                       "warmup_iterations", "check_every", "failover",
+                                       "collective_timeout", "hang_timeout"},
+                                   "job"));
+  FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
+  static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step", "moe_alltoall"};
+  if (std::find(kWorkloads.begin(), kWorkloads.end(), job->workload) == kWorkloads.end())
+    return doc.Error(n["workload"], "unknown workload '" + job->workload + "' (" + Join(kWorkloads) + ")");
+  FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
+  static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
+  if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
+    return doc.Error(n["ccl"], "unknown ccl '" + job->ccl + "' (" + Join(kCcls) + ")");
+  if (doc.Has(n, "size")) {
+    FL_ASSIGN_OR_RETURN(job->size_bytes, doc.AsBytes(n["size"], "size"));
+    if (job->size_bytes == 0) return doc.Error(n["size"], "size must be at least 1 byte");
+  }
+  FL_ASSIGN_OR_RETURN(job->dtype, doc.GetOr<std::string>(n, "dtype", job->dtype));
+  static const std::vector<std::string> kTypes = {"float32", "float16", "bfloat16", "int32", "int64"};
+  if (std::find(kTypes.begin(), kTypes.end(), job->dtype) == kTypes.end())
+    return doc.Error(n["dtype"], "unknown dtype '" + job->dtype + "' (" + Join(kTypes) + ")");
+  FL_ASSIGN_OR_RETURN(job->iterations, doc.GetOr<uint64_t>(n, "iterations", 0));
+  FL_ASSIGN_OR_RETURN(job->duration_ns, doc.GetDurationOr(n, "duration", 0));
+  if ((job->iterations == 0) == (job->duration_ns == 0))
+    return doc.Error(n, "job needs exactly one of 'iterations' (> 0) or 'duration'");
+  FL_ASSIGN_OR_RETURN(job->warmup_iterations,
+                      doc.GetOr<uint64_t>(n, "warmup_iterations", job->warmup_iterations));
+  FL_ASSIGN_OR_RETURN(job->check_every, doc.GetOr<uint64_t>(n, "check_every", job->check_every));
+  if (job->check_every == 0) return doc.Error(n["check_every"], "check_every must be at least 1");
+  FL_ASSIGN_OR_RETURN(job->failover, doc.GetOr<bool>(n, "failover", job->failover));
+  FL_ASSIGN_OR_RETURN(job->collective_timeout_ns,
+                      doc.GetDurationOr(n, "collective_timeout", job->collective_timeout_ns));
+  FL_ASSIGN_OR_RETURN(job->hang_timeout_ns, doc.GetDurationOr(n, "hang_timeout", job->hang_timeout_ns));
+  if (job->collective_timeout_ns == 0 || job->hang_timeout_ns == 0)
+    return doc.Error(n, "timeouts must be greater than 0");
+  return OkStatus();
+}
+
+Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"kind", "target", "target_class", "at", "after_iteration",
+                                       "every", "count", "jitter", "duration", "params"},
+                                   "fault"));
+  f->where = doc.Where(n);
+  FL_ASSIGN_OR_RETURN(f->kind, doc.Get<std::string>(n, "kind"));
+  FL_ASSIGN_OR_RETURN(f->target, doc.GetOr<std::string>(n, "target", ""));
+  FL_ASSIGN_OR_RETURN(f->target_class, doc.GetOr<std::string>(n, "target_class", ""));
+  if (!f->target.empty() && !f->target_class.empty())
+    return doc.Error(n, "a fault takes 'target' or 'target_class', not both");
+  int when = doc.Has(n, "at") + doc.Has(n, "after_iteration") + doc.Has(n, "every");
+  if (when != 1) return doc.Error(n, "a fault needs exactly one of 'at', 'after_iteration' or 'every'");
+  FaultTiming& t = f->timing;
+  if (doc.Has(n, "at")) {
+    t.kind = FaultTiming::Kind::kAt;
+    FL_ASSIGN_OR_RETURN(t.at_ns, doc.AsDuration(n["at"], "at"));
+  } else if (doc.Has(n, "after_iteration")) {
+    t.kind = FaultTiming::Kind::kAfterIteration;
+    FL_ASSIGN_OR_RETURN(t.after_iteration, doc.Get<uint64_t>(n, "after_iteration"));
+  } else {
+    t.kind = FaultTiming::Kind::kEvery;
+    FL_ASSIGN_OR_RETURN(t.every_ns, doc.AsDuration(n["every"], "every"));
+    if (t.every_ns == 0) return doc.Error(n["every"], "every must be greater than 0");
+  }
+  FL_ASSIGN_OR_RETURN(t.count, doc.GetOr<uint32_t>(n, "count", 1));
+  if (t.count == 0) return doc.Error(n["count"], "count must be at least 1");
+  if (t.count > 1 && t.kind != FaultTiming::Kind::kEvery)
+    return doc.Error(n["count"], "count > 1 needs 'every' (the period between firings)");
+  if (t.kind == FaultTiming::Kind::kEvery) t.at_ns = t.every_ns;
+  FL_ASSIGN_OR_RETURN(t.jitter_ns, doc.GetDurationOr(n, "jitter", 0));
+  FL_ASSIGN_OR_RETURN(f->duration_ns, doc.GetDurationOr(n, "duration", 0));
+  if (t.kind == FaultTiming::Kind::kEvery && f->duration_ns >= t.every_ns)
+    return doc.Error(n["duration"], "duration must be shorter than the period 'every'");
+  if (doc.Has(n, "params")) {
+    const YAML::Node p = n["params"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(p, "params"));
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (!it->second.IsScalar()) return doc.Error(it->second, "parameter values must be single values");
+      f->params[it->first.Scalar()] = it->second.Scalar();
+    }
+  }
+  return OkStatus();
+}
+
+Status ParseExpect(const YamlDoc& doc, const YAML::Node& n, Expectations* e) {
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"survives", "max_detection_ms", "max_recovery_ms",
+                                       "min_degraded_ratio", "max_throughput_loss_s",
+                                       "exact_correctness"},
+                                   "expectations"));
+  if (doc.Has(n, "survives")) { FL_ASSIGN_OR_RETURN(e->survives, doc.Get<bool>(n, "survives")); }
+  auto non_negative = [&](const char* key, std::optional<double>* out) -> Status {
+    if (!doc.Has(n, key)) return OkStatus();
+    FL_ASSIGN_OR_RETURN(double v, doc.Get<double>(n, key));
+    if (v < 0) return doc.Error(n[key], std::string(key) + " must not be negative");
+    *out = v;
+    return OkStatus();
+  };
+  FL_RETURN_IF_ERROR(non_negative("max_detection_ms", &e->max_detection_ms));
+  FL_RETURN_IF_ERROR(non_negative("max_recovery_ms", &e->max_recovery_ms));
+  FL_RETURN_IF_ERROR(non_negative("min_degraded_ratio", &e->min_degraded_ratio));
+  FL_RETURN_IF_ERROR(non_negative("max_throughput_loss_s", &e->max_throughput_loss_s));
+  if (e->min_degraded_ratio && *e->min_degraded_ratio > 1.0)
+    return doc.Error(n["min_degraded_ratio"], "min_degraded_ratio is a fraction of the baseline: at most 1");
+  FL_ASSIGN_OR_RETURN(e->exact_correctness, doc.GetOr<bool>(n, "exact_correctness", true));
+  return OkStatus();
+}
+
+Status ParseRestart(const YamlDoc& doc, const YAML::Node& n, RestartPolicy* r) {
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"enabled", "max_restarts", "delay"}, "restart"));
+  FL_ASSIGN_OR_RETURN(r->enabled, doc.GetOr<bool>(n, "enabled", true));
+  FL_ASSIGN_OR_RETURN(r->max_restarts, doc.GetOr<uint32_t>(n, "max_restarts", 1));
+  FL_ASSIGN_OR_RETURN(r->delay_ns, doc.GetDurationOr(n, "delay", 0));
+  return OkStatus();
+}
+
+Status FaultError(const std::string& where, const std::string& msg) {
+  return InvalidArgumentError(where + ": " + msg);
+}
+
+}  // namespace
+
+uint64_t Fnv1a64(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, name));
+  const YAML::Node root = doc.root();
+  FL_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "description", "seed", "lab", "job", "faults",
+                                          "expectations", "restart"},
+                                   "scenario"));
+  Scenario s;
+  s.path = name;
+  s.text = std::string(text);
+  char hash[20];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a64(text)));
+  s.text_hash = hash;
+  FL_ASSIGN_OR_RETURN(s.name, doc.Get<std::string>(root, "name"));
+  FL_ASSIGN_OR_RETURN(s.description, doc.GetOr<std::string>(root, "description", ""));
+  FL_ASSIGN_OR_RETURN(s.seed, doc.GetOr<uint64_t>(root, "seed", 1));
+  if (!doc.Has(root, "lab")) return doc.Error(root, "missing required key 'lab'");
+  FL_RETURN_IF_ERROR(ParseLab(doc, root["lab"], &s.lab));
+  s.lab.topology = ResolvePath(s.lab.topology, name);
+  s.lab.inventory = ResolvePath(s.lab.inventory, name);
+  if (!doc.Has(root, "job")) return doc.Error(root, "missing required key 'job'");
+  FL_RETURN_IF_ERROR(ParseJob(doc, root["job"], &s.job));
+  if (doc.Has(root, "faults")) {
+    const YAML::Node faults = root["faults"];
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(faults, "faults"));
+    for (const auto& fn : faults) {
+      FaultSpec f;
+      FL_RETURN_IF_ERROR(ParseFault(doc, fn, &f));
+      s.faults.push_back(std::move(f));
+    }
+  }
+  if (doc.Has(root, "expectations")) FL_RETURN_IF_ERROR(ParseExpect(doc, root["expectations"], &s.expect));
+  if (doc.Has(root, "restart")) FL_RETURN_IF_ERROR(ParseRestart(doc, root["restart"], &s.restart));
+  if (s.restart.enabled && s.job.failover && s.job.ccl == "ftccl")
+    return doc.Error(root["restart"], "restart applies to fail-stop jobs: set job.failover: false or use ccl: gloo");
+  return s;
+}
+
+StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseScenario(text, path);
+}
+
+Status ValidateAgainstCatalog(const Scenario& s, const FaultCatalog& catalog) {
+  std::vector<std::string> kinds = catalog.Kinds();
+  for (const FaultSpec& f : s.faults) {
+    if (std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end())
+      return FaultError(f.where, "unknown fault kind '" + f.kind + "' (known: " + Join(kinds) + ")");
+    std::vector<std::string> classes = catalog.TargetClasses(f.kind);
+    if (!f.target_class.empty()) {
+      if (std::find(classes.begin(), classes.end(), f.target_class) == classes.end())
+        return FaultError(f.where, "fault kind '" + f.kind + "' cannot aim at target class '" +
+                                       f.target_class + "' (it takes: " + Join(classes) + ")");
+      if (catalog.Targets(f.target_class).empty())
+        return FaultError(f.where, "the lab has no targets of class '" + f.target_class + "'");
+      continue;
+    }
+    if (f.target.empty())
+      return FaultError(f.where, "fault needs 'target' (a name in the lab) or 'target_class'");
+    bool found = false;
+    std::vector<std::string> examples;
+    for (const auto& cls : classes) {
+      auto targets = catalog.Targets(cls);
+      found = found || std::find(targets.begin(), targets.end(), f.target) != targets.end();
+      for (size_t i = 0; i < targets.size() && examples.size() < 6; ++i) examples.push_back(targets[i]);
+    }
+    if (!found)
+      return FaultError(f.where, "target '" + f.target + "' is not in the lab for fault kind '" + f.kind +
+                                     "' (e.g. " + Join(examples) + ")");
+  }
+  return OkStatus();
+}
+
+void StaticFaultCatalog::AddKind(std::string kind, std::vector<std::string> classes) {
+  kinds_[std::move(kind)] = std::move(classes);
+}
+void StaticFaultCatalog::AddTargets(std::string cls, std::vector<std::string> targets) {
+  targets_[std::move(cls)] = std::move(targets);
+}
+std::vector<std::string> StaticFaultCatalog::Kinds() const {
+  std::vector<std::string> v;
+  for (const auto& [k, c] : kinds_) v.push_back(k);
+  return v;
+}
+std::vector<std::string> StaticFaultCatalog::TargetClasses(const std::string& kind) const {
+  auto it = kinds_.find(kind);
+  return it == kinds_.end() ? std::vector<std::string>{} : it->second;
+}
+std::vector<std::string> StaticFaultCatalog::Targets(const std::string& cls) const {
+  auto it = targets_.find(cls);
+  return it == targets_.end() ? std::vector<std::string>{} : it->second;
+}
+
+}  // namespace fl::harness

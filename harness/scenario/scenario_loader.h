@@ -1,0 +1,57 @@
+// Loads a scenario file into a Scenario, validating everything it can before anything is
+// provisioned: unknown keys, bad durations/sizes, unknown fault kinds, targets that are not in
+// the lab. Every error is InvalidArgument "FILE:LINE:COL: message".
+//
+// What counts as a valid fault kind and target comes from a FaultCatalog, so the loader does
+// not depend on the lab or the injectors: the coordinator builds one from the topology and the
+// injector registry; tests build one by hand.
+//
+// Thread-safety: stateless functions.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "harness/scenario/scenario.h"
+
+namespace fl::harness {
+
+class FaultCatalog {
+ public:
+  virtual ~FaultCatalog() = default;
+  // Known injector names.
+  virtual std::vector<std::string> Kinds() const = 0;
+  // Target classes a kind accepts ("nic", "tor_port", "container", ...); first is the default.
+  virtual std::vector<std::string> TargetClasses(const std::string& kind) const = 0;
+  // All targets of a class in this lab, in a stable order (draws index into it).
+  virtual std::vector<std::string> Targets(const std::string& target_class) const = 0;
+};
+
+// A catalog given as tables, for tests and for labs described by inventories.
+class StaticFaultCatalog : public FaultCatalog {
+ public:
+  void AddKind(std::string kind, std::vector<std::string> classes);
+  void AddTargets(std::string target_class, std::vector<std::string> targets);
+  std::vector<std::string> Kinds() const override;
+  std::vector<std::string> TargetClasses(const std::string& kind) const override;
+  std::vector<std::string> Targets(const std::string& target_class) const override;
+
+ private:
+  std::map<std::string, std::vector<std::string>> kinds_;
+  std::map<std::string, std::vector<std::string>> targets_;
+};
+
+// Parses and checks the file's structure and values; lab.topology is resolved relative to the
+// scenario file's folder, then to the current directory.
+StatusOr<Scenario> LoadScenarioFile(const std::string& path);
+StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name);
+
+// Checks kinds and targets against a catalog; errors point at the fault in the file.
+Status ValidateAgainstCatalog(const Scenario& scenario, const FaultCatalog& catalog);
+
+uint64_t Fnv1a64(std::string_view text);
+
+}  // namespace fl::harness
