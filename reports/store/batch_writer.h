@@ -1,0 +1,89 @@
+// BatchWriter: the single writer of high-rate telemetry (samples and events) into the results
+// store. Producers (the coordinator's per-agent stream handlers) Push rows into a bounded
+// queue; one writer thread drains it and inserts up to Options::max_batch rows per
+// transaction on its own SQLite connection. One transaction per batch instead of per row is
+// what makes ingest fast (docs/store.md, bench/store_ingest.cc).
+//
+// Thread-safety: Push, Flush, Stats and Close may be called from any thread concurrently.
+// Ownership: the writer owns its connection and thread; rows are copied in.
+// Blocking: Push blocks while the queue is full, up to its deadline (then kDeadlineExceeded:
+// back-pressure reaches the producer instead of memory growing without bound). Flush waits
+// until every row pushed before the call is committed, up to its deadline. Close flushes,
+// then stops the thread; the destructor calls Close with Options::close_timeout.
+// Errors: a failed transaction is retried once (a busy database); if it fails again its rows
+// are dropped, counted in Stats::dropped_rows, and the error is returned by every later
+// Flush/Close (sticky), so loss is never silent.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <variant>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "reports/store/records.h"
+
+namespace fl::reports {
+
+class BatchWriter {
+ public:
+  struct Options {
+    size_t queue_capacity = 1 << 18;  // rows
+    size_t max_batch = 8192;          // rows per transaction
+    Nanos busy_timeout = 5 * kNsPerSec;
+    Nanos close_timeout = 30 * kNsPerSec;
+  };
+
+  struct Stats {
+    uint64_t pushed_rows = 0;
+    uint64_t committed_rows = 0;
+    uint64_t dropped_rows = 0;
+    uint64_t transactions = 0;
+    size_t queued_rows = 0;
+  };
+
+  // Opens its own connection to the store at path (which must exist or be creatable; the
+  // schema is created or migrated as by Store::Open) and starts the writer thread.
+  [[nodiscard]] static StatusOr<std::unique_ptr<BatchWriter>> Open(const std::string& path,
+                                                                   const Options& options);
+  [[nodiscard]] static StatusOr<std::unique_ptr<BatchWriter>> Open(const std::string& path) {
+    return Open(path, Options{});
+  }
+  ~BatchWriter();
+  BatchWriter(const BatchWriter&) = delete;
+  BatchWriter& operator=(const BatchWriter&) = delete;
+
+  // Queue rows. FailedPrecondition after Close; DeadlineExceeded when the queue stayed full
+  // until the deadline (rows of a span that did not fit are not queued: none of them).
+  [[nodiscard]] Status Push(SampleRecord sample, Deadline deadline);
+  [[nodiscard]] Status Push(EventRecord event, Deadline deadline);
+  [[nodiscard]] Status PushSamples(std::span<const SampleRecord> samples, Deadline deadline);
+  [[nodiscard]] Status PushEvents(std::span<const EventRecord> events, Deadline deadline);
+
+  // Waits until everything pushed before this call is committed. DeadlineExceeded on
+  // timeout; the sticky write error if one happened.
+  [[nodiscard]] Status Flush(Deadline deadline);
+  // Flushes, stops the writer thread and closes the connection. Idempotent. When the
+  // deadline passes first, the thread stops after its current transaction and the rows still
+  // queued are dropped (DeadlineExceeded, with the count).
+  [[nodiscard]] Status Close(Deadline deadline);
+
+  Stats GetStats() const;
+
+ private:
+  using Row = std::variant<SampleRecord, EventRecord>;
+  struct Impl;
+  explicit BatchWriter(std::unique_ptr<Impl> impl);
+  Status PushRows(std::deque<Row>&& rows, Deadline deadline);
+  void Loop();
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fl::reports

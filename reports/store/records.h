@@ -1,0 +1,131 @@
+// The rows of the results store as plain structs: what the coordinator converts its telemetry
+// into, what the store writes and reads, and what reports/metrics computes from and produces.
+// No SQLite, gRPC or protobuf types here, so any module can include this header.
+//
+// Times are wall-clock nanoseconds since the Unix epoch on the coordinator's clock (agents'
+// offsets are applied before rows are built). An unset optional is NULL in the database.
+//
+// Thread-safety: values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace fl::reports {
+
+enum class RunStatus { kRunning, kPassed, kFailed, kAborted, kError };
+
+// "running", "passed", "failed", "aborted", "error" (the strings stored in runs.status).
+std::string_view RunStatusName(RunStatus status);
+[[nodiscard]] StatusOr<RunStatus> ParseRunStatus(std::string_view name);
+
+struct RunRecord {
+  std::string id;  // fl::NewRunId()
+  std::string scenario_name;
+  std::string scenario_text;  // the scenario file as run, verbatim
+  std::string scenario_hash;  // filled by Store::CreateRun when empty (SHA-256 hex of the text)
+  uint64_t seed = 0;
+  std::string git_revision;
+  RunStatus status = RunStatus::kRunning;
+  Nanos start_wall_ns = 0;
+  std::optional<Nanos> end_wall_ns;
+  std::string message;  // why it ended the way it did (empty when passed)
+  // Who is running it, so a later command can tell a dead coordinator's run from a live one.
+  int64_t coordinator_pid = 0;
+  std::string coordinator_host;
+  std::map<std::string, std::string> tags;  // k=v, e.g. fw=22.39
+
+  bool operator==(const RunRecord&) const = default;
+};
+
+struct HostRecord {
+  std::string run_id;
+  std::string name;
+  std::string address;
+  Nanos clock_offset_ns = 0;            // host clock minus coordinator clock
+  Nanos clock_uncertainty_ns = 0;       // half the round trip of the best probe
+  std::string fingerprint_json = "{}";  // kernel, NIC driver/firmware, GPUs, CCL build
+
+  bool operator==(const HostRecord&) const = default;
+};
+
+struct FaultRecord {
+  std::string run_id;
+  std::string fault_id;  // unique within the run, e.g. "f0"
+  std::string kind;      // "nic_flap", "tor_port_down", ...
+  std::string target;    // resolved target, e.g. "h1/nic0"
+  std::string params_json = "{}";
+  std::optional<Nanos> scheduled_wall_ns;  // from the timeline
+  std::optional<Nanos> requested_wall_ns;  // when the agent was asked
+  std::optional<Nanos> effective_wall_ns;  // when the fault was in place (verified)
+  std::optional<Nanos> reverted_wall_ns;   // when the revert completed
+  std::optional<bool> revert_verified;     // state read back after the revert
+
+  bool operator==(const FaultRecord&) const = default;
+};
+
+// One rank's one iteration (one collective or one training step).
+struct SampleRecord {
+  std::string run_id;
+  int32_t rank = 0;
+  int64_t iteration = 0;
+  Nanos start_ns = 0;     // wall
+  Nanos end_ns = 0;       // wall
+  uint64_t bytes = 0;     // algorithm bytes of the collective (nccl-tests "size")
+  bool verified = false;  // the result was checked against its expected value
+  bool mismatch = false;  // checked and wrong
+
+  bool operator==(const SampleRecord&) const = default;
+};
+
+struct EventRecord {
+  std::string run_id;
+  int32_t rank = -1;  // -1: not a rank's event (coordinator, agent, injector)
+  Nanos wall_ns = 0;
+  std::string kind;  // "fault_detected", "failover_done", "path_restored", ...
+  std::string detail_json = "{}";
+
+  bool operator==(const EventRecord&) const = default;
+};
+
+struct MetricRecord {
+  std::string run_id;
+  std::optional<std::string> fault_id;  // nullopt: a run-level metric
+  std::string name;
+  double value = 0;
+  std::string unit;
+
+  bool operator==(const MetricRecord&) const = default;
+};
+
+struct VerdictRecord {
+  std::string run_id;
+  std::optional<std::string> fault_id;
+  std::string expectation;  // "survives", "max_detection_ms", ...
+  bool passed = false;
+  std::optional<double> observed;  // nullopt when the metric could not be computed
+  std::optional<double> limit;
+  std::string message;
+
+  bool operator==(const VerdictRecord&) const = default;
+};
+
+// Everything stored about one run.
+struct RunData {
+  RunRecord run;
+  std::vector<HostRecord> hosts;
+  std::vector<FaultRecord> faults;      // by effective (else requested) time
+  std::vector<SampleRecord> samples;    // by rank, iteration
+  std::vector<EventRecord> events;      // by time
+  std::vector<MetricRecord> metrics;    // in insertion order
+  std::vector<VerdictRecord> verdicts;  // in insertion order
+};
+
+}  // namespace fl::reports

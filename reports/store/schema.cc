@@ -1,0 +1,167 @@
+#include "reports/store/schema.h"
+
+#include <array>
+#include <string>
+
+#include "common/log.h"
+
+namespace fl::reports {
+
+namespace {
+
+// Version 1: the first layout (runs, hosts, faults, telemetry, metrics, verdicts).
+constexpr std::string_view kV1 = R"sql(
+CREATE TABLE schema_version (
+  version INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  scenario_name TEXT NOT NULL,
+  scenario_text TEXT NOT NULL,
+  scenario_hash TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  git_revision TEXT NOT NULL,
+  status TEXT NOT NULL
+    CHECK (status IN ('running', 'passed', 'failed', 'aborted', 'error')),
+  start_wall_ns INTEGER NOT NULL,
+  end_wall_ns INTEGER,
+  message TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_scenario ON runs (scenario_name, start_wall_ns);
+CREATE TABLE hosts (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  address TEXT NOT NULL,
+  clock_offset_ns INTEGER NOT NULL,
+  clock_uncertainty_ns INTEGER NOT NULL,
+  fingerprint_json TEXT NOT NULL,
+  PRIMARY KEY (run_id, name)
+);
+CREATE TABLE faults (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  fault_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  target TEXT NOT NULL,
+  params_json TEXT NOT NULL,
+  scheduled_wall_ns INTEGER,
+  requested_wall_ns INTEGER,
+  effective_wall_ns INTEGER,
+  reverted_wall_ns INTEGER,
+  revert_verified INTEGER,
+  PRIMARY KEY (run_id, fault_id)
+);
+CREATE TABLE samples (
+  run_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  verified INTEGER NOT NULL,
+  mismatch INTEGER NOT NULL
+);
+CREATE INDEX samples_by_run ON samples (run_id, rank, iteration);
+CREATE TABLE events (
+  run_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  wall_ns INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  detail_json TEXT NOT NULL
+);
+CREATE INDEX events_by_run ON events (run_id, wall_ns);
+CREATE TABLE metrics (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  fault_id TEXT,
+  name TEXT NOT NULL,
+  value REAL NOT NULL,
+  unit TEXT NOT NULL
+);
+CREATE INDEX metrics_by_run ON metrics (run_id);
+CREATE TABLE verdicts (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  fault_id TEXT,
+  expectation TEXT NOT NULL,
+  passed INTEGER NOT NULL,
+  observed REAL,
+  limit_value REAL,
+  message TEXT NOT NULL
+);
+CREATE INDEX verdicts_by_run ON verdicts (run_id);
+INSERT INTO schema_version (version) VALUES (0);
+)sql";
+
+// Version 2: run tags for selection (tag:fw=22.39) and the coordinator that owns a run, so a
+// later command can mark a dead coordinator's run aborted.
+constexpr std::string_view kV2 = R"sql(
+ALTER TABLE runs ADD COLUMN coordinator_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN coordinator_host TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_status ON runs (status, coordinator_host);
+CREATE TABLE run_tags (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+CREATE INDEX run_tags_by_key ON run_tags (key, value);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2};
+
+}  // namespace
+
+std::span<const std::string_view> SchemaMigrations() { return kMigrations; }
+
+StatusOr<int> ReadSchemaVersion(sql::Db& db) {
+  FL_ASSIGN_OR_RETURN(int64_t has_version,
+                      db.QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                  "name = 'schema_version'"));
+  if (has_version == 0) {
+    FL_ASSIGN_OR_RETURN(int64_t tables,
+                        db.QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'"));
+    if (tables != 0) {
+      return FailedPreconditionError(db.path() +
+                                     ": not a faultline results database (no schema_version)");
+    }
+    return 0;
+  }
+  auto version = db.QueryInt("SELECT max(version) FROM schema_version");
+  if (!version.ok()) return version.status();
+  return static_cast<int>(*version);
+}
+
+Status MigrateSchema(sql::Db& db, int target_version) {
+  if (target_version < 1 || target_version > kSchemaVersion) {
+    return InvalidArgumentError("schema version " + std::to_string(target_version) +
+                                " does not exist (this build knows 1.." +
+                                std::to_string(kSchemaVersion) + ")");
+  }
+  FL_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(db));
+  if (version > target_version) {
+    return FailedPreconditionError(db.path() + ": results database has schema version " +
+                                   std::to_string(version) + ", newer than this build's " +
+                                   std::to_string(target_version) +
+                                   "; use a newer faultline or another --db");
+  }
+  while (version < target_version) {
+    // BEGIN IMMEDIATE, then re-read: another process may have migrated meanwhile.
+    FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(db));
+    FL_ASSIGN_OR_RETURN(int now, ReadSchemaVersion(db));
+    if (now != version) {
+      FL_RETURN_IF_ERROR(txn.Commit());
+      version = now;
+      continue;
+    }
+    Status s = db.Exec(kMigrations[static_cast<size_t>(version)]);
+    if (!s.ok()) {
+      return s.Prepend("migrating results schema to version " + std::to_string(version + 1));
+    }
+    FL_RETURN_IF_ERROR(
+        db.Exec("UPDATE schema_version SET version = " + std::to_string(version + 1)));
+    FL_RETURN_IF_ERROR(txn.Commit());
+    ++version;
+    FL_LOG(kDebug, "store") << db.path() << ": schema now at version " << version;
+  }
+  return OkStatus();
+}
+
+}  // namespace fl::reports

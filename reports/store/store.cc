@@ -1,0 +1,486 @@
+#include "reports/store/store.h"
+
+#include <openssl/evp.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "common/log.h"
+#include "reports/store/schema.h"
+
+namespace fl::reports {
+
+namespace {
+
+constexpr std::string_view kRunColumns =
+    "id, scenario_name, scenario_text, scenario_hash, seed, git_revision, status, "
+    "start_wall_ns, end_wall_ns, message, coordinator_pid, coordinator_host";
+
+StatusOr<RunRecord> ReadRunRow(const sql::Stmt& st) {
+  RunRecord r;
+  r.id = st.Text(0);
+  r.scenario_name = st.Text(1);
+  r.scenario_text = st.Text(2);
+  r.scenario_hash = st.Text(3);
+  r.seed = static_cast<uint64_t>(st.Int(4));
+  r.git_revision = st.Text(5);
+  FL_ASSIGN_OR_RETURN(r.status, ParseRunStatus(st.Text(6)));
+  r.start_wall_ns = st.Int(7);
+  r.end_wall_ns = st.OptInt(8);
+  r.message = st.Text(9);
+  r.coordinator_pid = st.Int(10);
+  r.coordinator_host = st.Text(11);
+  return r;
+}
+
+std::optional<bool> OptBool(const sql::Stmt& st, int col) {
+  auto v = st.OptInt(col);
+  if (!v) return std::nullopt;
+  return *v != 0;
+}
+
+}  // namespace
+
+// ---- helpers ----
+
+Status ParseTagSelector(std::string_view selector, RunFilter& filter) {
+  constexpr std::string_view kPrefix = "tag:";
+  if (selector.substr(0, kPrefix.size()) != kPrefix) {
+    return InvalidArgumentError("run selector '" + std::string(selector) +
+                                "': expected tag:KEY=VALUE[,KEY=VALUE...]");
+  }
+  std::string_view rest = selector.substr(kPrefix.size());
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return InvalidArgumentError("run selector '" + std::string(selector) + "': '" +
+                                  std::string(item) + "' is not KEY=VALUE");
+    }
+    filter.tags[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (filter.tags.empty()) {
+    return InvalidArgumentError("run selector '" + std::string(selector) + "' names no tag");
+  }
+  return OkStatus();
+}
+
+std::string ScenarioHash(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  hex.reserve(len * 2);
+  char buf[3];
+  for (unsigned int i = 0; i < len; ++i) {
+    std::snprintf(buf, sizeof(buf), "%02x", digest[i]);
+    hex += buf;
+  }
+  return hex;
+}
+
+bool ProcessAlive(int64_t pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) == 0) return true;
+  return errno == EPERM;
+}
+
+StatusOr<std::unique_ptr<sql::Db>> OpenStoreDb(const std::string& path, bool create,
+                                               Nanos busy_timeout, int schema_version) {
+  sql::Db::Options opts;
+  opts.create = create;
+  opts.busy_timeout = busy_timeout;
+  FL_ASSIGN_OR_RETURN(auto db, sql::Db::Open(path, opts));
+  // WAL: readers (reports, compare) never block the writer and vice versa. NORMAL
+  // synchronous is durable across process crashes; a power cut may lose the last commits.
+  FL_ASSIGN_OR_RETURN(auto mode, db->Prepare("PRAGMA journal_mode = WAL"));
+  FL_ASSIGN_OR_RETURN(bool row, mode.Step());
+  if (!row || mode.Text(0) != "wal") {
+    return FailedPreconditionError(path + ": cannot switch the results database to WAL mode" +
+                                   (row ? " (got " + mode.Text(0) + ")" : std::string()));
+  }
+  mode.Reset();
+  FL_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
+  FL_RETURN_IF_ERROR(MigrateSchema(*db, schema_version == 0 ? kSchemaVersion : schema_version));
+  return db;
+}
+
+StatusOr<TelemetryInserter> TelemetryInserter::Prepare(sql::Db& db) {
+  FL_ASSIGN_OR_RETURN(auto samples,
+                      db.Prepare("INSERT INTO samples (run_id, rank, iteration, start_ns, "
+                                 "end_ns, bytes, verified, mismatch) VALUES (?1, ?2, ?3, ?4, "
+                                 "?5, ?6, ?7, ?8)"));
+  FL_ASSIGN_OR_RETURN(auto events,
+                      db.Prepare("INSERT INTO events (run_id, rank, wall_ns, kind, detail_json) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5)"));
+  return TelemetryInserter(std::move(samples), std::move(events));
+}
+
+Status TelemetryInserter::Insert(const SampleRecord& s) {
+  samples_.Bind(1, s.run_id)
+      .Bind(2, s.rank)
+      .Bind(3, s.iteration)
+      .Bind(4, s.start_ns)
+      .Bind(5, s.end_ns)
+      .Bind(6, static_cast<int64_t>(s.bytes))
+      .Bind(7, s.verified ? 1 : 0)
+      .Bind(8, s.mismatch ? 1 : 0);
+  return samples_.Run();
+}
+
+Status TelemetryInserter::Insert(const EventRecord& e) {
+  events_.Bind(1, e.run_id)
+      .Bind(2, e.rank)
+      .Bind(3, e.wall_ns)
+      .Bind(4, e.kind)
+      .Bind(5, e.detail_json);
+  return events_.Run();
+}
+
+// ---- Store ----
+
+StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
+  FL_ASSIGN_OR_RETURN(
+      auto db, OpenStoreDb(path, options.create, options.busy_timeout, options.schema_version));
+  return std::unique_ptr<Store>(new Store(std::move(db)));
+}
+
+StatusOr<int> Store::SchemaVersion() {
+  std::lock_guard lock(mu_);
+  return ReadSchemaVersion(*db_);
+}
+
+Status Store::CreateRun(const RunRecord& run) {
+  if (run.id.empty()) return InvalidArgumentError("run id is empty");
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO runs (" + std::string(kRunColumns) +
+                                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                            "?10, ?11, ?12)"));
+  st.Bind(1, run.id)
+      .Bind(2, run.scenario_name)
+      .Bind(3, run.scenario_text)
+      .Bind(4, run.scenario_hash.empty() ? ScenarioHash(run.scenario_text) : run.scenario_hash)
+      .Bind(5, static_cast<int64_t>(run.seed))
+      .Bind(6, run.git_revision)
+      .Bind(7, RunStatusName(run.status))
+      .Bind(8, run.start_wall_ns)
+      .Bind(9, run.end_wall_ns)
+      .Bind(10, run.message)
+      .Bind(11, run.coordinator_pid)
+      .Bind(12, run.coordinator_host);
+  if (Status s = st.Run(); !s.ok()) return s.Prepend("creating run " + run.id);
+  FL_ASSIGN_OR_RETURN(
+      auto tag, db_->Prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)"));
+  for (const auto& [k, v] : run.tags) {
+    tag.Bind(1, run.id).Bind(2, k).Bind(3, v);
+    FL_RETURN_IF_ERROR(tag.Run());
+  }
+  return txn.Commit();
+}
+
+Status Store::FinishRun(const std::string& run_id, RunStatus status, Nanos end_wall_ns,
+                        const std::string& message) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE runs SET status = ?2, end_wall_ns = ?3, "
+                                            "message = ?4 WHERE id = ?1"));
+  st.Bind(1, run_id).Bind(2, RunStatusName(status)).Bind(3, end_wall_ns).Bind(4, message);
+  FL_RETURN_IF_ERROR(st.Run());
+  if (db_->Changes() == 0) return NotFoundError("no run " + run_id + " in " + db_->path());
+  return OkStatus();
+}
+
+Status Store::SetTag(const std::string& run_id, const std::string& key, const std::string& value) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT OR REPLACE INTO run_tags (run_id, key, "
+                                            "value) VALUES (?1, ?2, ?3)"));
+  st.Bind(1, run_id).Bind(2, key).Bind(3, value);
+  return st.Run();
+}
+
+Status Store::PutHost(const HostRecord& h) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT OR REPLACE INTO hosts (run_id, name, "
+                                            "address, clock_offset_ns, clock_uncertainty_ns, "
+                                            "fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  st.Bind(1, h.run_id)
+      .Bind(2, h.name)
+      .Bind(3, h.address)
+      .Bind(4, h.clock_offset_ns)
+      .Bind(5, h.clock_uncertainty_ns)
+      .Bind(6, h.fingerprint_json);
+  return st.Run();
+}
+
+Status Store::PutFault(const FaultRecord& f) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(
+      auto st,
+      db_->Prepare("INSERT OR REPLACE INTO faults (run_id, fault_id, kind, target, params_json, "
+                   "scheduled_wall_ns, requested_wall_ns, effective_wall_ns, reverted_wall_ns, "
+                   "revert_verified) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+  std::optional<int64_t> verified;
+  if (f.revert_verified) verified = *f.revert_verified ? 1 : 0;
+  st.Bind(1, f.run_id)
+      .Bind(2, f.fault_id)
+      .Bind(3, f.kind)
+      .Bind(4, f.target)
+      .Bind(5, f.params_json)
+      .Bind(6, f.scheduled_wall_ns)
+      .Bind(7, f.requested_wall_ns)
+      .Bind(8, f.effective_wall_ns)
+      .Bind(9, f.reverted_wall_ns)
+      .Bind(10, verified);
+  return st.Run();
+}
+
+template <typename Row>
+Status Store::InsertTelemetry(std::span<const Row> rows) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_ASSIGN_OR_RETURN(auto ins, TelemetryInserter::Prepare(*db_));
+  for (const auto& row : rows) FL_RETURN_IF_ERROR(ins.Insert(row));
+  return txn.Commit();
+}
+
+Status Store::InsertSamples(std::span<const SampleRecord> samples) {
+  return InsertTelemetry(samples);
+}
+
+Status Store::InsertEvents(std::span<const EventRecord> events) { return InsertTelemetry(events); }
+
+Status Store::ReplaceMetrics(const std::string& run_id, std::span<const MetricRecord> metrics) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM metrics WHERE run_id = ?1"));
+  del.Bind(1, run_id);
+  FL_RETURN_IF_ERROR(del.Run());
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO metrics (run_id, fault_id, name, value, "
+                                            "unit) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (const auto& m : metrics) {
+    if (m.run_id != run_id) {
+      return InvalidArgumentError("metric " + m.name + " belongs to run " + m.run_id + ", not " +
+                                  run_id);
+    }
+    st.Bind(1, run_id).Bind(2, m.fault_id).Bind(3, m.name).Bind(4, m.value).Bind(5, m.unit);
+    FL_RETURN_IF_ERROR(st.Run());
+  }
+  return txn.Commit();
+}
+
+Status Store::ReplaceVerdicts(const std::string& run_id, std::span<const VerdictRecord> verdicts) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM verdicts WHERE run_id = ?1"));
+  del.Bind(1, run_id);
+  FL_RETURN_IF_ERROR(del.Run());
+  FL_ASSIGN_OR_RETURN(auto st,
+                      db_->Prepare("INSERT INTO verdicts (run_id, fault_id, expectation, passed, "
+                                   "observed, limit_value, message) VALUES (?1, ?2, ?3, ?4, ?5, "
+                                   "?6, ?7)"));
+  for (const auto& v : verdicts) {
+    if (v.run_id != run_id) {
+      return InvalidArgumentError("verdict " + v.expectation + " belongs to run " + v.run_id +
+                                  ", not " + run_id);
+    }
+    st.Bind(1, run_id)
+        .Bind(2, v.fault_id)
+        .Bind(3, v.expectation)
+        .Bind(4, v.passed ? 1 : 0)
+        .Bind(5, v.observed)
+        .Bind(6, v.limit)
+        .Bind(7, v.message);
+    FL_RETURN_IF_ERROR(st.Run());
+  }
+  return txn.Commit();
+}
+
+StatusOr<std::vector<std::string>> Store::MarkDeadRunsAborted(
+    const std::string& host, const std::function<bool(int64_t)>& is_alive, Nanos now_wall_ns) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_ASSIGN_OR_RETURN(auto sel, db_->Prepare("SELECT id, coordinator_pid FROM runs WHERE status "
+                                             "= 'running' AND coordinator_host = ?1"));
+  sel.Bind(1, host);
+  std::vector<std::string> dead;
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, sel.Step());
+    if (!row) break;
+    if (!is_alive(sel.Int(1))) dead.push_back(sel.Text(0));
+  }
+  sel.Reset();
+  FL_ASSIGN_OR_RETURN(auto upd,
+                      db_->Prepare("UPDATE runs SET status = 'aborted', end_wall_ns = ?2, "
+                                   "message = ?3 WHERE id = ?1 AND status = 'running'"));
+  for (const auto& id : dead) {
+    upd.Bind(1, id).Bind(2, now_wall_ns).Bind(3, "coordinator on " + host + " died during the run");
+    FL_RETURN_IF_ERROR(upd.Run());
+    FL_LOG(kWarn, "store") << "run " << id << " marked aborted: its coordinator on " << host
+                           << " is gone";
+  }
+  FL_RETURN_IF_ERROR(txn.Commit());
+  return dead;
+}
+
+StatusOr<std::vector<RunRecord>> Store::ListRuns(const RunFilter& filter) {
+  std::lock_guard lock(mu_);
+  std::string q = "SELECT " + std::string(kRunColumns) + " FROM runs r WHERE 1";
+  int n = 0;
+  if (filter.scenario_name) q += " AND scenario_name = ?" + std::to_string(++n);
+  if (filter.status) q += " AND status = ?" + std::to_string(++n);
+  for (size_t i = 0; i < filter.tags.size(); ++i) {
+    q += " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?" +
+         std::to_string(n + 1) + " AND t.value = ?" + std::to_string(n + 2) + ")";
+    n += 2;
+  }
+  q += " ORDER BY start_wall_ns DESC, id DESC";
+  if (filter.limit > 0) q += " LIMIT " + std::to_string(filter.limit);
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare(q));
+  int i = 0;
+  if (filter.scenario_name) st.Bind(++i, *filter.scenario_name);
+  if (filter.status) st.Bind(++i, RunStatusName(*filter.status));
+  for (const auto& [k, v] : filter.tags) {
+    st.Bind(++i, k);
+    st.Bind(++i, v);
+  }
+  std::vector<RunRecord> runs;
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    FL_ASSIGN_OR_RETURN(RunRecord r, ReadRunRow(st));
+    runs.push_back(std::move(r));
+  }
+  st.Reset();
+  for (auto& r : runs) FL_RETURN_IF_ERROR(LoadTagsLocked(r));
+  return runs;
+}
+
+Status Store::LoadTagsLocked(RunRecord& run) {
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT key, value FROM run_tags WHERE run_id = ?1"));
+  st.Bind(1, run.id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    run.tags[st.Text(0)] = st.Text(1);
+  }
+  return OkStatus();
+}
+
+StatusOr<RunRecord> Store::GetRunLocked(const std::string& run_id) {
+  std::string q =
+      "SELECT " + std::string(kRunColumns) + " FROM runs WHERE " +
+      (run_id == "latest" ? "1 ORDER BY start_wall_ns DESC, id DESC LIMIT 1" : "id = ?1");
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare(q));
+  if (run_id != "latest") st.Bind(1, run_id);
+  FL_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return NotFoundError("no run " + run_id + " in " + db_->path());
+  FL_ASSIGN_OR_RETURN(RunRecord r, ReadRunRow(st));
+  st.Reset();
+  FL_RETURN_IF_ERROR(LoadTagsLocked(r));
+  return r;
+}
+
+StatusOr<RunRecord> Store::GetRun(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  return GetRunLocked(run_id);
+}
+
+StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  RunData d;
+  // One read transaction: a consistent snapshot even while a writer appends telemetry.
+  FL_RETURN_IF_ERROR(db_->Exec("BEGIN"));
+  struct EndRead {
+    sql::Db* db;
+    ~EndRead() { db->Exec("COMMIT").IgnoreError(); }
+  } end_read{db_.get()};
+  FL_ASSIGN_OR_RETURN(d.run, GetRunLocked(run_id));
+  const std::string& id = d.run.id;
+
+  FL_ASSIGN_OR_RETURN(auto hosts, db_->Prepare("SELECT name, address, clock_offset_ns, "
+                                               "clock_uncertainty_ns, fingerprint_json FROM "
+                                               "hosts WHERE run_id = ?1 ORDER BY name"));
+  hosts.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, hosts.Step());
+    if (!row) break;
+    d.hosts.push_back(
+        {id, hosts.Text(0), hosts.Text(1), hosts.Int(2), hosts.Int(3), hosts.Text(4)});
+  }
+
+  FL_ASSIGN_OR_RETURN(
+      auto faults,
+      db_->Prepare("SELECT fault_id, kind, target, params_json, scheduled_wall_ns, "
+                   "requested_wall_ns, effective_wall_ns, reverted_wall_ns, revert_verified "
+                   "FROM faults WHERE run_id = ?1 ORDER BY coalesce(effective_wall_ns, "
+                   "requested_wall_ns, scheduled_wall_ns), fault_id"));
+  faults.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, faults.Step());
+    if (!row) break;
+    FaultRecord f;
+    f.run_id = id;
+    f.fault_id = faults.Text(0);
+    f.kind = faults.Text(1);
+    f.target = faults.Text(2);
+    f.params_json = faults.Text(3);
+    f.scheduled_wall_ns = faults.OptInt(4);
+    f.requested_wall_ns = faults.OptInt(5);
+    f.effective_wall_ns = faults.OptInt(6);
+    f.reverted_wall_ns = faults.OptInt(7);
+    f.revert_verified = OptBool(faults, 8);
+    d.faults.push_back(std::move(f));
+  }
+
+  FL_ASSIGN_OR_RETURN(auto samples,
+                      db_->Prepare("SELECT rank, iteration, start_ns, end_ns, bytes, verified, "
+                                   "mismatch FROM samples WHERE run_id = ?1 ORDER BY rank, "
+                                   "iteration, start_ns"));
+  samples.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, samples.Step());
+    if (!row) break;
+    d.samples.push_back({id, static_cast<int32_t>(samples.Int(0)), samples.Int(1), samples.Int(2),
+                         samples.Int(3), static_cast<uint64_t>(samples.Int(4)), samples.Int(5) != 0,
+                         samples.Int(6) != 0});
+  }
+
+  FL_ASSIGN_OR_RETURN(auto events, db_->Prepare("SELECT rank, wall_ns, kind, detail_json FROM "
+                                                "events WHERE run_id = ?1 ORDER BY wall_ns, "
+                                                "rowid"));
+  events.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, events.Step());
+    if (!row) break;
+    d.events.push_back(
+        {id, static_cast<int32_t>(events.Int(0)), events.Int(1), events.Text(2), events.Text(3)});
+  }
+
+  FL_ASSIGN_OR_RETURN(auto metrics, db_->Prepare("SELECT fault_id, name, value, unit FROM "
+                                                 "metrics WHERE run_id = ?1 ORDER BY rowid"));
+  metrics.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, metrics.Step());
+    if (!row) break;
+    d.metrics.push_back(
+        {id, metrics.OptText(0), metrics.Text(1), metrics.Double(2), metrics.Text(3)});
+  }
+
+  FL_ASSIGN_OR_RETURN(auto verdicts,
+                      db_->Prepare("SELECT fault_id, expectation, passed, observed, limit_value, "
+                                   "message FROM verdicts WHERE run_id = ?1 ORDER BY rowid"));
+  verdicts.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, verdicts.Step());
+    if (!row) break;
+    d.verdicts.push_back({id, verdicts.OptText(0), verdicts.Text(1), verdicts.Int(2) != 0,
+                          verdicts.OptDouble(3), verdicts.OptDouble(4), verdicts.Text(5)});
+  }
+  return d;
+}
+
+}  // namespace fl::reports

@@ -1,0 +1,131 @@
+// The results store: one SQLite file (WAL mode) holding runs, hosts, faults, telemetry,
+// metrics and verdicts. Opening it creates or migrates the schema (reports/store/schema.h).
+// Writes here are direct (one transaction per call); high-rate telemetry goes through
+// BatchWriter (reports/store/batch_writer.h), which uses its own connection.
+//
+// Thread-safety: all methods may be called from any thread; calls on one Store are serialised
+// by an internal mutex. Several Stores (and processes) may open the same file: WAL lets
+// readers run while one writer commits; writers wait for each other up to the busy timeout.
+// Ownership: Store owns its connection; records are copied in and out.
+// Blocking: every call does file I/O and may wait up to Options::busy_timeout for another
+// writer, then fails with kDeadlineExceeded.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "reports/store/records.h"
+#include "reports/store/sqlite.h"
+
+namespace fl::reports {
+
+// Which runs ListRuns returns. Empty fields select everything; all set fields must match.
+struct RunFilter {
+  std::optional<std::string> scenario_name;
+  std::map<std::string, std::string> tags;  // every k=v must be present on the run
+  std::optional<RunStatus> status;
+  size_t limit = 0;  // 0: no limit; newest first
+};
+
+// Parses a run selector "tag:k=v[,k2=v2...]" into filter.tags. InvalidArgument otherwise.
+[[nodiscard]] Status ParseTagSelector(std::string_view selector, RunFilter& filter);
+
+// SHA-256 of text as 64 lowercase hex digits (what runs.scenario_hash holds).
+std::string ScenarioHash(std::string_view text);
+
+// Whether process pid on this host is alive (kill(pid, 0) succeeds or fails with EPERM).
+bool ProcessAlive(int64_t pid);
+
+class Store {
+ public:
+  struct Options {
+    bool create = true;  // create the file (and the schema) when missing
+    Nanos busy_timeout = 5 * kNsPerSec;
+    // Stop at this schema version instead of the current one (tests of migrations).
+    int schema_version = 0;
+  };
+
+  [[nodiscard]] static StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                             const Options& options);
+  [[nodiscard]] static StatusOr<std::unique_ptr<Store>> Open(const std::string& path) {
+    return Open(path, Options{});
+  }
+
+  // ---- writing ----
+  // Inserts run and its tags. Fills scenario_hash when empty. InvalidArgument when the id
+  // exists.
+  [[nodiscard]] Status CreateRun(const RunRecord& run);
+  // Sets a run's final status, end time and message. NotFound for an unknown id.
+  [[nodiscard]] Status FinishRun(const std::string& run_id, RunStatus status, Nanos end_wall_ns,
+                                 const std::string& message);
+  [[nodiscard]] Status SetTag(const std::string& run_id, const std::string& key,
+                              const std::string& value);
+  [[nodiscard]] Status PutHost(const HostRecord& host);
+  // Inserts or replaces a fault (the coordinator updates times as they become known).
+  [[nodiscard]] Status PutFault(const FaultRecord& fault);
+  // Each call is one transaction.
+  [[nodiscard]] Status InsertSamples(std::span<const SampleRecord> samples);
+  [[nodiscard]] Status InsertEvents(std::span<const EventRecord> events);
+  // Replace the run's metrics / verdicts (analysis may be rerun).
+  [[nodiscard]] Status ReplaceMetrics(const std::string& run_id,
+                                      std::span<const MetricRecord> metrics);
+  [[nodiscard]] Status ReplaceVerdicts(const std::string& run_id,
+                                       std::span<const VerdictRecord> verdicts);
+
+  // Marks aborted every run still 'running' whose coordinator ran on `host` and is no longer
+  // alive according to is_alive(pid). Runs of other hosts are left alone (their liveness
+  // cannot be judged here). Returns the ids marked.
+  [[nodiscard]] StatusOr<std::vector<std::string>> MarkDeadRunsAborted(
+      const std::string& host, const std::function<bool(int64_t)>& is_alive = ProcessAlive,
+      Nanos now_wall_ns = WallNowNs());
+
+  // ---- reading ----
+  [[nodiscard]] StatusOr<std::vector<RunRecord>> ListRuns(const RunFilter& filter);
+  // NotFound for an unknown id. "latest" names the most recently started run.
+  [[nodiscard]] StatusOr<RunRecord> GetRun(const std::string& run_id);
+  [[nodiscard]] StatusOr<RunData> LoadRun(const std::string& run_id);
+
+  [[nodiscard]] StatusOr<int> SchemaVersion();
+  const std::string& path() const { return db_->path(); }
+
+ private:
+  explicit Store(std::unique_ptr<sql::Db> db) : db_(std::move(db)) {}
+  template <typename Row>
+  Status InsertTelemetry(std::span<const Row> rows);
+  StatusOr<RunRecord> GetRunLocked(const std::string& run_id);
+  Status LoadTagsLocked(RunRecord& run);
+
+  std::mutex mu_;
+  std::unique_ptr<sql::Db> db_;
+};
+
+// Opens a connection configured as the store expects (WAL, foreign keys, synchronous=NORMAL)
+// and brings the schema to `schema_version` (0: current). Used by Store and BatchWriter.
+[[nodiscard]] StatusOr<std::unique_ptr<sql::Db>> OpenStoreDb(const std::string& path, bool create,
+                                                             Nanos busy_timeout,
+                                                             int schema_version);
+
+// Prepared INSERTs of telemetry rows, shared by Store and BatchWriter.
+class TelemetryInserter {
+ public:
+  [[nodiscard]] static StatusOr<TelemetryInserter> Prepare(sql::Db& db);
+  // REQUIRES: inside a transaction.
+  [[nodiscard]] Status Insert(const SampleRecord& s);
+  [[nodiscard]] Status Insert(const EventRecord& e);
+
+ private:
+  TelemetryInserter(sql::Stmt samples, sql::Stmt events)
+      : samples_(std::move(samples)), events_(std::move(events)) {}
+  sql::Stmt samples_;
+  sql::Stmt events_;
+};
+
+}  // namespace fl::reports
