@@ -1,0 +1,72 @@
+// The agent's side of the control plane: dials in to the coordinator, says Hello (token, host,
+// fingerprint), answers clock probes and heartbeats, hands every other command to a handler,
+// and keeps the fault lease.
+//
+// Lease: the coordinator's heartbeats renew it. When none has arrived for lease_ns (the
+// coordinator died, hung, or the management network is cut), on_lease_lapsed runs exactly
+// once: the owner reverts every fault and stops its ranks. A broken stream does not revert
+// by itself; only the lease does, so a coordinator that reconnects quickly loses nothing and
+// a dead one is cleaned up within the lease.
+//
+// Thread-safety: Send*() may be called from any thread. Handlers run on the session's reader
+// thread (commands) or its timer thread (lease), never concurrently with themselves.
+// Ownership: the session owns its gRPC channel and threads; Stop() or the destructor joins.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "harness/proto/faultline.pb.h"
+
+namespace fl::harness {
+
+struct AgentSessionOptions {
+  std::string coordinator;      // host:port
+  std::string token;
+  std::string host;             // topology host name
+  faultline::v1::Fingerprint fingerprint;
+  Nanos connect_timeout_ns = 10 * kNsPerSec;
+  Nanos heartbeat_interval_ns = 500 * kNsPerMs;
+  // Used until the coordinator's Welcome says otherwise.
+  Nanos default_lease_ns = 5 * kNsPerSec;
+};
+
+struct AgentHandlers {
+  // Launch, stop, inject, revert, shutdown: returns the ack to send (command_id is filled in).
+  std::function<faultline::v1::Ack(const faultline::v1::CoordinatorMessage&)> on_command;
+  // Runs once when the lease lapses.
+  std::function<void()> on_lease_lapsed;
+  // Heartbeat contents (ranks running, faults applied).
+  std::function<faultline::v1::Heartbeat()> heartbeat;
+};
+
+class AgentSession {
+ public:
+  // Connects (within connect_timeout), sends Hello and waits for Welcome. Unauthenticated or
+  // refused: FailedPrecondition; no coordinator: Unavailable / DeadlineExceeded.
+  static StatusOr<std::unique_ptr<AgentSession>> Connect(AgentSessionOptions options,
+                                                         AgentHandlers handlers);
+  ~AgentSession();
+
+  Status SendTelemetry(const faultline::v1::TelemetryBatch& batch);
+  const std::string& run_id() const;
+  Nanos lease_ns() const;
+  bool lease_lapsed() const;
+  // True while the stream to the coordinator is up.
+  bool connected() const;
+  // Blocks until the lease lapsed or Stop() was called, or the deadline passes.
+  // Returns true when the session ended (lease lapsed or stopped).
+  bool WaitEnded(Deadline deadline);
+  void Stop();
+
+  class Impl;
+
+ private:
+  explicit AgentSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fl::harness

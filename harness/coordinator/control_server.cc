@@ -1,0 +1,344 @@
+#include "harness/coordinator/control_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/log.h"
+#include "harness/control/auth.h"
+#include "harness/proto/faultline.grpc.pb.h"
+
+namespace fl::harness {
+
+namespace pb = faultline::v1;
+using Stream = grpc::ServerReaderWriter<pb::CoordinatorMessage, pb::AgentMessage>;
+
+namespace {
+
+struct Session {
+  std::string host;
+  Stream* stream = nullptr;
+  grpc::ServerContext* context = nullptr;
+  std::mutex write_mu;
+  std::mutex mu;  // guards the fields below
+  bool alive = true;
+  std::map<uint64_t, std::promise<StatusOr<pb::Ack>>> pending;
+  std::map<uint64_t, std::promise<Nanos>> probes;
+
+  bool Write(const pb::CoordinatorMessage& m) {
+    std::lock_guard lock(write_mu);
+    return stream->Write(m);
+  }
+};
+
+}  // namespace
+
+class ControlServer::Impl final : public pb::Coordinator::Service {
+ public:
+  explicit Impl(ControlServerOptions options) : options_(std::move(options)) {}
+
+  Status Start() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(this);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0)
+      return UnavailableError("cannot listen on " + options_.listen_address);
+    auto colon = options_.listen_address.rfind(':');
+    host_part_ = options_.listen_address.substr(0, colon);
+    heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+    FL_LOG(kInfo, "coord") << "control plane listening on " << host_part_ << ":" << port_;
+    return OkStatus();
+  }
+
+  grpc::Status Session(grpc::ServerContext* ctx, Stream* stream) override {
+    auto md = ctx->client_metadata().find(kTokenMetadataKey);
+    if (md == ctx->client_metadata().end() ||
+        !TokensEqual(std::string_view(md->second.data(), md->second.size()), options_.token)) {
+      ++stats_.rejected;
+      FL_LOG(kWarn, "coord") << "rejected agent from " << ctx->peer() << ": bad or missing token";
+      return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing token"};
+    }
+    pb::AgentMessage first;
+    if (!stream->Read(&first) || !first.has_hello())
+      return {grpc::StatusCode::INVALID_ARGUMENT, "first message must be hello"};
+    const pb::Hello& hello = first.hello();
+    if (!TokensEqual(hello.token(), options_.token)) {
+      ++stats_.rejected;
+      return {grpc::StatusCode::UNAUTHENTICATED, "bad token in hello"};
+    }
+    if (hello.host().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "hello without host"};
+
+    auto session = std::make_shared<struct Session>();
+    session->host = hello.host();
+    session->stream = stream;
+    session->context = ctx;
+    pb::CoordinatorMessage welcome;
+    welcome.mutable_welcome()->set_run_id(options_.run_id);
+    welcome.mutable_welcome()->set_lease_ms(options_.lease_ns / kNsPerMs);
+    if (!session->Write(welcome)) return {grpc::StatusCode::UNAVAILABLE, "agent went away"};
+    {
+      std::lock_guard lock(mu_);
+      if (auto old = sessions_.find(hello.host()); old != sessions_.end()) {
+        FL_LOG(kWarn, "coord") << "agent " << hello.host() << " reconnected; closing its old session";
+        old->second->context->TryCancel();
+      }
+      sessions_[hello.host()] = session;
+      AgentInfo& info = agents_[hello.host()];
+      info.host = hello.host();
+      info.peer = ctx->peer();
+      info.fingerprint = hello.fingerprint();
+      info.connected = true;
+      info.registered_wall_ns = WallNowNs();
+      info.last_heard_mono_ns = MonoNowNs();
+      ++stats_.sessions;
+    }
+    cv_.notify_all();
+    FL_LOG(kInfo, "coord") << "agent " << hello.host() << " registered from " << ctx->peer();
+
+    pb::AgentMessage msg;
+    while (stream->Read(&msg)) {
+      Nanos now_wall = WallNowNs();
+      {
+        std::lock_guard lock(mu_);
+        agents_[session->host].last_heard_mono_ns = MonoNowNs();
+      }
+      switch (msg.body_case()) {
+        case pb::AgentMessage::kAck: {
+          std::lock_guard lock(session->mu);
+          auto it = session->pending.find(msg.ack().command_id());
+          if (it != session->pending.end()) {
+            it->second.set_value(msg.ack());
+            session->pending.erase(it);
+          }
+          break;
+        }
+        case pb::AgentMessage::kClockReply: {
+          std::lock_guard lock(session->mu);
+          auto it = session->probes.find(msg.clock_reply().probe_id());
+          if (it != session->probes.end()) {
+            it->second.set_value(msg.clock_reply().agent_wall_ns());
+            session->probes.erase(it);
+          }
+          (void)now_wall;
+          break;
+        }
+        case pb::AgentMessage::kTelemetry: {
+          stats_.telemetry_batches++;
+          stats_.samples += msg.telemetry().samples_size();
+          stats_.events += msg.telemetry().events_size();
+          TelemetryHandler handler;
+          {
+            std::lock_guard lock(mu_);
+            handler = telemetry_;
+          }
+          if (handler) handler(session->host, msg.telemetry());
+          break;
+        }
+        default:
+          break;  // heartbeat: last_heard already updated
+      }
+    }
+    CloseSession(session);
+    return grpc::Status::OK;
+  }
+
+  void CloseSession(const std::shared_ptr<struct Session>& session) {
+    {
+      std::lock_guard lock(session->mu);
+      session->alive = false;
+      for (auto& [id, p] : session->pending)
+        p.set_value(UnavailableError("agent " + session->host + " disconnected before acknowledging"));
+      session->pending.clear();
+      session->probes.clear();
+    }
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(session->host);
+    if (it != sessions_.end() && it->second == session) {
+      sessions_.erase(it);
+      agents_[session->host].connected = false;
+      FL_LOG(kWarn, "coord") << "agent " << session->host << " disconnected";
+    }
+  }
+
+  std::shared_ptr<struct Session> Find(const std::string& host) {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(host);
+    return it == sessions_.end() ? nullptr : it->second;
+  }
+
+  void HeartbeatLoop() {
+    std::unique_lock lock(hb_mu_);
+    while (!stopping_) {
+      hb_cv_.wait_for(lock, std::chrono::nanoseconds(options_.heartbeat_interval_ns));
+      if (stopping_) break;
+      std::vector<std::shared_ptr<struct Session>> live;
+      {
+        std::lock_guard l(mu_);
+        for (auto& [h, s] : sessions_) live.push_back(s);
+      }
+      pb::CoordinatorMessage hb;
+      hb.mutable_heartbeat()->set_wall_ns(WallNowNs());
+      for (auto& s : live) s->Write(hb);
+    }
+  }
+
+  void Shutdown() {
+    {
+      std::lock_guard lock(hb_mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    hb_cv_.notify_all();
+    if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+    if (server_) {
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+      server_->Wait();
+    }
+  }
+
+  ControlServerOptions options_;
+  int port_ = 0;
+  std::string host_part_;
+  std::unique_ptr<grpc::Server> server_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<struct Session>> sessions_;
+  std::map<std::string, AgentInfo> agents_;
+  TelemetryHandler telemetry_;
+  std::atomic<uint64_t> next_id_{1};
+  struct AtomicStats {
+    std::atomic<uint64_t> sessions{0}, rejected{0}, telemetry_batches{0}, samples{0}, events{0};
+  } stats_;
+  std::mutex hb_mu_;
+  std::condition_variable hb_cv_;
+  bool stopping_ = false;
+  std::thread heartbeat_thread_;
+};
+
+StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(ControlServerOptions options) {
+  if (options.token.empty()) return InvalidArgumentError("control server needs a token");
+  if (options.lease_ns <= options.heartbeat_interval_ns)
+    return InvalidArgumentError("lease must be longer than the heartbeat interval");
+  auto impl = std::make_unique<Impl>(std::move(options));
+  FL_RETURN_IF_ERROR(impl->Start());
+  return std::unique_ptr<ControlServer>(new ControlServer(std::move(impl)));
+}
+
+ControlServer::ControlServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ControlServer::~ControlServer() { Shutdown(); }
+
+int ControlServer::port() const { return impl_->port_; }
+std::string ControlServer::address() const { return impl_->host_part_ + ":" + std::to_string(impl_->port_); }
+
+void ControlServer::SetTelemetryHandler(TelemetryHandler handler) {
+  std::lock_guard lock(impl_->mu_);
+  impl_->telemetry_ = std::move(handler);
+}
+
+Status ControlServer::WaitForAgents(const std::vector<std::string>& hosts, Deadline deadline) {
+  std::unique_lock lock(impl_->mu_);
+  auto all_there = [&] {
+    for (const auto& h : hosts)
+      if (!impl_->sessions_.count(h)) return false;
+    return true;
+  };
+  if (impl_->cv_.wait_for(lock, std::chrono::nanoseconds(deadline.Remaining()), all_there)) return OkStatus();
+  std::string missing;
+  for (const auto& h : hosts)
+    if (!impl_->sessions_.count(h)) missing += (missing.empty() ? "" : ", ") + h;
+  return DeadlineExceededError("agents did not register in time: " + missing);
+}
+
+std::vector<AgentInfo> ControlServer::Agents() const {
+  std::lock_guard lock(impl_->mu_);
+  std::vector<AgentInfo> out;
+  for (const auto& [h, info] : impl_->agents_) out.push_back(info);
+  return out;
+}
+
+StatusOr<AgentInfo> ControlServer::Agent(const std::string& host) const {
+  std::lock_guard lock(impl_->mu_);
+  auto it = impl_->agents_.find(host);
+  if (it == impl_->agents_.end()) return NotFoundError("no agent for host '" + host + "' ever registered");
+  return it->second;
+}
+
+StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMessage cmd, Deadline deadline) {
+  auto session = impl_->Find(host);
+  if (!session) return UnavailableError("agent " + host + " is not connected");
+  uint64_t id = impl_->next_id_++;
+  cmd.set_command_id(id);
+  std::future<StatusOr<pb::Ack>> fut;
+  {
+    std::lock_guard lock(session->mu);
+    if (!session->alive) return UnavailableError("agent " + host + " is not connected");
+    fut = session->pending[id].get_future();
+  }
+  if (!session->Write(cmd)) {
+    std::lock_guard lock(session->mu);
+    session->pending.erase(id);
+    return UnavailableError("cannot send to agent " + host);
+  }
+  if (fut.wait_for(std::chrono::nanoseconds(deadline.Remaining())) != std::future_status::ready) {
+    std::lock_guard lock(session->mu);
+    session->pending.erase(id);
+    return DeadlineExceededError("agent " + host + " did not acknowledge command " + std::to_string(id) + " in time");
+  }
+  return fut.get();
+}
+
+StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int probes, Deadline deadline) {
+  auto session = impl_->Find(host);
+  if (!session) return UnavailableError("agent " + host + " is not connected");
+  std::vector<ClockProbeSample> samples;
+  for (int i = 0; i < probes && !deadline.Expired(); ++i) {
+    uint64_t id = impl_->next_id_++;
+    std::future<Nanos> fut;
+    {
+      std::lock_guard lock(session->mu);
+      if (!session->alive) return UnavailableError("agent " + host + " disconnected");
+      fut = session->probes[id].get_future();
+    }
+    pb::CoordinatorMessage m;
+    m.set_command_id(id);
+    Nanos t0 = WallNowNs();
+    m.mutable_clock_probe()->set_probe_id(id);
+    m.mutable_clock_probe()->set_coordinator_wall_ns(t0);
+    if (!session->Write(m)) return UnavailableError("cannot send to agent " + host);
+    if (fut.wait_for(std::chrono::nanoseconds(deadline.Remaining())) != std::future_status::ready) {
+      std::lock_guard lock(session->mu);
+      session->probes.erase(id);
+      break;
+    }
+    Nanos t1 = fut.get();
+    samples.push_back({t0, t1, WallNowNs()});
+  }
+  if (samples.empty()) return DeadlineExceededError("no clock probe to " + host + " was answered in time");
+  ClockOffset off = EstimateClockOffset(samples);
+  std::lock_guard lock(impl_->mu_);
+  impl_->agents_[host].clock = off;
+  impl_->agents_[host].clock_measured = true;
+  return off;
+}
+
+ControlServerStats ControlServer::stats() const {
+  ControlServerStats s;
+  s.sessions = impl_->stats_.sessions;
+  s.rejected = impl_->stats_.rejected;
+  s.telemetry_batches = impl_->stats_.telemetry_batches;
+  s.samples = impl_->stats_.samples;
+  s.events = impl_->stats_.events;
+  return s;
+}
+
+void ControlServer::Shutdown() { impl_->Shutdown(); }
+
+}  // namespace fl::harness
