@@ -74,6 +74,9 @@ StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Open(const std::string& path
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   FL_ASSIGN_OR_RETURN(impl->db, OpenStoreDb(path, /*create=*/true, options.busy_timeout, 0));
+  // Checkpoint the WAL every ~40 MB instead of every 4 MB: fewer stalls inside the writer's
+  // commits during an ingest burst. Readers and other connections are unaffected.
+  FL_RETURN_IF_ERROR(impl->db->Exec("PRAGMA wal_autocheckpoint = 10000"));
   FL_ASSIGN_OR_RETURN(auto inserter, TelemetryInserter::Prepare(*impl->db));
   impl->inserter.emplace(std::move(inserter));
   return std::unique_ptr<BatchWriter>(new BatchWriter(std::move(impl)));

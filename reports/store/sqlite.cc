@@ -73,6 +73,13 @@ Stmt& Stmt::Bind(int index, std::string_view value) {
   return *this;
 }
 
+Stmt& Stmt::BindStatic(int index, std::string_view value) {
+  int rc =
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8);
+  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
 Stmt& Stmt::BindNull(int index) {
   int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;

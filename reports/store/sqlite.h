@@ -46,6 +46,8 @@ class Stmt {
   Stmt& Bind(int index, std::string_view value);
   Stmt& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Stmt& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
+  // Binds text without copying it. REQUIRES: value outlives the next Step()/Run()/Reset().
+  Stmt& BindStatic(int index, std::string_view value);
   Stmt& BindNull(int index);
   template <typename T>
   Stmt& Bind(int index, const std::optional<T>& value) {

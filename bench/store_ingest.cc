@@ -1,0 +1,170 @@
+// Telemetry ingest into the results store: rows/s through BatchWriter (the coordinator's
+// path: producers push per-agent batches, one writer thread commits transactions of many
+// rows), against direct one-row-per-transaction inserts for scale. Each repetition uses a
+// fresh database file; the figure is the median over the repetitions.
+//
+//   bench_store_ingest [--rows N] [--runs R] [--producers P] [--chunk C] [--max-batch B]
+//                      [--unbatched-rows U] [--dir DIR]
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "reports/store/batch_writer.h"
+#include "reports/store/store.h"
+
+namespace fl::reports {
+namespace {
+
+struct Config {
+  int64_t rows = 1'000'000;
+  int runs = 5;
+  int producers = 4;
+  int chunk = 256;
+  size_t max_batch = BatchWriter::Options{}.max_batch;
+  int64_t unbatched_rows = 2000;
+  std::string dir = std::filesystem::temp_directory_path().string();
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Db {
+  std::string path;
+  std::unique_ptr<Store> store;
+  explicit Db(const Config& c, int rep) {
+    path =
+        c.dir + "/fl_bench_store_" + std::to_string(getpid()) + "_" + std::to_string(rep) + ".db";
+    Remove();
+    auto s = Store::Open(path);
+    if (!s.ok()) Die(s.status());
+    store = std::move(s).value();
+    RunRecord run;
+    run.id = "rbench";
+    run.scenario_name = "bench";
+    run.start_wall_ns = WallNowNs();
+    Check(store->CreateRun(run));
+  }
+  ~Db() {
+    store.reset();
+    Remove();
+  }
+  void Remove() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  }
+  static void Die(const Status& s) {
+    std::fprintf(stderr, "bench_store_ingest: %s\n", s.ToString().c_str());
+    std::exit(3);
+  }
+  static void Check(const Status& s) {
+    if (!s.ok()) Die(s);
+  }
+};
+
+SampleRecord MakeSample(int producer, int64_t i) {
+  Nanos t = 1'764'464'400 * kNsPerSec + i * kNsPerMs;
+  return {"rbench", producer, i, t, t + 700 * kNsPerUs, 64 << 20, true, false};
+}
+
+// One repetition through BatchWriter; returns rows/s.
+double Batched(const Config& c, int rep) {
+  Db db(c, rep);
+  BatchWriter::Options o;
+  o.max_batch = c.max_batch;
+  auto w = BatchWriter::Open(db.path, o);
+  if (!w.ok()) Db::Die(w.status());
+  BatchWriter& writer = **w;
+  const int64_t per_producer = c.rows / c.producers;
+  // Rows are built before the clock starts: the figure is the store's, not the generator's.
+  std::vector<std::vector<SampleRecord>> data(static_cast<size_t>(c.producers));
+  for (int p = 0; p < c.producers; ++p) {
+    for (int64_t i = 0; i < per_producer; ++i) data[p].push_back(MakeSample(p, i));
+  }
+  std::atomic<int> errors{0};
+  Nanos t0 = MonoNowNs();
+  std::vector<std::thread> threads;
+  for (int p = 0; p < c.producers; ++p) {
+    threads.emplace_back([&, p] {
+      std::span<const SampleRecord> all(data[p]);
+      for (size_t i = 0; i < all.size(); i += static_cast<size_t>(c.chunk)) {
+        auto part = all.subspan(i, std::min(all.size() - i, static_cast<size_t>(c.chunk)));
+        if (!writer.PushSamples(part, Deadline::After(60 * kNsPerSec)).ok()) errors++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  Db::Check(writer.Flush(Deadline::After(300 * kNsPerSec)));
+  Nanos elapsed = MonoNowNs() - t0;
+  auto stats = writer.GetStats();
+  Db::Check(writer.Close(Deadline::After(60 * kNsPerSec)));
+  if (errors.load() != 0 || stats.committed_rows != static_cast<uint64_t>(per_producer) *
+                                                        static_cast<uint64_t>(c.producers)) {
+    Db::Die(InternalError("rows lost: committed " + std::to_string(stats.committed_rows)));
+  }
+  return static_cast<double>(stats.committed_rows) * 1e9 / static_cast<double>(elapsed);
+}
+
+// One repetition of one transaction per row (what batching avoids); returns rows/s.
+double Unbatched(const Config& c, int rep) {
+  Db db(c, rep);
+  Nanos t0 = MonoNowNs();
+  for (int64_t i = 0; i < c.unbatched_rows; ++i) {
+    SampleRecord s = MakeSample(0, i);
+    Db::Check(db.store->InsertSamples(std::span(&s, 1)));
+  }
+  Nanos elapsed = MonoNowNs() - t0;
+  return static_cast<double>(c.unbatched_rows) * 1e9 / static_cast<double>(elapsed);
+}
+
+int Main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"Telemetry ingest into the SQLite results store (rows/s)"};
+  app.add_option("--rows", c.rows, "sample rows per batched repetition")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--runs", c.runs, "repetitions (median reported)")->check(CLI::PositiveNumber);
+  app.add_option("--producers", c.producers, "producer threads")->check(CLI::PositiveNumber);
+  app.add_option("--chunk", c.chunk, "rows per Push (one agent message)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-batch", c.max_batch, "rows per transaction")->check(CLI::PositiveNumber);
+  app.add_option("--unbatched-rows", c.unbatched_rows, "rows per unbatched repetition (0: skip)");
+  app.add_option("--dir", c.dir, "directory for the database files");
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<double> batched;
+  std::vector<double> unbatched;
+  for (int r = 0; r < c.runs; ++r) {
+    batched.push_back(Batched(c, r));
+    if (c.unbatched_rows > 0) unbatched.push_back(Unbatched(c, r));
+    std::fprintf(
+        stderr, "run %d: batched %.0f rows/s%s\n", r + 1, batched.back(),
+        unbatched.empty()
+            ? ""
+            : (", unbatched " + std::to_string(static_cast<int64_t>(unbatched.back())) + " rows/s")
+                  .c_str());
+  }
+  std::printf("| mode | rows | runs | median rows/s | min | max |\n|---|---|---|---|---|---|\n");
+  auto row = [&](const char* mode, int64_t rows, const std::vector<double>& v) {
+    std::printf("| %s | %lld | %zu | %.0f | %.0f | %.0f |\n", mode, static_cast<long long>(rows),
+                v.size(), Median(v), *std::min_element(v.begin(), v.end()),
+                *std::max_element(v.begin(), v.end()));
+  };
+  char mode[128];
+  std::snprintf(mode, sizeof(mode), "BatchWriter, %d producers, %d rows/push, %zu rows/txn",
+                c.producers, c.chunk, c.max_batch);
+  row(mode, c.rows / c.producers * c.producers, batched);
+  if (!unbatched.empty()) row("one row per transaction", c.unbatched_rows, unbatched);
+  return 0;
+}
+
+}  // namespace
+}  // namespace fl::reports
+
+int main(int argc, char** argv) { return fl::reports::Main(argc, argv); }
