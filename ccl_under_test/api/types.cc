@@ -6,43 +6,62 @@ namespace fl::ccl {
 
 size_t SizeOf(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat16: return 2;
-    case DataType::kBFloat16: return 2;
-    case DataType::kInt32: return 4;
-    case DataType::kInt64: return 8;
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kFloat16:
+      return 2;
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kInt32:
+      return 4;
+    case DataType::kInt64:
+      return 8;
   }
   return 0;
 }
 
 std::string_view Name(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat16: return "float16";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
   }
   return "?";
 }
 
 std::string_view Name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
   }
   return "?";
 }
 
 std::string_view Name(Collective coll) {
   switch (coll) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kReduceScatter: return "reducescatter";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kAllToAll: return "alltoall";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -72,19 +91,23 @@ StatusOr<Collective> ParseCollective(std::string_view n) {
                        Collective::kBroadcast, Collective::kAllToAll, Collective::kBarrier}) {
     if (s == Name(c)) return c;
   }
-  return InvalidArgumentError("unknown collective '" + std::string(n) +
-                              "' (allreduce, allgather, reducescatter, broadcast, alltoall, barrier)");
+  return InvalidArgumentError(
+      "unknown collective '" + std::string(n) +
+      "' (allreduce, allgather, reducescatter, broadcast, alltoall, barrier)");
 }
 
 double BusBandwidthFactor(Collective coll, int n) {
   if (n <= 1) return 1.0;
   switch (coll) {
-    case Collective::kAllReduce: return 2.0 * (n - 1) / n;
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-    case Collective::kAllToAll: return static_cast<double>(n - 1) / n;
+    case Collective::kAllToAll:
+      return static_cast<double>(n - 1) / n;
     case Collective::kBroadcast:
-    case Collective::kBarrier: return 1.0;
+    case Collective::kBarrier:
+      return 1.0;
   }
   return 1.0;
 }

@@ -13,15 +13,20 @@ namespace fl::ccl {
 enum class DataType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt32, kInt64 };
 enum class ReduceOp : uint8_t { kSum, kMax, kMin };
 enum class Collective : uint8_t {
-  kAllReduce, kAllGather, kReduceScatter, kBroadcast, kAllToAll, kBarrier
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kAllToAll,
+  kBarrier
 };
 
 size_t SizeOf(DataType type);
 std::string_view Name(DataType type);
 std::string_view Name(ReduceOp op);
 std::string_view Name(Collective coll);
-StatusOr<DataType> ParseDataType(std::string_view name);   // "float32"/"float", "int32", ...
-StatusOr<ReduceOp> ParseReduceOp(std::string_view name);   // "sum", "max", "min"
+StatusOr<DataType> ParseDataType(std::string_view name);      // "float32"/"float", "int32", ...
+StatusOr<ReduceOp> ParseReduceOp(std::string_view name);      // "sum", "max", "min"
 StatusOr<Collective> ParseCollective(std::string_view name);  // "allreduce", "all_reduce", ...
 
 // nccl-tests' bus-bandwidth factor: busbw = algbw * factor for n ranks.

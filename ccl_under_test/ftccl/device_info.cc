@@ -19,8 +19,10 @@ std::string DescribeDevices() {
     }
   }
   auto rdma = ListRdmaDevices();
-  s += "RDMA: " + std::to_string(rdma.size()) + " device(s)" + (rdma.empty() ? " (TCP transport only)" : "") + "\n";
-  for (const auto& d : rdma) s += "  " + d.name + " guid " + d.node_guid + " ports " + std::to_string(d.ports) + "\n";
+  s += "RDMA: " + std::to_string(rdma.size()) + " device(s)" +
+       (rdma.empty() ? " (TCP transport only)" : "") + "\n";
+  for (const auto& d : rdma)
+    s += "  " + d.name + " guid " + d.node_guid + " ports " + std::to_string(d.ports) + "\n";
   return s;
 }
 

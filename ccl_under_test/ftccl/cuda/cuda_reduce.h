@@ -35,3 +35,9 @@ Status CudaReduceInPlace(void* dst, const void* src, size_t count, DataType type
 Status CudaStreamSync(void* stream);
 
 }  // namespace fl::ccl::ftccl
+
+namespace fl::ccl::ftccl {
+// Copies between host and device memory (synchronous; for staging device buffers).
+Status CudaCopyToHost(void* host_dst, const void* device_src, size_t bytes);
+Status CudaCopyToDevice(void* device_dst, const void* host_src, size_t bytes);
+}  // namespace fl::ccl::ftccl

@@ -13,3 +13,12 @@ Status CudaStreamSync(void*) {
 }
 
 }  // namespace fl::ccl::ftccl
+
+namespace fl::ccl::ftccl {
+Status CudaCopyToHost(void*, const void*, size_t) {
+  return FailedPreconditionError("ftccl was built without CUDA: device buffers are not supported");
+}
+Status CudaCopyToDevice(void*, const void*, size_t) {
+  return FailedPreconditionError("ftccl was built without CUDA: device buffers are not supported");
+}
+}  // namespace fl::ccl::ftccl

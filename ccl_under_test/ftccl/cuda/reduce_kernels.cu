@@ -91,3 +91,13 @@ Status CudaStreamSync(void* stream) {
 }
 
 }  // namespace fl::ccl::ftccl
+
+namespace fl::ccl::ftccl {
+Status CudaCopyToHost(void* host_dst, const void* device_src, size_t bytes) {
+  return FromCuda(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost), "copy to host");
+}
+Status CudaCopyToDevice(void* device_dst, const void* host_src, size_t bytes) {
+  return FromCuda(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice),
+                  "copy to device");
+}
+}  // namespace fl::ccl::ftccl

@@ -1,0 +1,1243 @@
+#include "ccl_under_test/ftccl/engine.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "ccl_under_test/ftccl/link_monitor.h"
+#include "common/log.h"
+#include "common/units.h"
+
+namespace fl::ccl::ftccl {
+namespace {
+
+constexpr uint32_t kMagic = 0x46544343;  // "FTCC"
+enum FrameType : uint16_t { kHello = 1, kData = 2, kAck = 3, kPing = 4, kPathDown = 5, kBye = 6 };
+
+struct FrameHeader {
+  uint32_t magic;
+  uint16_t type;
+  uint16_t flags;
+  uint32_t len;  // payload bytes (kData)
+  uint32_t aux;  // kHello: sender rank; kPathDown: channel index
+  uint64_t seq;  // kData/kAck: chunk sequence; kHello: channel index
+  uint64_t tag;  // kData: message tag; kHello: world size
+};
+static_assert(sizeof(FrameHeader) == 32);
+
+FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq, uint64_t tag) {
+  FrameHeader h{};
+  h.magic = kMagic;
+  h.type = type;
+  h.len = len;
+  h.aux = aux;
+  h.seq = seq;
+  h.tag = tag;
+  return h;
+}
+
+std::string TagString(uint64_t tag) {
+  return "coll " + std::to_string(tag >> 32) + " step " + std::to_string((tag >> 20) & 0xfff) +
+         " slice " + std::to_string(tag & 0xfffff);
+}
+
+// epoll user data: kind in the top byte, indices below.
+enum FdKind : uint64_t {
+  kFdWake = 1,
+  kFdLink = 2,
+  kFdListener = 3,
+  kFdChannel = 4,
+  kFdPending = 5
+};
+uint64_t Key(FdKind kind, uint64_t a, uint64_t b = 0) { return kind << 56 | a << 24 | b; }
+
+struct SendChunk {
+  uint64_t seq;
+  uint64_t tag;
+  const char* data;
+  uint32_t len;
+  uint64_t cookie;
+  int channel = -1;         // in flight on this channel, or -1 (queued)
+  int failover = -1;        // id of the failover that moved it, or -1
+  std::vector<char> owned;  // payload copy after CancelAll (frame half written)
+};
+
+struct RecvReq {
+  char* data;
+  size_t len;
+  uint64_t cookie;
+};
+
+struct Failover {
+  int channel;
+  std::string path;
+  std::string cause;
+  Nanos detected_mono;
+  size_t remaining;
+  size_t moved;
+};
+
+enum class ChState { kDown, kConnecting, kHandshake, kUp };
+
+struct Channel {
+  int index = 0;
+  int local_nic = 0;
+  int remote_nic = 0;
+  bool active = false;  // we connect (lower rank)
+  ChState state = ChState::kDown;
+  std::unique_ptr<transport::Connection> conn;
+  std::string path;
+  bool want_out = false;
+  // Sending.
+  std::string ctrl;  // control frames waiting
+  size_t ctrl_off = 0;
+  SendChunk* cur = nullptr;  // data frame being written
+  FrameHeader cur_hdr{};
+  size_t cur_off = 0;  // bytes of header + payload written
+  size_t inflight_bytes = 0;
+  size_t inflight_chunks = 0;
+  // Receiving.
+  FrameHeader rhdr{};
+  size_t rhdr_got = 0;
+  bool in_payload = false;
+  char* rdst = nullptr;  // where the payload goes (posted buffer, private buffer or null=discard)
+  std::vector<char> rpriv;
+  bool rposted = false;
+  size_t rgot = 0;
+  // Timing.
+  Nanos last_rx = 0;
+  Nanos last_tx = 0;
+  Nanos attempt_started = 0;
+  Nanos next_attempt = 0;
+  Nanos backoff = 0;
+  bool ever_up = false;
+  uint32_t gen = 0;  // connection generation (set by the connecting side, sent in HELLO)
+  bool bye = false;  // the peer closed the communicator: not a fault, do not reconnect
+  bool failed_before = false;
+  uint64_t bytes_sent = 0;
+  uint64_t chunks_sent = 0;
+};
+
+struct Peer {
+  int rank = 0;
+  std::vector<Channel> ch;
+  std::vector<std::string> addrs;  // the peer's listening addresses, per NIC
+  uint64_t next_seq = 1;
+  std::map<uint64_t, std::unique_ptr<SendChunk>> chunks;  // unacknowledged, by seq
+  std::set<uint64_t> queue;                               // waiting for a channel
+  uint64_t recv_low = 1;                                  // every seq below was applied
+  std::set<uint64_t> recv_above;
+  std::unordered_map<uint64_t, RecvReq> posted;  // by tag
+  std::unordered_map<uint64_t, std::vector<char>> unexpected;
+  Nanos all_down_since = 0;
+};
+
+struct PendingAccept {
+  std::unique_ptr<transport::Connection> conn;
+  FrameHeader hdr{};
+  size_t got = 0;
+  Nanos since = 0;
+  int nic = 0;
+};
+
+struct Op {
+  enum Kind { kSend, kRecv, kCancel, kDump } kind;
+  int peer;
+  uint64_t tag;
+  char* data;
+  size_t len;
+  uint64_t cookie;
+};
+
+}  // namespace
+
+class Engine::Impl {
+ public:
+  Impl(const CommConfig& config, std::shared_ptr<transport::Transport> t, EngineOptions o)
+      : cfg_(config), transport_(std::move(t)), opt_(o) {}
+  ~Impl() { Stop(); }
+
+  Status Init();
+  void Stop();
+
+  // User-thread side.
+  void Post(Op op) {
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      inbox_.push_back(op);
+    }
+    Wake();
+  }
+  StatusOr<Completion> Wait(Deadline deadline);
+  void CancelAll();
+  std::string Dump();
+  Status error() const {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    return error_;
+  }
+  void Fail(Status s);
+  void Emit(Event e) {
+    if (!cfg_.events) return;
+    e.rank = cfg_.rank;
+    if (e.wall_ns == 0) e.wall_ns = WallNowNs();
+    if (e.mono_ns == 0) e.mono_ns = MonoNowNs();
+    cfg_.events->OnEvent(e);
+  }
+
+  const CommConfig cfg_;
+  std::shared_ptr<transport::Transport> transport_;
+  const EngineOptions opt_;
+
+ private:
+  void Wake() {
+    uint64_t one = 1;
+    ssize_t n = write(wake_fd_, &one, sizeof(one));
+    (void)n;
+  }
+  void Loop();
+  void DrainInbox();
+  void HandleOp(const Op& op);
+  void Complete(uint64_t cookie, bool is_send) {
+    {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      done_.push_back({cookie, is_send});
+    }
+    done_cv_.notify_one();
+  }
+
+  Channel& Ch(int peer, int c) { return peers_[peer].ch[c]; }
+  void SetWantOut(int peer, Channel& ch, bool want);
+  void StartConnect(int peer, Channel& ch, Nanos now);
+  void OnConnectable(int peer, Channel& ch);
+  void ChannelUp(int peer, Channel& ch, std::unique_ptr<transport::Connection> conn,
+                 uint32_t gen = 0);
+  void FailChannel(int peer, Channel& ch, const std::string& cause, const std::string& detail);
+  void QueueCtrl(Channel& ch, const FrameHeader& h) {
+    ch.ctrl.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  }
+  void PumpPeer(int peer);
+  void PumpSend(int peer, Channel& ch);
+  void OnReadable(int peer, Channel& ch);
+  void OnHeader(int peer, Channel& ch);
+  void OnPayloadDone(int peer, Channel& ch);
+  void OnAck(int peer, uint64_t seq);
+  bool Applied(const Peer& p, uint64_t seq) const {
+    return seq < p.recv_low || p.recv_above.count(seq);
+  }
+  void MarkApplied(Peer& p, uint64_t seq) {
+    p.recv_above.insert(seq);
+    while (!p.recv_above.empty() && *p.recv_above.begin() == p.recv_low) {
+      p.recv_above.erase(p.recv_above.begin());
+      ++p.recv_low;
+    }
+  }
+  void OnAccept(int nic);
+  void OnPendingReadable(size_t idx);
+  void Timers(Nanos now);
+  void OnLinkChanges();
+  std::string DumpLocked();
+
+  int epfd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex inbox_mu_;
+  std::vector<Op> inbox_;
+
+  mutable std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::deque<Completion> done_;
+  Status error_;
+  uint64_t cancel_gen_ = 0;
+  uint64_t cancel_done_ = 0;
+  std::string dump_;
+  uint64_t dump_gen_ = 0;
+  uint64_t dump_done_ = 0;
+
+  std::vector<std::unique_ptr<transport::Listener>> listeners_;
+  std::vector<std::string> my_addrs_;
+  std::vector<Peer> peers_;
+  std::vector<std::unique_ptr<PendingAccept>> pending_;
+  std::vector<int> nic_ifindex_;
+  std::vector<bool> nic_down_;
+  LinkMonitor links_;
+  std::vector<Failover> failovers_;
+  bool fail_stopped_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+Status Engine::Impl::Init() {
+  const int n = cfg_.world_size;
+  const int me = cfg_.rank;
+  if (n < 1 || me < 0 || me >= n) return InvalidArgumentError("ftccl: bad rank/world size");
+  if (cfg_.nics.empty()) return InvalidArgumentError("ftccl: no NIC addresses");
+  if (n > 1 && !cfg_.store) return InvalidArgumentError("ftccl: no rendezvous store");
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epfd_ < 0 || wake_fd_ < 0) return ErrnoStatus(errno, "ftccl: epoll/eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = Key(kFdWake, 0);
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+
+  Deadline deadline = Deadline::After(cfg_.init_timeout);
+  for (size_t k = 0; k < cfg_.nics.size(); ++k) {
+    FL_ASSIGN_OR_RETURN(auto l, transport_->Listen(cfg_.nics[k]));
+    my_addrs_.push_back(l->address());
+    ev.events = EPOLLIN;
+    ev.data.u64 = Key(kFdListener, k);
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, l->fd(), &ev);
+    listeners_.push_back(std::move(l));
+    auto idx = IfIndexOfAddress(cfg_.nics[k]);
+    nic_ifindex_.push_back(idx.ok() ? *idx : -1);
+    nic_down_.push_back(false);
+  }
+  if (opt_.watch_links) {
+    if (!links_.Open().ok()) {
+      FL_LOG(kWarn, "ftccl") << "rtnetlink unavailable: link-down detection by timeouts only";
+    } else {
+      ev.events = EPOLLIN;
+      ev.data.u64 = Key(kFdLink, 0);
+      epoll_ctl(epfd_, EPOLL_CTL_ADD, links_.fd(), &ev);
+    }
+  }
+  std::string joined;
+  for (const auto& a : my_addrs_) joined += (joined.empty() ? "" : ",") + a;
+  const std::string prefix = "ftccl/" + cfg_.job_id + "/";
+  if (n > 1) FL_RETURN_IF_ERROR(cfg_.store->Set(prefix + "addr/" + std::to_string(me), joined));
+
+  peers_.resize(n);
+  for (int p = 0; p < n; ++p) {
+    Peer& peer = peers_[p];
+    peer.rank = p;
+    if (p == me) continue;
+    FL_ASSIGN_OR_RETURN(std::string s,
+                        cfg_.store->Get(prefix + "addr/" + std::to_string(p), deadline));
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) peer.addrs.push_back(item);
+    if (peer.addrs.empty())
+      return InternalError("ftccl: rank " + std::to_string(p) + " has no NICs");
+    int nch = static_cast<int>(std::max(cfg_.nics.size(), peer.addrs.size())) *
+              std::max(1, opt_.channels_per_nic);
+    peer.ch.resize(nch);
+    for (int c = 0; c < nch; ++c) {
+      Channel& ch = peer.ch[c];
+      ch.index = c;
+      ch.local_nic = c % static_cast<int>(cfg_.nics.size());
+      ch.remote_nic = c % static_cast<int>(peer.addrs.size());
+      ch.active = me < p;
+      ch.backoff = opt_.reconnect_min;
+      ch.path = cfg_.nics[ch.local_nic] + "->" + peer.addrs[ch.remote_nic];
+    }
+  }
+  Nanos now = MonoNowNs();
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    for (auto& ch : peers_[p].ch) {
+      if (ch.active) StartConnect(p, ch, now);
+    }
+  }
+  thread_ = std::thread([this] { Loop(); });
+
+  // Wait until every channel is up (or, at the deadline, at least one per peer).
+  auto all_up = [&](bool any_per_peer) {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      int up = 0;
+      for (auto& ch : peers_[p].ch) up += ch.ever_up;
+      if (any_per_peer ? up == 0 : up != static_cast<int>(peers_[p].ch.size())) return false;
+    }
+    return true;
+  };
+  // ever_up is written by the engine thread under inbox_mu_ (see ChannelUp).
+  Deadline full = Deadline::After(std::min<Nanos>(deadline.Remaining(), cfg_.init_timeout));
+  if (!WaitUntil([&] { return all_up(false) || !error().ok(); }, full)) {
+    if (!all_up(true)) {
+      return DeadlineExceededError("ftccl: rank " + std::to_string(me) +
+                                   " could not connect to every peer in time:\n" + Dump());
+    }
+    FL_LOG(kWarn, "ftccl") << "not every channel came up at init; continuing degraded";
+  }
+  FL_RETURN_IF_ERROR(error());
+  // A store barrier so that no rank starts a collective before all are connected.
+  if (n > 1) FL_RETURN_IF_ERROR(StoreBarrier(*cfg_.store, prefix + "ready", me, n, deadline));
+  return OkStatus();
+}
+
+void Engine::Impl::Stop() {
+  if (thread_.joinable()) {
+    stop_ = true;
+    Wake();
+    thread_.join();
+  }
+  for (auto& p : peers_)
+    for (auto& ch : p.ch) ch.conn.reset();
+  listeners_.clear();
+  pending_.clear();
+  if (epfd_ >= 0) close(epfd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  epfd_ = wake_fd_ = -1;
+}
+
+void Engine::Impl::Fail(Status s) {
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    if (!error_.ok()) return;
+    error_ = s;
+  }
+  done_cv_.notify_all();
+  Event e{EventType::kCommError};
+  e.cause = std::string(CodeName(s.code()));
+  e.detail = s.message();
+  Emit(e);
+}
+
+StatusOr<Completion> Engine::Impl::Wait(Deadline deadline) {
+  std::unique_lock<std::mutex> lock(done_mu_);
+  while (true) {
+    if (!error_.ok()) return error_;
+    if (!done_.empty()) {
+      Completion c = done_.front();
+      done_.pop_front();
+      return c;
+    }
+    if (deadline.Expired()) return DeadlineExceededError("ftccl: collective timed out");
+    done_cv_.wait_for(
+        lock, std::chrono::nanoseconds(std::min<Nanos>(deadline.Remaining(), 100 * kNsPerMs)));
+  }
+}
+
+void Engine::Impl::CancelAll() {
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    gen = ++cancel_gen_;
+  }
+  Post({Op::kCancel, -1, 0, nullptr, 0, gen});
+  std::unique_lock<std::mutex> lock(done_mu_);
+  // The engine thread never blocks, so this wait is short; the bound guards against a bug.
+  Deadline d = Deadline::After(5 * kNsPerSec);
+  while (cancel_done_ < gen && !d.Expired() && thread_.joinable()) {
+    done_cv_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  done_.clear();
+}
+
+std::string Engine::Impl::Dump() {
+  if (!thread_.joinable()) return DumpLocked();
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    gen = ++dump_gen_;
+  }
+  Post({Op::kDump, -1, 0, nullptr, 0, gen});
+  std::unique_lock<std::mutex> lock(done_mu_);
+  Deadline d = Deadline::After(2 * kNsPerSec);
+  while (dump_done_ < gen && !d.Expired()) done_cv_.wait_for(lock, std::chrono::milliseconds(10));
+  return dump_done_ >= gen ? dump_ : "(engine did not answer the dump request)";
+}
+
+std::string Engine::Impl::DumpLocked() {
+  std::ostringstream os;
+  Nanos now = MonoNowNs();
+  static const char* kStates[] = {"down", "connecting", "handshake", "up"};
+  os << "rank " << cfg_.rank << " of " << cfg_.world_size << "\n";
+  for (auto& p : peers_) {
+    if (p.rank == cfg_.rank) continue;
+    os << " peer " << p.rank << ": unacked " << p.chunks.size() << " queued " << p.queue.size()
+       << " posted_recv " << p.posted.size() << " unexpected " << p.unexpected.size()
+       << " next_recv_seq " << p.recv_low << "\n";
+    for (auto& [tag, r] : p.posted) {
+      os << "  waits for recv " << TagString(tag) << " (" << r.len << " B)\n";
+      break;
+    }
+    if (!p.queue.empty()) {
+      os << "  oldest queued send seq " << *p.queue.begin() << " "
+         << TagString(p.chunks[*p.queue.begin()]->tag) << "\n";
+    }
+    for (auto& ch : p.ch) {
+      os << "  ch " << ch.index << " " << ch.path << " " << kStates[static_cast<int>(ch.state)]
+         << " inflight " << ch.inflight_chunks << " chunks/" << ch.inflight_bytes << " B"
+         << " heard " << (ch.last_rx ? (now - ch.last_rx) / kNsPerMs : -1) << " ms ago"
+         << " sent " << ch.chunks_sent << " chunks\n";
+    }
+  }
+  return os.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Engine::Impl::SetWantOut(int peer, Channel& ch, bool want) {
+  if (!ch.conn || ch.want_out == want) return;
+  ch.want_out = want;
+  epoll_event ev{};
+  ev.events = want ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
+  ev.data.u64 = Key(kFdChannel, peer, ch.index);
+  epoll_ctl(epfd_, EPOLL_CTL_MOD, ch.conn->fd(), &ev);
+}
+
+void Engine::Impl::StartConnect(int peer, Channel& ch, Nanos now) {
+  ch.attempt_started = now;
+  ++ch.gen;
+  auto c = transport_->Connect(cfg_.nics[ch.local_nic], peers_[peer].addrs[ch.remote_nic]);
+  if (!c.ok()) {
+    ch.state = ChState::kDown;
+    ch.next_attempt = now + ch.backoff;
+    ch.backoff = std::min(ch.backoff * 2, opt_.reconnect_max);
+    return;
+  }
+  ch.conn = std::move(*c);
+  ch.state = ChState::kConnecting;
+  ch.want_out = true;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT;
+  ev.data.u64 = Key(kFdChannel, peer, ch.index);
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, ch.conn->fd(), &ev);
+}
+
+void Engine::Impl::OnConnectable(int peer, Channel& ch) {
+  Status s = ch.conn->FinishConnect();
+  if (!s.ok()) {
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
+    ch.conn.reset();
+    ch.state = ChState::kDown;
+    Nanos now = MonoNowNs();
+    ch.next_attempt = now + ch.backoff;
+    ch.backoff = std::min(ch.backoff * 2, opt_.reconnect_max);
+    return;
+  }
+  ch.state = ChState::kHandshake;
+  ch.ctrl.clear();
+  ch.ctrl_off = 0;
+  ch.rhdr_got = 0;
+  ch.in_payload = false;
+  ch.last_rx = ch.last_tx = MonoNowNs();
+  QueueCtrl(ch, MakeHeader(kHello, ch.gen, cfg_.rank, ch.index, cfg_.world_size));
+  PumpSend(peer, ch);
+}
+
+void Engine::Impl::ChannelUp(int peer, Channel& ch, std::unique_ptr<transport::Connection> conn,
+                             uint32_t gen) {
+  if (conn) {
+    // Passive side: an accepted connection replaces whatever the channel had.
+    if (ch.conn) FailChannel(peer, ch, "replaced", "peer reconnected this channel");
+    ch.conn = std::move(conn);
+    ch.gen = gen;
+    ch.ctrl.clear();
+    ch.ctrl_off = 0;
+    ch.rhdr_got = 0;
+    ch.in_payload = false;
+    ch.want_out = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = Key(kFdChannel, peer, ch.index);
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, ch.conn->fd(), &ev);
+    QueueCtrl(ch, MakeHeader(kHello, ch.gen, cfg_.rank, ch.index, cfg_.world_size));
+  }
+  ch.state = ChState::kUp;
+  ch.path = ch.conn->Describe();
+  ch.backoff = opt_.reconnect_min;
+  ch.last_rx = ch.last_tx = MonoNowNs();
+  peers_[peer].all_down_since = 0;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    ch.ever_up = true;
+  }
+  if (ch.failed_before) {
+    Event e{EventType::kPathRestored};
+    e.peer = peer;
+    e.channel = ch.index;
+    e.path = ch.path;
+    Emit(e);
+    FL_LOG(kInfo, "ftccl") << "path restored to rank " << peer << " ch " << ch.index << " "
+                           << ch.path;
+  }
+  PumpSend(peer, ch);
+}
+
+void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
+                               const std::string& detail) {
+  Peer& p = peers_[peer];
+  bool was_up = ch.state == ChState::kUp;
+  if (ch.conn) {
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
+    ch.conn.reset();
+  }
+  ch.state = ChState::kDown;
+  ch.want_out = false;
+  ch.ctrl.clear();
+  ch.ctrl_off = 0;
+  ch.cur = nullptr;
+  ch.cur_off = 0;
+  ch.rhdr_got = 0;
+  ch.in_payload = false;
+  ch.rdst = nullptr;
+  ch.rpriv.clear();
+  ch.rpriv.shrink_to_fit();
+  Nanos now = MonoNowNs();
+  ch.next_attempt = now + (cause == "link_down" ? opt_.reconnect_max : ch.backoff);
+  ch.backoff = std::min(ch.backoff * 2, opt_.reconnect_max);
+  if (!was_up) return;  // a failed attempt, not a fault of a working path
+  ch.failed_before = true;
+
+  // Unacknowledged chunks go back to the queue, to be resent on surviving paths.
+  int fid = static_cast<int>(failovers_.size());
+  size_t moved = 0;
+  for (auto& [seq, c] : p.chunks) {
+    if (c->channel != ch.index) continue;
+    c->channel = -1;
+    if (c->failover >= 0 && failovers_[c->failover].remaining > 0)
+      --failovers_[c->failover].remaining;
+    c->failover = fid;
+    p.queue.insert(seq);
+    ++moved;
+  }
+  ch.inflight_bytes = 0;
+  ch.inflight_chunks = 0;
+  failovers_.push_back({ch.index, ch.path, cause, now, moved, moved});
+
+  Event e{EventType::kFaultDetected};
+  e.peer = peer;
+  e.channel = ch.index;
+  e.path = ch.path;
+  e.cause = cause;
+  e.detail = detail;
+  Emit(e);
+  FL_LOG(kWarn, "ftccl") << "path to rank " << peer << " ch " << ch.index << " " << ch.path
+                         << " failed (" << cause << "): " << detail << "; " << moved
+                         << " chunk(s) requeued";
+  if (!cfg_.failover) {
+    fail_stopped_ = true;
+    Fail(UnavailableError("ftccl (fail-stop): path to rank " + std::to_string(peer) + " " +
+                          ch.path + " failed: " + cause + ": " + detail));
+    return;
+  }
+  if (cause != "peer_notice" && cause != "replaced") {
+    // Tell the peer over a surviving channel: it may not see the fault itself for a while.
+    for (auto& other : p.ch) {
+      if (other.state == ChState::kUp) {
+        QueueCtrl(other, MakeHeader(kPathDown, 0, static_cast<uint32_t>(ch.index), ch.gen, 0));
+        PumpSend(peer, other);
+        break;
+      }
+    }
+  }
+  bool any_up = false;
+  for (auto& other : p.ch) any_up |= other.state == ChState::kUp;
+  if (!any_up && p.all_down_since == 0) p.all_down_since = now;
+  if (moved == 0) {
+    Event d{EventType::kFailoverDone};
+    d.peer = peer;
+    d.channel = ch.index;
+    d.path = failovers_[fid].path;
+    d.cause = cause;
+    d.detail = "0 chunks moved";
+    Emit(d);
+    failovers_[fid].remaining = 0;
+  }
+  PumpPeer(peer);
+}
+
+void Engine::Impl::PumpPeer(int peer) {
+  for (auto& ch : peers_[peer].ch) {
+    if (ch.state == ChState::kUp) PumpSend(peer, ch);
+  }
+}
+
+void Engine::Impl::PumpSend(int peer, Channel& ch) {
+  Peer& p = peers_[peer];
+  if (!ch.conn) return;
+  for (int rounds = 0; rounds < 64; ++rounds) {
+    // Control frames go between data frames.
+    if (!ch.cur && ch.ctrl_off < ch.ctrl.size()) {
+      iovec v{ch.ctrl.data() + ch.ctrl_off, ch.ctrl.size() - ch.ctrl_off};
+      auto n = ch.conn->Send(&v, 1);
+      if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
+      if (*n == 0) return SetWantOut(peer, ch, true);
+      ch.ctrl_off += *n;
+      ch.last_tx = MonoNowNs();
+      if (ch.ctrl_off == ch.ctrl.size()) {
+        ch.ctrl.clear();
+        ch.ctrl_off = 0;
+      }
+      continue;
+    }
+    if (ch.state != ChState::kUp) break;
+    if (!ch.cur) {
+      if (p.queue.empty() || ch.inflight_bytes >= opt_.window_bytes) break;
+      uint64_t seq = *p.queue.begin();
+      p.queue.erase(p.queue.begin());
+      SendChunk* c = p.chunks[seq].get();
+      c->channel = ch.index;
+      ch.cur = c;
+      ch.cur_hdr = MakeHeader(kData, c->len, 0, c->seq, c->tag);
+      ch.cur_off = 0;
+      ch.inflight_bytes += c->len;
+      ++ch.inflight_chunks;
+      ++ch.chunks_sent;
+    }
+    SendChunk* c = ch.cur;
+    const char* payload = c->owned.empty() ? c->data : c->owned.data();
+    iovec v[2];
+    int nv = 0;
+    if (ch.cur_off < sizeof(FrameHeader)) {
+      v[nv++] = {reinterpret_cast<char*>(&ch.cur_hdr) + ch.cur_off,
+                 sizeof(FrameHeader) - ch.cur_off};
+      if (c->len) v[nv++] = {const_cast<char*>(payload), c->len};
+    } else {
+      size_t off = ch.cur_off - sizeof(FrameHeader);
+      v[nv++] = {const_cast<char*>(payload) + off, c->len - off};
+    }
+    auto n = ch.conn->Send(v, nv);
+    if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
+    if (*n == 0) return SetWantOut(peer, ch, true);
+    ch.cur_off += *n;
+    ch.bytes_sent += *n;
+    ch.last_tx = MonoNowNs();
+    if (ch.cur_off == sizeof(FrameHeader) + c->len) ch.cur = nullptr;
+  }
+  bool more =
+      ch.cur || ch.ctrl_off < ch.ctrl.size() ||
+      (ch.state == ChState::kUp && !p.queue.empty() && ch.inflight_bytes < opt_.window_bytes);
+  SetWantOut(peer, ch, more);
+}
+
+void Engine::Impl::OnReadable(int peer, Channel& ch) {
+  Peer& p = peers_[peer];
+  size_t budget = 8 << 20;
+  while (ch.conn && budget > 0) {
+    if (!ch.in_payload) {
+      auto n = ch.conn->Recv(reinterpret_cast<char*>(&ch.rhdr) + ch.rhdr_got,
+                             sizeof(FrameHeader) - ch.rhdr_got);
+      if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
+      if (*n == 0) return;
+      ch.last_rx = MonoNowNs();
+      ch.rhdr_got += *n;
+      if (ch.rhdr_got < sizeof(FrameHeader)) continue;
+      ch.rhdr_got = 0;
+      if (ch.rhdr.magic != kMagic) {
+        return FailChannel(peer, ch, "protocol_error", "bad frame magic");
+      }
+      OnHeader(peer, ch);
+      if (!ch.conn) return;  // the header failed the channel
+    } else {
+      size_t want = ch.rhdr.len - ch.rgot;
+      char scratch[65536];
+      char* dst = ch.rdst ? ch.rdst + ch.rgot : scratch;
+      if (!ch.rdst) want = std::min(want, sizeof(scratch));
+      auto n = ch.conn->Recv(dst, want);
+      if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
+      if (*n == 0) return;
+      ch.last_rx = MonoNowNs();
+      ch.rgot += *n;
+      budget -= std::min(budget, *n);
+      if (ch.rgot == ch.rhdr.len) {
+        ch.in_payload = false;
+        OnPayloadDone(peer, ch);
+      }
+    }
+  }
+  (void)p;
+}
+
+void Engine::Impl::OnHeader(int peer, Channel& ch) {
+  Peer& p = peers_[peer];
+  const FrameHeader& h = ch.rhdr;
+  switch (h.type) {
+    case kHello:
+      if (ch.state == ChState::kHandshake) ChannelUp(peer, ch, nullptr);
+      return;
+    case kPing:
+      return;
+    case kBye:
+      epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
+      ch.conn.reset();
+      ch.state = ChState::kDown;
+      ch.bye = true;
+      ch.cur = nullptr;
+      return;
+    case kAck:
+      return OnAck(peer, h.seq);
+    case kPathDown: {
+      if (h.aux < p.ch.size() && &p.ch[h.aux] != &ch && p.ch[h.aux].state == ChState::kUp &&
+          p.ch[h.aux].gen == static_cast<uint32_t>(h.seq)) {
+        FailChannel(peer, p.ch[h.aux], "peer_notice",
+                    "rank " + std::to_string(peer) + " reported the path down");
+      }
+      return;
+    }
+    case kData:
+      break;
+    default:
+      return FailChannel(peer, ch, "protocol_error", "unknown frame type");
+  }
+  ch.rgot = 0;
+  ch.rposted = false;
+  ch.rdst = nullptr;
+  ch.in_payload = h.len > 0;
+  if (Applied(p, h.seq)) {
+    // A duplicate (its ack was lost, or it was resent after a false alarm): read into
+    // nothing, then ack again (OnPayloadDone).
+    if (!ch.in_payload) OnPayloadDone(peer, ch);
+    return;
+  }
+  bool elsewhere = false;
+  for (auto& other : p.ch) {
+    if (&other != &ch && other.in_payload && other.rhdr.seq == h.seq && other.rdst)
+      elsewhere = true;
+  }
+  auto it = p.posted.find(h.tag);
+  if (!elsewhere && it != p.posted.end()) {
+    if (it->second.len != h.len) {
+      Fail(InternalError("ftccl: message " + TagString(h.tag) + " from rank " +
+                         std::to_string(peer) + " has " + std::to_string(h.len) +
+                         " bytes, receiver expected " + std::to_string(it->second.len)));
+      ch.rdst = nullptr;
+      return;
+    }
+    ch.rdst = it->second.data;
+    ch.rposted = true;
+  } else {
+    ch.rpriv.resize(h.len);
+    ch.rdst = ch.rpriv.data();
+  }
+  if (!ch.in_payload) OnPayloadDone(peer, ch);
+}
+
+void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
+  Peer& p = peers_[peer];
+  const FrameHeader& h = ch.rhdr;
+  QueueCtrl(ch, MakeHeader(kAck, 0, 0, h.seq, 0));
+  if (ch.rdst == nullptr || Applied(p, h.seq)) {
+    ch.rdst = nullptr;
+    PumpSend(peer, ch);
+    return;
+  }
+  MarkApplied(p, h.seq);
+  // Another channel receiving the same chunk (a resend) must not write into the buffer now.
+  for (auto& other : p.ch) {
+    if (&other != &ch && other.in_payload && other.rhdr.seq == h.seq) other.rdst = nullptr;
+  }
+  if (ch.rposted) {
+    auto it = p.posted.find(h.tag);
+    uint64_t cookie = it->second.cookie;
+    p.posted.erase(it);
+    Complete(cookie, false);
+  } else {
+    auto it = p.posted.find(h.tag);
+    if (it != p.posted.end()) {
+      if (h.len) std::memcpy(it->second.data, ch.rpriv.data(), h.len);
+      uint64_t cookie = it->second.cookie;
+      p.posted.erase(it);
+      Complete(cookie, false);
+    } else {
+      p.unexpected[h.tag] = std::move(ch.rpriv);
+    }
+    ch.rpriv = {};
+  }
+  ch.rdst = nullptr;
+  ch.rposted = false;
+  PumpSend(peer, ch);
+}
+
+void Engine::Impl::OnAck(int peer, uint64_t seq) {
+  Peer& p = peers_[peer];
+  auto it = p.chunks.find(seq);
+  if (it == p.chunks.end()) return;  // a second ack for a resent chunk
+  SendChunk* c = it->second.get();
+  if (c->channel >= 0) {
+    Channel& ch = p.ch[c->channel];
+    if (ch.cur == c) return;  // still being written: cannot be acked yet (stale ack)
+    ch.inflight_bytes -= std::min<size_t>(ch.inflight_bytes, c->len);
+    if (ch.inflight_chunks) --ch.inflight_chunks;
+  } else {
+    p.queue.erase(seq);
+  }
+  if (c->failover >= 0) {
+    Failover& f = failovers_[c->failover];
+    if (f.remaining > 0 && --f.remaining == 0) {
+      Event e{EventType::kFailoverDone};
+      e.peer = peer;
+      e.channel = f.channel;
+      e.path = f.path;
+      e.cause = f.cause;
+      e.detail = std::to_string(f.moved) + " chunks resent in " +
+                 FormatDuration(MonoNowNs() - f.detected_mono);
+      Emit(e);
+    }
+  }
+  uint64_t cookie = c->cookie;
+  bool cancelled = !c->owned.empty() || c->data == nullptr;
+  p.chunks.erase(it);
+  if (!cancelled) Complete(cookie, true);
+  PumpPeer(peer);
+}
+
+void Engine::Impl::OnAccept(int nic) {
+  while (true) {
+    auto c = listeners_[nic]->Accept();
+    if (!c.ok() || !*c) return;
+    auto pa = std::make_unique<PendingAccept>();
+    pa->conn = std::move(*c);
+    pa->since = MonoNowNs();
+    pa->nic = nic;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    // Pending connections are few and short-lived: find them by fd instead of by key.
+    ev.data.u64 = Key(kFdPending, static_cast<uint64_t>(pa->conn->fd()));
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, pa->conn->fd(), &ev);
+    pending_.push_back(std::move(pa));
+  }
+}
+
+void Engine::Impl::OnPendingReadable(size_t idx) {
+  PendingAccept& pa = *pending_[idx];
+  auto n = pa.conn->Recv(reinterpret_cast<char*>(&pa.hdr) + pa.got, sizeof(FrameHeader) - pa.got);
+  auto drop = [&] {
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, pa.conn->fd(), nullptr);
+    pending_.erase(pending_.begin() + static_cast<long>(idx));
+  };
+  if (!n.ok()) return drop();
+  pa.got += *n;
+  if (pa.got < sizeof(FrameHeader)) return;
+  const FrameHeader& h = pa.hdr;
+  int peer = static_cast<int>(h.aux);
+  if (h.magic != kMagic || h.type != kHello || peer < 0 || peer >= cfg_.world_size ||
+      peer == cfg_.rank || h.seq >= peers_[peer].ch.size() ||
+      h.tag != static_cast<uint64_t>(cfg_.world_size)) {
+    FL_LOG(kWarn, "ftccl") << "dropping a connection with a bad hello";
+    return drop();
+  }
+  std::unique_ptr<transport::Connection> conn = std::move(pa.conn);
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, conn->fd(), nullptr);
+  pending_.erase(pending_.begin() + static_cast<long>(idx));
+  ChannelUp(peer, peers_[peer].ch[h.seq], std::move(conn), h.len);
+}
+
+void Engine::Impl::HandleOp(const Op& op) {
+  switch (op.kind) {
+    case Op::kSend: {
+      Peer& p = peers_[op.peer];
+      auto c = std::make_unique<SendChunk>();
+      c->seq = p.next_seq++;
+      c->tag = op.tag;
+      c->data = op.data;
+      c->len = static_cast<uint32_t>(op.len);
+      c->cookie = op.cookie;
+      p.queue.insert(c->seq);
+      p.chunks[c->seq] = std::move(c);
+      break;
+    }
+    case Op::kRecv: {
+      Peer& p = peers_[op.peer];
+      auto u = p.unexpected.find(op.tag);
+      if (u != p.unexpected.end()) {
+        if (u->second.size() != op.len) {
+          Fail(InternalError("ftccl: message " + TagString(op.tag) + " size mismatch"));
+          return;
+        }
+        if (op.len) std::memcpy(op.data, u->second.data(), op.len);
+        p.unexpected.erase(u);
+        Complete(op.cookie, false);
+        return;
+      }
+      p.posted[op.tag] = {op.data, op.len, op.cookie};
+      // A channel may be receiving this message into a private buffer: fine, it is copied
+      // when complete.
+      break;
+    }
+    case Op::kCancel: {
+      for (auto& p : peers_) {
+        p.posted.clear();
+        p.unexpected.clear();
+        for (auto& ch : p.ch) {
+          if (ch.in_payload && ch.rposted) ch.rdst = nullptr;
+          if (ch.cur && ch.cur->owned.empty() && ch.cur->data) {
+            // Half-written frame: keep the stream framed, but stop reading the user buffer.
+            ch.cur->owned.assign(ch.cur->data, ch.cur->data + ch.cur->len);
+            if (ch.cur->owned.empty()) ch.cur->data = nullptr;
+          }
+        }
+        // Unsent chunks are dropped; sent-but-unacked ones are kept as "cancelled" so that
+        // a late ack is understood, but they are never resent from user memory.
+        for (auto it = p.chunks.begin(); it != p.chunks.end();) {
+          SendChunk* c = it->second.get();
+          bool writing = false;
+          for (auto& ch : p.ch) writing |= ch.cur == c;
+          if (writing) {
+            ++it;
+            continue;
+          }
+          if (c->channel >= 0) {
+            Channel& ch = p.ch[c->channel];
+            ch.inflight_bytes -= std::min<size_t>(ch.inflight_bytes, c->len);
+            if (ch.inflight_chunks) --ch.inflight_chunks;
+          }
+          p.queue.erase(c->seq);
+          it = p.chunks.erase(it);
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(done_mu_);
+        cancel_done_ = op.cookie;
+        done_.clear();
+      }
+      done_cv_.notify_all();
+      return;
+    }
+    case Op::kDump: {
+      std::string s = DumpLocked();
+      {
+        std::lock_guard<std::mutex> lock(done_mu_);
+        dump_ = std::move(s);
+        dump_done_ = op.cookie;
+      }
+      done_cv_.notify_all();
+      return;
+    }
+  }
+}
+
+void Engine::Impl::DrainInbox() {
+  std::vector<Op> ops;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    ops.swap(inbox_);
+  }
+  std::set<int> touched;
+  for (const Op& op : ops) {
+    HandleOp(op);
+    if (op.kind == Op::kSend) touched.insert(op.peer);
+  }
+  for (int p : touched) PumpPeer(p);
+}
+
+void Engine::Impl::OnLinkChanges() {
+  Nanos now = MonoNowNs();
+  for (const LinkChange& lc : links_.Read()) {
+    for (size_t k = 0; k < nic_ifindex_.size(); ++k) {
+      if (nic_ifindex_[k] != lc.ifindex) continue;
+      bool was_down = nic_down_[k];
+      nic_down_[k] = !lc.up;
+      if (!lc.up && !was_down) {
+        FL_LOG(kWarn, "ftccl") << "link down on NIC " << cfg_.nics[k];
+        for (auto& p : peers_) {
+          for (auto& ch : p.ch) {
+            if (ch.local_nic != static_cast<int>(k)) continue;
+            if (ch.state == ChState::kUp) {
+              FailChannel(p.rank, ch, "link_down", "rtnetlink: NIC " + cfg_.nics[k] + " down");
+            } else if (ch.conn) {
+              epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
+              ch.conn.reset();
+              ch.state = ChState::kDown;
+            }
+          }
+        }
+      } else if (lc.up && was_down) {
+        FL_LOG(kInfo, "ftccl") << "link up on NIC " << cfg_.nics[k];
+        for (auto& p : peers_) {
+          for (auto& ch : p.ch) {
+            if (ch.local_nic == static_cast<int>(k) && ch.state == ChState::kDown) {
+              ch.backoff = opt_.reconnect_min;
+              ch.next_attempt = now;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void Engine::Impl::Timers(Nanos now) {
+  for (auto& p : peers_) {
+    if (p.rank == cfg_.rank) continue;
+    bool any_up = false;
+    for (auto& ch : p.ch) {
+      switch (ch.state) {
+        case ChState::kUp:
+          if (now - ch.last_rx > opt_.dead_timeout) {
+            FailChannel(p.rank, ch, "keepalive_timeout",
+                        "nothing heard for " + FormatDuration(now - ch.last_rx));
+            break;
+          }
+          if (now - ch.last_tx > opt_.keepalive_interval && !ch.cur &&
+              ch.ctrl_off >= ch.ctrl.size()) {
+            QueueCtrl(ch, MakeHeader(kPing, 0, 0, 0, 0));
+            PumpSend(p.rank, ch);
+          }
+          break;
+        case ChState::kConnecting:
+        case ChState::kHandshake:
+          if (now - ch.attempt_started > opt_.connect_timeout) {
+            epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
+            ch.conn.reset();
+            ch.state = ChState::kDown;
+            ch.next_attempt = now + ch.backoff;
+            ch.backoff = std::min(ch.backoff * 2, opt_.reconnect_max);
+          }
+          break;
+        case ChState::kDown:
+          if (ch.bye) {
+            any_up = true;  // a closed peer is not a fault
+            break;
+          }
+          if (ch.active && now >= ch.next_attempt && !fail_stopped_) {
+            if (nic_down_[ch.local_nic] && nic_ifindex_[ch.local_nic] > 0) {
+              // Missed link-up events are caught by polling the state once in a while.
+              if (LinkIsUp(nic_ifindex_[ch.local_nic])) {
+                nic_down_[ch.local_nic] = false;
+              } else {
+                ch.next_attempt = now + opt_.reconnect_max;
+                break;
+              }
+            }
+            StartConnect(p.rank, ch, now);
+          }
+          break;
+      }
+      any_up |= ch.state == ChState::kUp;
+    }
+    if (any_up) {
+      p.all_down_since = 0;
+    } else {
+      if (p.all_down_since == 0) p.all_down_since = now;
+      bool work = !p.chunks.empty() || !p.posted.empty();
+      if (work && now - p.all_down_since > opt_.peer_dead_timeout) {
+        Fail(UnavailableError("ftccl: no healthy path to rank " + std::to_string(p.rank) + " for " +
+                              FormatDuration(now - p.all_down_since)));
+        p.all_down_since = now;
+      }
+    }
+  }
+  // Pending accepts that never say hello.
+  for (size_t i = 0; i < pending_.size();) {
+    if (now - pending_[i]->since > opt_.connect_timeout) {
+      epoll_ctl(epfd_, EPOLL_CTL_DEL, pending_[i]->conn->fd(), nullptr);
+      pending_.erase(pending_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+void Engine::Impl::Loop() {
+  epoll_event evs[64];
+  Nanos tick = std::max<Nanos>(kNsPerMs, std::min(opt_.keepalive_interval, opt_.dead_timeout) / 4);
+  Nanos next_timers = MonoNowNs() + tick;
+  while (!stop_) {
+    int timeout_ms = static_cast<int>(std::max<Nanos>(0, next_timers - MonoNowNs()) / kNsPerMs) + 1;
+    int n = epoll_wait(epfd_, evs, 64, timeout_ms);
+    for (int i = 0; i < n; ++i) {
+      uint64_t key = evs[i].data.u64;
+      auto kind = static_cast<FdKind>(key >> 56);
+      uint64_t a = (key >> 24) & 0xffffffffull;
+      uint64_t b = key & 0xffffff;
+      switch (kind) {
+        case kFdWake: {
+          uint64_t v;
+          ssize_t r = read(wake_fd_, &v, sizeof(v));
+          (void)r;
+          DrainInbox();
+          break;
+        }
+        case kFdLink:
+          OnLinkChanges();
+          break;
+        case kFdListener:
+          OnAccept(static_cast<int>(a));
+          break;
+        case kFdPending:
+          for (size_t k = 0; k < pending_.size(); ++k) {
+            if (static_cast<uint64_t>(pending_[k]->conn->fd()) == a) {
+              OnPendingReadable(k);
+              break;
+            }
+          }
+          break;
+        case kFdChannel: {
+          int peer = static_cast<int>(a);
+          if (peer >= static_cast<int>(peers_.size()) || b >= peers_[peer].ch.size()) break;
+          Channel& ch = peers_[peer].ch[b];
+          if (!ch.conn) break;
+          if (ch.state == ChState::kConnecting) {
+            if (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) OnConnectable(peer, ch);
+            break;
+          }
+          if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) OnReadable(peer, ch);
+          if (ch.conn && (evs[i].events & EPOLLOUT)) PumpSend(peer, ch);
+          break;
+        }
+      }
+    }
+    Nanos now = MonoNowNs();
+    if (now >= next_timers) {
+      Timers(now);
+      next_timers = now + tick;
+    }
+  }
+  // Say goodbye on every channel that is between frames, so peers do not take our exit for
+  // a fault (best effort: a channel in the middle of a frame just closes).
+  for (auto& p : peers_) {
+    for (auto& ch : p.ch) {
+      if (ch.state != ChState::kUp || !ch.conn || ch.cur) continue;
+      QueueCtrl(ch, MakeHeader(kBye, 0, 0, 0, 0));
+      iovec v{ch.ctrl.data() + ch.ctrl_off, ch.ctrl.size() - ch.ctrl_off};
+      auto n = ch.conn->Send(&v, 1);
+      (void)n;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(const CommConfig& config,
+                                                 std::shared_ptr<transport::Transport> transport,
+                                                 const EngineOptions& options) {
+  auto impl = std::make_unique<Impl>(config, std::move(transport), options);
+  FL_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+int Engine::rank() const { return impl_->cfg_.rank; }
+int Engine::size() const { return impl_->cfg_.world_size; }
+const EngineOptions& Engine::options() const { return impl_->opt_; }
+void Engine::PostSend(int peer, uint64_t tag, const void* data, size_t len, uint64_t cookie) {
+  impl_->Post(
+      {Op::kSend, peer, tag, const_cast<char*>(static_cast<const char*>(data)), len, cookie});
+}
+void Engine::PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t cookie) {
+  impl_->Post({Op::kRecv, peer, tag, static_cast<char*>(data), len, cookie});
+}
+StatusOr<Completion> Engine::WaitCompletion(Deadline deadline) { return impl_->Wait(deadline); }
+void Engine::CancelAll() { impl_->CancelAll(); }
+std::string Engine::DumpState() { return impl_->Dump(); }
+Status Engine::error() const { return impl_->error(); }
+void Engine::Fail(Status status) { impl_->Fail(std::move(status)); }
+void Engine::Abort() { impl_->Fail(CancelledError("ftccl: communicator aborted")); }
+void Engine::EmitCollective(EventType type, uint64_t seq, std::string detail) {
+  Event e{type};
+  e.seq = seq;
+  e.detail = std::move(detail);
+  impl_->Emit(e);
+}
+
+}  // namespace fl::ccl::ftccl

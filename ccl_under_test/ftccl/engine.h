@@ -1,0 +1,112 @@
+// ftccl's engine: reliable, exactly-once, tagged point-to-point messages between the ranks
+// of a group, carried over several channels per peer (one per local NIC and rail) and kept
+// alive through path faults. The collectives (ftccl.cc) are written on top of it.
+//
+// How it works (docs/ftccl.md has the full story):
+//   - every rank listens on each of its NICs (port 0) and publishes the addresses in the
+//     rendezvous store; the lower rank of each pair opens channel c from its NIC c % L to the
+//     peer's NIC c % R (same rail) and says HELLO; the peer answers HELLO;
+//   - a message is one chunk (the collectives slice); chunks get a per-peer sequence number
+//     and wait in the peer's queue; a channel pulls the next chunk whenever it has less than
+//     window_bytes unacknowledged, so a faster path carries more;
+//   - the receiver acknowledges every chunk on the channel it came on, applies each sequence
+//     number once (duplicates are acknowledged and dropped) and writes straight into the
+//     posted buffer when one is posted;
+//   - a channel fails on a transport error, on silence longer than dead_timeout (peers send
+//     keep-alives when idle), on rtnetlink link-down of its NIC, or on the peer's notice
+//     (PATH_DOWN over another channel); its unacknowledged chunks go back to the queue;
+//     the connecting side reconnects with backoff (at once on link-up): failback;
+//   - failover=false turns the first channel fault into a communicator error (fail-stop).
+//
+// Thread-safety: Post*, WaitCompletion, CancelAll and DumpState are called by one user thread
+// (the communicator's); error() and Abort() from any thread. All network state is owned by
+// the engine's own thread.
+// Ownership: posted buffers are the caller's and must stay valid until their completion has
+// been returned or CancelAll has returned.
+// Blocking: waits take deadlines; the engine thread never blocks on the network.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ccl_under_test/api/communicator.h"
+#include "ccl_under_test/ftccl/transport/transport.h"
+
+namespace fl::ccl::ftccl {
+
+struct EngineOptions {
+  // Largest message (chunk) the collectives post; frames carry at most this much payload.
+  size_t chunk_bytes = 512 * 1024;
+  // Unacknowledged bytes a channel may have in flight before it stops pulling chunks.
+  size_t window_bytes = 2 * 1024 * 1024;
+  // Channels per local NIC towards each peer.
+  int channels_per_nic = 1;
+  // A channel idle (nothing sent) this long sends a keep-alive.
+  Nanos keepalive_interval = 50 * kNsPerMs;
+  // A channel that has heard nothing for this long is failed (silent faults, carrier up).
+  Nanos dead_timeout = 300 * kNsPerMs;
+  // A connect + handshake that takes longer is abandoned and retried.
+  Nanos connect_timeout = 500 * kNsPerMs;
+  Nanos reconnect_min = 10 * kNsPerMs;
+  Nanos reconnect_max = 200 * kNsPerMs;
+  // With work pending and every channel to a peer down this long: Unavailable.
+  Nanos peer_dead_timeout = 10 * kNsPerSec;
+  // Watch the local NICs' links through rtnetlink.
+  bool watch_links = true;
+};
+
+struct Completion {
+  uint64_t cookie = 0;
+  bool is_send = false;
+};
+
+class Engine {
+ public:
+  // Listens, publishes, connects to every peer and waits until each peer has at least one
+  // working channel (init_timeout). config.store must be set when world_size > 1.
+  static StatusOr<std::unique_ptr<Engine>> Create(const CommConfig& config,
+                                                  std::shared_ptr<transport::Transport> transport,
+                                                  const EngineOptions& options);
+  ~Engine();
+
+  int rank() const;
+  int size() const;
+  const EngineOptions& options() const;
+
+  // REQUIRES: len <= chunk_bytes; tag unique per (peer, direction) among live messages.
+  void PostSend(int peer, uint64_t tag, const void* data, size_t len, uint64_t cookie);
+  void PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t cookie);
+  // Next completed message. Returns error() when the engine has failed, Cancelled after
+  // Abort, DeadlineExceeded when nothing completes in time.
+  StatusOr<Completion> WaitCompletion(Deadline deadline);
+  // Forgets every posted message and drops queued completions; after it returns no posted
+  // buffer is touched again.
+  void CancelAll();
+  // What every channel is doing and waiting for (the hang dump).
+  std::string DumpState();
+
+  Status error() const;
+  // Sets `status` as the engine's error (first one wins) and wakes waiters.
+  void Fail(Status status);
+  void Abort();
+
+  // Collective bookkeeping for events.
+  void EmitCollective(EventType type, uint64_t seq, std::string detail);
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Tags as the collectives build them: collective sequence (32 bits), step (12), slice (20).
+inline uint64_t MakeTag(uint64_t coll, uint32_t step, uint32_t slice) {
+  return (coll & 0xffffffffull) << 32 | static_cast<uint64_t>(step & 0xfff) << 20 |
+         (slice & 0xfffff);
+}
+inline constexpr uint32_t kMaxSlices = 1u << 20;
+inline constexpr uint32_t kMaxSteps = 1u << 12;
+
+}  // namespace fl::ccl::ftccl

@@ -1,0 +1,428 @@
+#include "ccl_under_test/ftccl/ftccl.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "ccl_under_test/ftccl/cuda/cuda_reduce.h"
+#include "ccl_under_test/ftccl/host_reduce.h"
+#include "ccl_under_test/ftccl/transport/tcp/tcp_transport.h"
+#include "common/log.h"
+#include "common/units.h"
+
+namespace fl::ccl::ftccl {
+namespace {
+
+// Completion cookies: what completed, in which step, which slice.
+enum CookieKind : uint64_t {
+  kSendDone = 1,
+  kRsRecv0 = 2,
+  kRsRecv1 = 3,
+  kAgRecv = 4,
+  kPlainRecv = 5
+};
+uint64_t Cookie(CookieKind k, uint32_t step, uint32_t slice) {
+  return static_cast<uint64_t>(k) << 56 | static_cast<uint64_t>(step) << 24 | slice;
+}
+CookieKind KindOf(uint64_t c) { return static_cast<CookieKind>(c >> 56); }
+uint32_t StepOf(uint64_t c) { return static_cast<uint32_t>((c >> 24) & 0xffffffff); }
+uint32_t SliceOf(uint64_t c) { return static_cast<uint32_t>(c & 0xffffff); }
+
+int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+class FtcclCommunicator : public Communicator {
+ public:
+  explicit FtcclCommunicator(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}
+
+  int rank() const override { return engine_->rank(); }
+  int size() const override { return engine_->size(); }
+  std::string name() const override { return "ftccl"; }
+
+  Status AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                   const CollectiveOptions& opts) override {
+    const size_t es = SizeOf(type);
+    return Run(opts, {{send, count * es}}, {{recv, count * es}},
+               [&](char* const* in, char* const* out) {
+                 if (in[0] != out[0] && count) std::memcpy(out[0], in[0], count * es);
+                 std::vector<size_t> off = EvenSegments(count);
+                 return Ring(out[0], off, es, type, op, /*rs=*/true, /*ag=*/true, nullptr);
+               });
+  }
+
+  Status AllGather(const void* send, void* recv, size_t count, DataType type,
+                   const CollectiveOptions& opts) override {
+    const size_t es = SizeOf(type);
+    const int n = size();
+    return Run(opts, {{send, count * es}}, {{recv, count * es * n}},
+               [&](char* const* in, char* const* out) {
+                 char* dst = out[0] + static_cast<size_t>(rank()) * count * es;
+                 if (count && dst != in[0]) std::memmove(dst, in[0], count * es);
+                 return Ring(out[0], BlockSegments(count), es, type, ReduceOp::kSum, false, true,
+                             nullptr);
+               });
+  }
+
+  Status ReduceScatter(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                       const CollectiveOptions& opts) override {
+    const size_t es = SizeOf(type);
+    const int n = size();
+    return Run(opts, {{send, count * es * n}}, {{recv, count * es}},
+               [&](char* const* in, char* const* out) {
+                 work_.resize(count * es * n);
+                 if (count) std::memcpy(work_.data(), in[0], count * es * n);
+                 FL_RETURN_IF_ERROR(
+                     Ring(work_.data(), BlockSegments(count), es, type, op, true, false, nullptr));
+                 if (count)
+                   std::memcpy(out[0], work_.data() + static_cast<size_t>(rank()) * count * es,
+                               count * es);
+                 return OkStatus();
+               });
+  }
+
+  Status Broadcast(void* buf, size_t count, DataType type, int root,
+                   const CollectiveOptions& opts) override {
+    if (root < 0 || root >= size()) return InvalidArgumentError("broadcast: root out of range");
+    const size_t es = SizeOf(type);
+    return Run(opts, {}, {{buf, count * es}},
+               [&](char* const*, char* const* out) { return Chain(out[0], count * es, root); });
+  }
+
+  Status AllToAll(const void* send, void* recv, size_t count, DataType type,
+                  const CollectiveOptions& opts) override {
+    const size_t es = SizeOf(type);
+    const int n = size();
+    return Run(opts, {{send, count * es * n}}, {{recv, count * es * n}},
+               [&](char* const* in, char* const* out) {
+                 const char* src = in[0];
+                 if (src == out[0]) {  // in place: the blocks we send are overwritten
+                   work_.assign(src, src + count * es * n);
+                   src = work_.data();
+                 }
+                 return Direct(src, out[0], count * es);
+               });
+  }
+
+  Status Barrier(const CollectiveOptions& opts) override {
+    int32_t one = 1, sum = 0;
+    CollectiveOptions o = opts;
+    o.memory = MemoryKind::kHost;
+    return AllReduce(&one, &sum, 1, DataType::kInt32, ReduceOp::kSum, o);
+  }
+
+  Status GetAsyncError() override { return engine_->error(); }
+  void Abort() override { engine_->Abort(); }
+
+ private:
+  struct Buf {
+    const void* ptr;
+    size_t bytes;
+  };
+
+  // Segment offsets (in elements) of a buffer of count elements split over the ranks, the
+  // remainder spread over the first segments.
+  std::vector<size_t> EvenSegments(size_t count) const {
+    const int n = size();
+    std::vector<size_t> off(n + 1);
+    for (int k = 0; k <= n; ++k) off[k] = k * (count / n) + std::min<size_t>(k, count % n);
+    return off;
+  }
+  std::vector<size_t> BlockSegments(size_t count) const {
+    std::vector<size_t> off(size() + 1);
+    for (int k = 0; k <= size(); ++k) off[k] = k * count;
+    return off;
+  }
+  size_t SliceElems(size_t max_seg, size_t es) const {
+    size_t s = std::max<size_t>(1, engine_->options().chunk_bytes / es);
+    if ((max_seg + s - 1) / s > kMaxSlices) s = (max_seg + kMaxSlices - 1) / kMaxSlices;
+    return s;
+  }
+
+  // Common frame of every collective: sequence number, events, deadline, CUDA staging, and
+  // cleanup after a failure (no posted buffer is touched after we return).
+  template <typename F>
+  Status Run(const CollectiveOptions& opts, std::vector<Buf> ins, std::vector<Buf> outs, F body) {
+    FL_RETURN_IF_ERROR(engine_->error());
+    const uint64_t seq = ++seq_;
+    engine_->EmitCollective(EventType::kCollectiveBegin, seq, "");
+    deadline_ = Deadline::After(opts.timeout);
+    coll_ = seq;
+    std::vector<std::vector<char>> staged_in, staged_out;
+    std::vector<char*> in_ptrs, out_ptrs;
+    Status s;
+    if (opts.memory == MemoryKind::kCuda) {
+      if (!CudaBuilt()) {
+        s = FailedPreconditionError("ftccl built without CUDA: device buffers not supported");
+      }
+      for (auto& b : ins) {
+        if (!s.ok()) break;
+        staged_in.emplace_back(b.bytes);
+        if (b.bytes) s = CudaCopyToHost(staged_in.back().data(), b.ptr, b.bytes);
+        in_ptrs.push_back(staged_in.back().data());
+      }
+      for (auto& b : outs) {
+        if (!s.ok()) break;
+        staged_out.emplace_back(b.bytes);
+        // Broadcast (no input) reads its buffer: stage it in too.
+        if (b.bytes && ins.empty()) s = CudaCopyToHost(staged_out.back().data(), b.ptr, b.bytes);
+        out_ptrs.push_back(staged_out.back().data());
+      }
+      // In-place calls stay in place on the host copy.
+      for (size_t i = 0; i < ins.size() && i < outs.size(); ++i) {
+        if (ins[i].ptr == outs[i].ptr) in_ptrs[i] = out_ptrs[i];
+      }
+    } else {
+      for (auto& b : ins) in_ptrs.push_back(const_cast<char*>(static_cast<const char*>(b.ptr)));
+      for (auto& b : outs) out_ptrs.push_back(const_cast<char*>(static_cast<const char*>(b.ptr)));
+    }
+    if (s.ok()) s = body(in_ptrs.data(), out_ptrs.data());
+    if (s.ok() && opts.memory == MemoryKind::kCuda) {
+      for (size_t i = 0; i < outs.size() && s.ok(); ++i) {
+        if (outs[i].bytes)
+          s = CudaCopyToDevice(const_cast<void*>(outs[i].ptr), out_ptrs[i], outs[i].bytes);
+      }
+    }
+    if (!s.ok()) {
+      if (s.code() == Code::kDeadlineExceeded) {
+        std::string dump = engine_->DumpState();
+        engine_->EmitCollective(EventType::kHangDump, seq, dump);
+        FL_LOG(kError, "ftccl") << "collective " << seq
+                                << " timed out; what each channel waits for:\n"
+                                << dump;
+        s = DeadlineExceededError("ftccl: collective " + std::to_string(seq) + " timed out after " +
+                                  FormatDuration(opts.timeout) + "; state:\n" + dump);
+        engine_->Fail(s);
+      } else if (engine_->error().ok()) {
+        engine_->Fail(s);
+      }
+      engine_->CancelAll();
+    }
+    engine_->EmitCollective(EventType::kCollectiveEnd, seq, s.ok() ? "ok" : s.ToString());
+    return s;
+  }
+
+  // Pipelined ring over buf split into segments off[k]..off[k+1] (elements of es bytes).
+  //   rs: reduce-scatter: after n-1 steps rank r holds the reduction of segment r;
+  //   ag: all-gather: rank r's segment r travels to every rank.
+  Status Ring(char* buf, const std::vector<size_t>& off, size_t es, DataType type, ReduceOp op,
+              bool rs, bool ag, void*) {
+    const int n = size();
+    const int r = rank();
+    if (n == 1) return OkStatus();
+    const int prev = Mod(r - 1, n), next = Mod(r + 1, n);
+    size_t max_seg = 0;
+    for (int k = 0; k < n; ++k) max_seg = std::max(max_seg, off[k + 1] - off[k]);
+    const size_t se = SliceElems(max_seg, es);
+    auto seg_len = [&](int k) { return off[k + 1] - off[k]; };
+    auto nslices = [&](int k) { return static_cast<uint32_t>((seg_len(k) + se - 1) / se); };
+    auto slice_ptr = [&](int k, uint32_t j) { return buf + (off[k] + j * se) * es; };
+    auto slice_bytes = [&](int k, uint32_t j) { return std::min(se, seg_len(k) - j * se) * es; };
+    const uint32_t steps = static_cast<uint32_t>(n - 1);
+    // Segment indices per step (see docs/ftccl.md for why these line up).
+    auto rs_send = [&](uint32_t s) { return Mod(r - static_cast<int>(s) - 1, n); };
+    auto rs_recv = [&](uint32_t s) { return Mod(r - static_cast<int>(s) - 2, n); };
+    auto ag_send = [&](uint32_t t) { return Mod(r - static_cast<int>(t), n); };
+    auto ag_recv = [&](uint32_t t) { return Mod(r - static_cast<int>(t) - 1, n); };
+    const uint32_t max_slices = static_cast<uint32_t>((max_seg + se - 1) / se);
+    size_t sends_posted = 0, sends_done = 0, recvs_expected = 0, recvs_done = 0;
+
+    auto send = [&](uint32_t step, int seg, uint32_t j) {
+      engine_->PostSend(next, MakeTag(coll_, step, j), slice_ptr(seg, j), slice_bytes(seg, j),
+                        Cookie(kSendDone, step, j));
+      ++sends_posted;
+    };
+    // Reduce-scatter receives go to staging, two slots per slice: slice j of the next step
+    // that has one is posted as soon as a slot frees up. (Segments may differ by one slice, so
+    // a slice can be missing in some steps.)
+    std::vector<uint32_t> next_rs(max_slices, 0);
+    auto slot_ptr = [&](uint32_t slot, uint32_t j) {
+      return staging_.data() + (static_cast<size_t>(slot) * max_slices + j) * se * es;
+    };
+    auto post_next_rs = [&](uint32_t j, uint32_t slot) {
+      while (next_rs[j] < steps && j >= nslices(rs_recv(next_rs[j]))) ++next_rs[j];
+      if (next_rs[j] >= steps) return;
+      uint32_t s = next_rs[j]++;
+      engine_->PostRecv(prev, MakeTag(coll_, s, j), slot_ptr(slot, j), slice_bytes(rs_recv(s), j),
+                        Cookie(slot ? kRsRecv1 : kRsRecv0, s, j));
+    };
+    if (rs) {
+      staging_.resize(2 * static_cast<size_t>(max_slices) * se * es);
+      for (uint32_t s = 0; s < steps; ++s) recvs_expected += nslices(rs_recv(s));
+      for (uint32_t j = 0; j < max_slices; ++j) {
+        post_next_rs(j, 0);
+        post_next_rs(j, 1);
+      }
+      for (uint32_t j = 0; j < nslices(rs_send(0)); ++j) send(0, rs_send(0), j);
+    }
+    if (ag) {
+      for (uint32_t t = 0; t < steps; ++t) {
+        int seg = ag_recv(t);
+        for (uint32_t j = 0; j < nslices(seg); ++j) {
+          engine_->PostRecv(prev, MakeTag(coll_, steps + t, j), slice_ptr(seg, j),
+                            slice_bytes(seg, j), Cookie(kAgRecv, t, j));
+        }
+        recvs_expected += nslices(seg);
+      }
+      if (!rs) {
+        for (uint32_t j = 0; j < nslices(ag_send(0)); ++j) send(steps, ag_send(0), j);
+      }
+    }
+    while (recvs_done < recvs_expected || sends_done < sends_posted) {
+      FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
+      const uint32_t step = StepOf(c.cookie), j = SliceOf(c.cookie);
+      switch (KindOf(c.cookie)) {
+        case kSendDone:
+          ++sends_done;
+          break;
+        case kRsRecv0:
+        case kRsRecv1: {
+          ++recvs_done;
+          const uint32_t slot = KindOf(c.cookie) == kRsRecv1 ? 1 : 0;
+          int seg = rs_recv(step);
+          HostReduce(slice_ptr(seg, j), slot_ptr(slot, j), slice_bytes(seg, j) / es, type, op);
+          if (step + 1 < steps) {
+            send(step + 1, seg, j);
+          } else if (ag) {
+            send(steps, seg, j);  // ag_send(0) == rs_recv(steps - 1) == r
+          }
+          post_next_rs(j, slot);
+          break;
+        }
+        case kAgRecv: {
+          ++recvs_done;
+          if (step + 1 < steps) send(steps + step + 1, ag_recv(step), j);
+          break;
+        }
+        default:
+          return InternalError("ftccl: unexpected completion");
+      }
+    }
+    return OkStatus();
+  }
+
+  // Pipelined chain from root through the ring order (Broadcast).
+  Status Chain(char* buf, size_t bytes, int root) {
+    const int n = size();
+    if (n == 1 || bytes == 0) return OkStatus();
+    const int r = rank();
+    const int pos = Mod(r - root, n);
+    const int prev = Mod(r - 1, n), next = Mod(r + 1, n);
+    const size_t sb = engine_->options().chunk_bytes;
+    const uint32_t slices = static_cast<uint32_t>((bytes + sb - 1) / sb);
+    if (slices > kMaxSlices) return InvalidArgumentError("broadcast: message too large");
+    auto len = [&](uint32_t j) { return std::min(sb, bytes - j * sb); };
+    size_t sends_posted = 0, sends_done = 0, recvs_done = 0;
+    const bool forward = pos < n - 1;
+    if (pos == 0) {
+      for (uint32_t j = 0; j < slices; ++j, ++sends_posted) {
+        engine_->PostSend(next, MakeTag(coll_, 0, j), buf + j * sb, len(j),
+                          Cookie(kSendDone, 0, j));
+      }
+    } else {
+      for (uint32_t j = 0; j < slices; ++j) {
+        engine_->PostRecv(prev, MakeTag(coll_, 0, j), buf + j * sb, len(j),
+                          Cookie(kPlainRecv, 0, j));
+      }
+    }
+    const size_t recvs_expected = pos == 0 ? 0 : slices;
+    while (recvs_done < recvs_expected || sends_done < sends_posted) {
+      FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
+      uint32_t j = SliceOf(c.cookie);
+      if (KindOf(c.cookie) == kSendDone) {
+        ++sends_done;
+      } else {
+        ++recvs_done;
+        if (forward) {
+          engine_->PostSend(next, MakeTag(coll_, 0, j), buf + j * sb, len(j),
+                            Cookie(kSendDone, 0, j));
+          ++sends_posted;
+        }
+      }
+    }
+    return OkStatus();
+  }
+
+  // Every rank sends block j to rank j directly (AllToAll).
+  Status Direct(const char* send, char* recv, size_t block) {
+    const int n = size();
+    const int r = rank();
+    if (block) std::memcpy(recv + r * block, send + r * block, block);
+    if (n == 1 || block == 0) return OkStatus();
+    const size_t sb = engine_->options().chunk_bytes;
+    const uint32_t slices = static_cast<uint32_t>((block + sb - 1) / sb);
+    if (slices > kMaxSlices) return InvalidArgumentError("alltoall: message too large");
+    auto len = [&](uint32_t j) { return std::min(sb, block - j * sb); };
+    size_t expected = 0, done = 0;
+    for (int d = 1; d < n; ++d) {
+      int from = Mod(r - d, n);
+      for (uint32_t j = 0; j < slices; ++j, ++expected) {
+        engine_->PostRecv(from, MakeTag(coll_, 0, j), recv + from * block + j * sb, len(j),
+                          Cookie(kPlainRecv, 0, j));
+      }
+    }
+    for (int d = 1; d < n; ++d) {
+      int to = Mod(r + d, n);
+      for (uint32_t j = 0; j < slices; ++j, ++expected) {
+        engine_->PostSend(to, MakeTag(coll_, 0, j), send + to * block + j * sb, len(j),
+                          Cookie(kSendDone, 0, j));
+      }
+    }
+    while (done < expected) {
+      FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
+      (void)c;
+      ++done;
+    }
+    return OkStatus();
+  }
+
+  std::unique_ptr<Engine> engine_;
+  uint64_t seq_ = 0;
+  uint64_t coll_ = 0;
+  Deadline deadline_ = Deadline::Never();
+  std::vector<char> staging_;
+  std::vector<char> work_;
+};
+
+long EnvLong(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  return (end && *end == 0 && x > 0) ? x : fallback;
+}
+
+}  // namespace
+
+EngineOptions EngineOptionsFromEnv(EngineOptions o) {
+  o.chunk_bytes =
+      static_cast<size_t>(EnvLong("FTCCL_CHUNK_BYTES", static_cast<long>(o.chunk_bytes)));
+  o.window_bytes =
+      static_cast<size_t>(EnvLong("FTCCL_WINDOW_BYTES", static_cast<long>(o.window_bytes)));
+  o.channels_per_nic = static_cast<int>(EnvLong("FTCCL_CHANNELS_PER_NIC", o.channels_per_nic));
+  o.keepalive_interval = EnvLong("FTCCL_KEEPALIVE_MS", o.keepalive_interval / kNsPerMs) * kNsPerMs;
+  o.dead_timeout = EnvLong("FTCCL_DEAD_TIMEOUT_MS", o.dead_timeout / kNsPerMs) * kNsPerMs;
+  o.peer_dead_timeout = EnvLong("FTCCL_PEER_DEAD_MS", o.peer_dead_timeout / kNsPerMs) * kNsPerMs;
+  return o;
+}
+
+StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig& config,
+                                                                const FtcclOptions& options) {
+  auto transport = options.transport;
+  if (!transport) {
+    transport::tcp::TcpOptions tcp;
+    tcp.user_timeout = std::max<Nanos>(options.engine.dead_timeout * 4, kNsPerSec);
+    transport = transport::tcp::CreateTcpTransport(tcp);
+  }
+  FL_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, transport, options.engine));
+  return std::unique_ptr<Communicator>(std::make_unique<FtcclCommunicator>(std::move(engine)));
+}
+
+Status RegisterFtccl(CclRegistry& registry) {
+  return registry.Register("ftccl", [](const CommConfig& config) {
+    FtcclOptions o;
+    o.engine = EngineOptionsFromEnv();
+    return CreateFtcclCommunicator(config, o);
+  });
+}
+
+}  // namespace fl::ccl::ftccl

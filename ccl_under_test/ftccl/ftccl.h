@@ -1,0 +1,40 @@
+// ftccl: our fault-tolerant collective library behind the Communicator contract.
+//
+// Collectives are pipelined rings (AllReduce = ring reduce-scatter + ring all-gather, each
+// segment sliced into chunks so that chunk i travels on while chunk i+1 is still arriving);
+// AllToAll sends directly to every peer. Every chunk is a message of ftccl's Engine, so it is
+// sequenced, acknowledged, applied exactly once and failed over to surviving paths (see
+// engine.h and docs/ftccl.md).
+//
+// CUDA buffers (CollectiveOptions::memory == kCuda) are staged through host memory in builds
+// with CUDA; without CUDA they are FailedPrecondition.
+//
+// Thread-safety, ownership, blocking: as the Communicator contract (api/communicator.h).
+#pragma once
+
+#include <memory>
+
+#include "ccl_under_test/api/communicator.h"
+#include "ccl_under_test/ftccl/engine.h"
+#include "ccl_under_test/ftccl/transport/transport.h"
+
+namespace fl::ccl::ftccl {
+
+struct FtcclOptions {
+  EngineOptions engine;
+  // nullptr = TCP (transport/tcp). Tests pass a FaultyTransport here.
+  std::shared_ptr<transport::Transport> transport;
+};
+
+StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig& config,
+                                                                const FtcclOptions& options = {});
+
+// Registers "ftccl" (default options; FTCCL_* environment variables tune it, see
+// docs/ftccl.md).
+Status RegisterFtccl(CclRegistry& registry);
+
+// EngineOptions from the environment: FTCCL_CHUNK_BYTES, FTCCL_WINDOW_BYTES,
+// FTCCL_CHANNELS_PER_NIC, FTCCL_KEEPALIVE_MS, FTCCL_DEAD_TIMEOUT_MS, FTCCL_PEER_DEAD_MS.
+EngineOptions EngineOptionsFromEnv(EngineOptions base = {});
+
+}  // namespace fl::ccl::ftccl

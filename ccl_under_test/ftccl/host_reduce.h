@@ -1,0 +1,20 @@
+// Host-memory reductions: dst[i] = op(dst[i], src[i]). float16/bfloat16 are computed in
+// float and rounded back (round to nearest even), as NCCL does on devices without native
+// half arithmetic.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ccl_under_test/api/types.h"
+
+namespace fl::ccl::ftccl {
+
+void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceOp op);
+
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
+
+}  // namespace fl::ccl::ftccl
