@@ -1,16 +1,153 @@
-// faultline-worker: one rank of a job. Runs a workload (allreduce_loop, training_step,
-// moe_alltoall) over a CCL and streams per-iteration samples and CCL events to its agent.
-#include <CLI/CLI.hpp>
+// faultline-worker: one rank of a resilience job. Joins its group through a file-store
+// rendezvous, runs a workload over a CCL, and streams one sample per iteration plus the CCL's
+// events as JSON lines to its agent (a Unix socket) or to stdout.
+//
+// Exit codes: 0 the loop completed (mismatches, if any, are in the samples), 1 a collective
+// failed (the communicator broke: fail-stop), 2 bad arguments, 3 could not join the group.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cstring>
+
+#include "ccl_under_test/api/rendezvous.h"
+#include "ccl_under_test/tools/ccl_builtin.h"
 #include "common/log.h"
+#include "common/units.h"
+#include "workloads/worker.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+int ConnectUnix(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  fl::log::ConfigureFromEnv();
-  CLI::App app{"faultline-worker: one rank of a resilience job (started by faultline-agent)."};
-  std::string workload = "allreduce_loop";
-  app.add_option("--workload", workload, "allreduce_loop | training_step | moe_alltoall")
+  using namespace fl;
+  log::ConfigureFromEnv();
+  CLI::App app{
+      "faultline-worker: one rank of a resilience job (normally started by faultline-agent).\n"
+      "Runs a workload over a collective library and reports a sample per iteration.\n\n"
+      "Exit codes: 0 completed, 1 a collective failed, 2 bad arguments, 3 could not join."};
+  int rank = 0, world = 1;
+  std::string job_id = "job", store_dir, ccl_name = "ftccl", workload_name = "allreduce_loop";
+  std::string size = "16MiB", dtype = "float32", duration = "0", telemetry, coll_timeout = "10s",
+              init_timeout = "30s", compute = "20ms";
+  std::vector<std::string> nics = {"127.0.0.1"};
+  uint64_t iterations = 0, check_every = 1;
+  bool no_failover = false;
+  app.add_option("--rank", rank, "this rank")->required();
+  app.add_option("--world-size", world, "number of ranks in the job")->required();
+  app.add_option("--job-id", job_id, "job id: keys in the rendezvous store")->capture_default_str();
+  app.add_option("--store-dir", store_dir, "rendezvous directory shared by all ranks")->required();
+  app.add_option("--nics", nics, "local NIC addresses, one per rail, rail order")->delimiter(',');
+  app.add_option("--ccl", ccl_name, "collective library: ftccl | gloo | nccl")->capture_default_str();
+  app.add_option("--workload", workload_name, "allreduce_loop | training_step | moe_alltoall")
       ->capture_default_str();
+  app.add_option("--size", size, "per-rank message size")->capture_default_str();
+  app.add_option("--dtype", dtype, "float32 | float16 | bfloat16 | int32 | int64")->capture_default_str();
+  app.add_option("--iterations", iterations, "iterations to run (or --duration)");
+  app.add_option("--duration", duration, "how long to run, e.g. 30s (or --iterations)");
+  app.add_option("--check-every", check_every, "verify the result every k iterations")->capture_default_str();
+  app.add_option("--collective-timeout", coll_timeout, "deadline of one collective")->capture_default_str();
+  app.add_option("--init-timeout", init_timeout, "deadline for joining the group")->capture_default_str();
+  app.add_option("--compute", compute, "training_step: compute time per step")->capture_default_str();
+  app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
+  app.add_option("--telemetry", telemetry, "Unix socket of the agent (default: JSON lines on stdout)");
   CLI11_PARSE(app, argc, argv);
-  std::fputs(app.help().c_str(), stdout);
-  return 0;
+  log::SetContext({"", "", rank});
+
+  workloads::WorkloadConfig wc;
+  auto bytes = ParseBytes(size);
+  auto dt = ccl::ParseDataType(dtype);
+  auto dur = ParseDuration(duration);
+  auto ct = ParseDuration(coll_timeout);
+  auto it = ParseDuration(init_timeout);
+  auto cp = ParseDuration(compute);
+  for (const Status* s : {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(), &cp.status()}) {
+    if (!s->ok()) {
+      std::fprintf(stderr, "faultline-worker: %s\n", s->message().c_str());
+      return 2;
+    }
+  }
+  if ((iterations == 0) == (*dur == 0)) {
+    std::fprintf(stderr, "faultline-worker: give exactly one of --iterations or --duration\n");
+    return 2;
+  }
+  wc.size_bytes = *bytes;
+  wc.dtype = *dt;
+  wc.collective_timeout = *ct;
+  wc.compute_ns = *cp;
+
+  int out_fd = 1;
+  if (!telemetry.empty()) {
+    out_fd = ConnectUnix(telemetry);
+    if (out_fd < 0) {
+      std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n", telemetry.c_str(),
+                   std::strerror(errno));
+      return 3;
+    }
+  }
+  workloads::JsonLinesSink sink(out_fd, rank);
+  signal(SIGTERM, OnSignal);
+  signal(SIGINT, OnSignal);
+  signal(SIGPIPE, SIG_IGN);
+
+  ccl::CclRegistry ccls("ccl");
+  workloads::WorkloadRegistry wls("workload");
+  if (Status s = ccl::RegisterBuiltinCcls(ccls); !s.ok()) return 3;
+  if (Status s = workloads::RegisterBuiltinWorkloads(wls); !s.ok()) return 3;
+  auto workload = wls.Create(workload_name);
+  if (!workload.ok()) {
+    std::fprintf(stderr, "faultline-worker: %s\n", workload.status().message().c_str());
+    return 2;
+  }
+
+  ccl::FileStore store(store_dir);
+  ccl::CommConfig cfg;
+  cfg.rank = rank;
+  cfg.world_size = world;
+  cfg.job_id = job_id;
+  cfg.store = &store;
+  cfg.nics = nics;
+  cfg.init_timeout = *it;
+  cfg.failover = !no_failover;
+  cfg.events = &sink;
+  sink.OnWorkerEvent("worker_start", "{\"pid\":" + std::to_string(getpid()) + "}");
+  auto comm = ccls.Create(ccl_name, cfg);
+  if (!comm.ok()) {
+    FL_LOG(kError, "worker") << "cannot join the group: " << comm.status().ToString();
+    sink.OnWorkerEvent("worker_exit", "{\"code\":3}");
+    return 3;
+  }
+  if (Status s = (*workload)->Init(comm->get(), wc); !s.ok()) {
+    FL_LOG(kError, "worker") << s.ToString();
+    return 3;
+  }
+  workloads::LoopOptions lo;
+  lo.iterations = iterations;
+  lo.duration_ns = *dur;
+  lo.check_every = check_every;
+  auto result = workloads::RunLoop(**workload, rank, lo, sink, g_stop);
+  int code = result.ok() ? 0 : 1;
+  if (!result.ok()) FL_LOG(kError, "worker") << result.status().ToString();
+  sink.OnWorkerEvent("worker_exit", "{\"code\":" + std::to_string(code) + ",\"iterations\":" +
+                                        std::to_string(result.ok() ? result->iterations : 0) + "}");
+  return code;
 }
