@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
-
-#include "common/units.h"
 
 namespace fl::reports {
 
@@ -35,6 +34,13 @@ double Median(std::vector<double> v) {
 }
 
 double ToMs(Nanos ns) { return static_cast<double>(ns) / kNsPerMsD; }
+
+// "49.0s": seconds with one decimal whatever the magnitude (idle times can be hours).
+std::string Seconds(Nanos ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(ns) / kNsPerSecD);
+  return buf;
+}
 
 // First event of `kind` with from <= wall_ns < to.
 std::optional<Nanos> FirstEvent(const std::vector<EventRecord>& events, std::string_view kind,
@@ -67,7 +73,7 @@ std::string FormatRanks(const std::vector<StuckRank>& stuck) {
   for (size_t i = 0; i < stuck.size(); ++i) {
     const StuckRank& s = stuck[i];
     if (i > 0) out << "; ";
-    out << "rank " << s.rank << " idle for " << FormatDuration(s.idle_ns);
+    out << "rank " << s.rank << " idle for " << Seconds(s.idle_ns);
     if (s.last_iteration) {
       out << " after iteration " << *s.last_iteration;
     } else {
@@ -337,7 +343,7 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
     m.outcome.reason = "no samples from any rank";
   } else if (!m.outcome.stuck_ranks.empty()) {
     m.outcome.kind = OutcomeKind::kHung;
-    m.outcome.reason = "no progress for more than " + FormatDuration(opt.hang_timeout) + ": " +
+    m.outcome.reason = "no progress for more than " + Seconds(opt.hang_timeout) + ": " +
                        FormatRanks(m.outcome.stuck_ranks);
   } else if (!unfinished.empty()) {
     m.outcome.kind = OutcomeKind::kFailed;

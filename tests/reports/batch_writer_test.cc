@@ -2,10 +2,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
+#include "common/log.h"
 #include "reports/store/sqlite.h"
 #include "reports/store/store.h"
 #include "tests/reports/temp_dir.h"
@@ -39,6 +42,25 @@ int64_t Count(const std::string& path, const std::string& table) {
   REQUIRE(n.ok());
   return *n;
 }
+
+// Collects log records instead of printing them; restores stderr at scope exit.
+struct CapturedLog {
+  std::mutex mu;
+  std::vector<log::Record> records;
+  CapturedLog() {
+    log::SetCaptureSink([this](const log::Record& r) {
+      std::lock_guard lock(mu);
+      records.push_back(r);
+    });
+  }
+  ~CapturedLog() { log::SetCaptureSink(nullptr); }
+  int Count(log::Level level) {
+    std::lock_guard lock(mu);
+    return static_cast<int>(std::count_if(records.begin(), records.end(), [&](const auto& r) {
+      return r.level == level && r.subsystem == "store";
+    }));
+  }
+};
 
 // A writer whose database write lock is held by another connection, so its transactions wait.
 struct BlockedWriter {
@@ -172,6 +194,7 @@ TEST_CASE("batch writer: a full queue pushes back until the deadline", "[unit]")
 }
 
 TEST_CASE("batch writer: a write error is reported, never silent", "[unit]") {
+  CapturedLog log;
   TempDir dir;
   const std::string path = dir.File("results.db");
   auto store = OpenWithRun(path);
@@ -188,9 +211,12 @@ TEST_CASE("batch writer: a write error is reported, never silent", "[unit]") {
   CHECK_THAT(flushed.message(), Catch::Contains("samples"));
   CHECK((*writer)->GetStats().dropped_rows == 1);
   CHECK_FALSE((*writer)->Close(Deadline::After(kNsPerSec)).ok());
+  CHECK(log.Count(log::Level::kWarn) == 1);   // the retry
+  CHECK(log.Count(log::Level::kError) == 1);  // the drop
 }
 
 TEST_CASE("batch writer: close with a passed deadline drops and counts what is queued", "[unit]") {
+  CapturedLog log;
   TempDir dir;
   const std::string path = dir.File("results.db");
   BatchWriter::Options o;
@@ -202,11 +228,15 @@ TEST_CASE("batch writer: close with a passed deadline drops and counts what is q
   for (int64_t it = 0; it < 50; ++it) {
     REQUIRE((*writer)->Push(Sample(0, it), Deadline::After(kNsPerSec)).ok());
   }
+  // The writer has taken a batch and waits for the lock; the rest stays queued.
+  REQUIRE(WaitUntil([&] { return (*writer)->GetStats().queued_rows < 50; },
+                    Deadline::After(10 * kNsPerSec)));
   Status closed = (*writer)->Close(Deadline::After(10 * kNsPerMs));
   CHECK(closed.code() == Code::kDeadlineExceeded);
   auto stats = (*writer)->GetStats();
   CHECK(stats.committed_rows == 0);
   CHECK(stats.dropped_rows == 50);
+  CHECK(log.Count(log::Level::kError) >= 1);  // the failed batch is logged
   blocked.Release();
 }
 
