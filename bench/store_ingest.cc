@@ -143,12 +143,9 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < c.runs; ++r) {
     batched.push_back(Batched(c, r));
     if (c.unbatched_rows > 0) unbatched.push_back(Unbatched(c, r));
-    std::fprintf(
-        stderr, "run %d: batched %.0f rows/s%s\n", r + 1, batched.back(),
-        unbatched.empty()
-            ? ""
-            : (", unbatched " + std::to_string(static_cast<int64_t>(unbatched.back())) + " rows/s")
-                  .c_str());
+    std::fprintf(stderr, "run %d: batched %.0f rows/s", r + 1, batched.back());
+    if (!unbatched.empty()) std::fprintf(stderr, ", unbatched %.0f rows/s", unbatched.back());
+    std::fprintf(stderr, "\n");
   }
   std::printf("| mode | rows | runs | median rows/s | min | max |\n|---|---|---|---|---|---|\n");
   auto row = [&](const char* mode, int64_t rows, const std::vector<double>& v) {
