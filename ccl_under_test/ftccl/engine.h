@@ -56,6 +56,15 @@ struct EngineOptions {
   bool watch_links = true;
 };
 
+// Counters for tests and tools (monotonic since Create).
+struct EngineStats {
+  uint64_t chunks_sent = 0;         // data frames started, resends included
+  uint64_t chunks_requeued = 0;     // unacknowledged chunks moved off failed paths
+  uint64_t duplicates_dropped = 0;  // chunks received again after they were applied
+  uint64_t path_faults = 0;         // fault_detected events
+  uint64_t paths_restored = 0;      // path_restored events
+};
+
 struct Completion {
   uint64_t cookie = 0;
   bool is_send = false;
@@ -87,6 +96,7 @@ class Engine {
   std::string DumpState();
 
   Status error() const;
+  EngineStats stats() const;
   // Sets `status` as the engine's error (first one wins) and wakes waiters.
   void Fail(Status status);
   void Abort();

@@ -111,6 +111,7 @@ class FtcclCommunicator : public Communicator {
   }
 
   Status GetAsyncError() override { return engine_->error(); }
+  EngineStats stats() const { return engine_->stats(); }
   void Abort() override { engine_->Abort(); }
 
  private:
@@ -392,6 +393,12 @@ long EnvLong(const char* name, long fallback) {
 }
 
 }  // namespace
+
+std::optional<EngineStats> GetStats(const Communicator& comm) {
+  auto* f = dynamic_cast<const FtcclCommunicator*>(&comm);
+  if (!f) return std::nullopt;
+  return f->stats();
+}
 
 EngineOptions EngineOptionsFromEnv(EngineOptions o) {
   o.chunk_bytes =

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "ccl_under_test/api/communicator.h"
 #include "ccl_under_test/ftccl/engine.h"
@@ -28,6 +29,9 @@ struct FtcclOptions {
 
 StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig& config,
                                                                 const FtcclOptions& options = {});
+
+// The engine counters of an ftccl communicator; nullopt for other libraries.
+std::optional<EngineStats> GetStats(const Communicator& comm);
 
 // Registers "ftccl" (default options; FTCCL_* environment variables tune it, see
 // docs/ftccl.md).

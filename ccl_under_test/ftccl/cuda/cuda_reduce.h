@@ -41,3 +41,9 @@ namespace fl::ccl::ftccl {
 Status CudaCopyToHost(void* host_dst, const void* device_src, size_t bytes);
 Status CudaCopyToDevice(void* device_dst, const void* host_src, size_t bytes);
 }  // namespace fl::ccl::ftccl
+
+namespace fl::ccl::ftccl {
+// Device memory for benchmarks and tests (cudaMalloc/cudaFree on the current device).
+StatusOr<void*> CudaAlloc(size_t bytes);
+void CudaFree(void* ptr);
+}  // namespace fl::ccl::ftccl

@@ -22,3 +22,10 @@ Status CudaCopyToDevice(void*, const void*, size_t) {
   return FailedPreconditionError("ftccl was built without CUDA: device buffers are not supported");
 }
 }  // namespace fl::ccl::ftccl
+
+namespace fl::ccl::ftccl {
+StatusOr<void*> CudaAlloc(size_t) {
+  return FailedPreconditionError("ftccl was built without CUDA: no device memory");
+}
+void CudaFree(void*) {}
+}  // namespace fl::ccl::ftccl

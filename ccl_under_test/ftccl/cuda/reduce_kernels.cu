@@ -101,3 +101,18 @@ Status CudaCopyToDevice(void* device_dst, const void* host_src, size_t bytes) {
                   "copy to device");
 }
 }  // namespace fl::ccl::ftccl
+
+namespace fl::ccl::ftccl {
+StatusOr<void*> CudaAlloc(size_t bytes) {
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes ? bytes : 1);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return FailedPreconditionError(std::string("cudaMalloc: ") + cudaGetErrorString(err));
+  }
+  return p;
+}
+void CudaFree(void* ptr) {
+  if (ptr) cudaFree(ptr);
+}
+}  // namespace fl::ccl::ftccl

@@ -1,0 +1,305 @@
+// ftccl fault tolerance in-process: 4 ranks (threads) with 2 loopback NICs each over a
+// FaultyTransport. Each test runs an AllReduce loop, injects a path fault part-way through
+// (from rank 0's thread, at a given iteration) and asserts on the outcome: every result
+// exact, the structured events (fault_detected, failover_done, path_restored), the engine
+// counters, and bounded, clean errors where no path is left.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+
+#include "ccl_under_test/ftccl/ftccl.h"
+#include "ccl_under_test/ftccl/transport/faulty/faulty_transport.h"
+#include "ccl_under_test/ftccl/transport/tcp/tcp_transport.h"
+#include "test_ranks.h"
+
+namespace fl::ccl {
+namespace {
+
+using ftccl::transport::faulty::FaultControl;
+using ftccl::transport::faulty::FaultMode;
+using ftccl::transport::faulty::FaultRule;
+
+struct Group {
+  static constexpr int kRanks = 4;
+  MemoryStore store;
+  CollectingEventSink events;
+  std::shared_ptr<FaultControl> faults = std::make_shared<FaultControl>();
+  std::vector<std::unique_ptr<Communicator>> comms;
+
+  // REQUIRES: called once.
+  void Create(ftccl::EngineOptions eo, bool failover = true) {
+    ftccl::FtcclOptions o;
+    o.engine = eo;
+    o.engine.watch_links = false;
+    o.transport = ftccl::transport::faulty::CreateFaultyTransport(
+        ftccl::transport::tcp::CreateTcpTransport({}), faults);
+    auto made = testing::CreateAll(kRanks, [&](int r) {
+      CommConfig c = testing::RankConfig(r, kRanks, 2, &store, "failover");
+      c.failover = failover;
+      c.events = &events;
+      return ftccl::CreateFtcclCommunicator(c, o);
+    });
+    for (auto& m : made) {
+      REQUIRE(m.ok());
+      comms.push_back(std::move(*m));
+    }
+  }
+
+  std::vector<Event> Of(EventType t) const {
+    std::vector<Event> out;
+    for (auto& e : events.Events())
+      if (e.type == t) out.push_back(e);
+    return out;
+  }
+};
+
+struct LoopResult {
+  std::vector<Status> status;
+  std::vector<size_t> wrong;
+  std::vector<int> done;  // iterations completed per rank
+  Nanos elapsed = 0;
+};
+
+// Every rank runs `iters` AllReduces of `count` int32 (values change per iteration) and
+// checks each one; at_iter(i) runs on rank 0's thread before its iteration i.
+LoopResult Loop(Group& g, int iters, size_t count, Nanos timeout,
+                const std::function<void(int)>& at_iter = {}) {
+  const int n = Group::kRanks;
+  LoopResult res;
+  res.status.resize(n);
+  res.wrong.assign(n, 0);
+  res.done.assign(n, 0);
+  Nanos t0 = MonoNowNs();
+  testing::RunRanks(n, [&](int r) {
+    std::vector<int32_t> in(count), out(count);
+    CollectiveOptions opts;
+    opts.timeout = timeout;
+    for (int it = 0; it < iters; ++it) {
+      if (r == 0 && at_iter) at_iter(it);
+      for (size_t i = 0; i < count; ++i) in[i] = static_cast<int32_t>((r + 1) * (i % 1000) + it);
+      Status s = g.comms[r]->AllReduce(in.data(), out.data(), count, DataType::kInt32,
+                                       ReduceOp::kSum, opts);
+      if (!s.ok()) {
+        res.status[r] = s;
+        return;
+      }
+      for (size_t i = 0; i < count; ++i) {
+        int32_t want = static_cast<int32_t>((n * (n + 1) / 2) * (i % 1000) + n * it);
+        res.wrong[r] += out[i] != want;
+      }
+      res.done[r] = it + 1;
+    }
+  });
+  res.elapsed = MonoNowNs() - t0;
+  return res;
+}
+
+ftccl::EngineOptions FastOptions() {
+  ftccl::EngineOptions o;
+  o.chunk_bytes = 64 * 1024;
+  o.window_bytes = 256 * 1024;
+  o.keepalive_interval = 20 * kNsPerMs;
+  // Long enough that a busy 2-core CI machine does not fail healthy paths, short enough
+  // for the silent-fault tests.
+  o.dead_timeout = 600 * kNsPerMs;
+  o.reconnect_min = 10 * kNsPerMs;
+  o.reconnect_max = 50 * kNsPerMs;
+  o.peer_dead_timeout = 2 * kNsPerSec;
+  return o;
+}
+
+void RequireAllCorrect(const LoopResult& r, int iters) {
+  for (int k = 0; k < Group::kRanks; ++k) {
+    INFO("rank " << k << ": " << r.status[k].ToString());
+    REQUIRE(r.status[k].ok());
+    CHECK(r.done[k] == iters);
+    CHECK(r.wrong[k] == 0);
+  }
+}
+
+TEST_CASE("ftccl: a path that dies in the middle of a chunk fails over, results exact",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  const int iters = 12;
+  auto r = Loop(g, iters, 256 * 1024, 20 * kNsPerSec, [&](int it) {
+    // Rank 1's NIC 0 may send 100 KiB + 17 more bytes: the cut lands inside a 64 KiB chunk.
+    if (it == 3) g.faults->Set(testing::LoopbackNic(1, 0), {FaultMode::kPass, 100 * 1024 + 17, 0});
+  });
+  RequireAllCorrect(r, iters);
+  auto faults = g.Of(EventType::kFaultDetected);
+  REQUIRE(!faults.empty());
+  bool rank1_saw = false;
+  for (auto& e : faults) rank1_saw |= e.rank == 1 && e.cause == "transport_error";
+  CHECK(rank1_saw);
+  CHECK(!g.Of(EventType::kFailoverDone).empty());
+  uint64_t requeued = 0;
+  for (auto& c : g.comms) requeued += ftccl::GetStats(*c)->chunks_requeued;
+  CHECK(requeued > 0);
+}
+
+TEST_CASE("ftccl: lost acknowledgements make peers resend; duplicates are applied once",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  const int iters = 10;
+  auto r = Loop(g, iters, 128 * 1024, 20 * kNsPerSec, [&](int it) {
+    // Everything rank 2 sends on NIC 0 vanishes: its acks for data that did arrive are lost,
+    // so peers time the path out and resend over NIC 1.
+    if (it == 2) g.faults->Set(testing::LoopbackNic(2, 0), {FaultMode::kDropOutgoing, 0, 0});
+  });
+  RequireAllCorrect(r, iters);
+  bool timeout_seen = false;
+  for (auto& e : g.Of(EventType::kFaultDetected)) timeout_seen |= e.cause == "keepalive_timeout";
+  CHECK(timeout_seen);
+  uint64_t dups = 0;
+  for (auto& c : g.comms) dups += ftccl::GetStats(*c)->duplicates_dropped;
+  CHECK(dups > 0);
+}
+
+TEST_CASE("ftccl: a slow path carries less, chunks arrive out of order, results exact",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  // Rank 0's NIC 0 moves at most 512 bytes per send call; NIC 1 is free.
+  g.faults->Set(testing::LoopbackNic(0, 0), {FaultMode::kPass, 0, 512});
+  uint64_t slow0 = g.faults->BytesSent(testing::LoopbackNic(0, 0));
+  uint64_t fast0 = g.faults->BytesSent(testing::LoopbackNic(0, 1));
+  const int iters = 6;
+  auto r = Loop(g, iters, 512 * 1024, 30 * kNsPerSec);
+  RequireAllCorrect(r, iters);
+  uint64_t slow = g.faults->BytesSent(testing::LoopbackNic(0, 0)) - slow0;
+  uint64_t fast = g.faults->BytesSent(testing::LoopbackNic(0, 1)) - fast0;
+  INFO("slow NIC " << slow << " B, fast NIC " << fast << " B");
+  CHECK(fast > slow);
+}
+
+TEST_CASE("ftccl: a silent blackhole (no error, no carrier loss) is found by keep-alives",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  const int iters = 10;
+  auto r = Loop(g, iters, 128 * 1024, 20 * kNsPerSec, [&](int it) {
+    if (it == 2) g.faults->Set(testing::LoopbackNic(1, 1), {FaultMode::kBlackhole, 0, 0});
+  });
+  RequireAllCorrect(r, iters);
+  bool timeout_seen = false;
+  for (auto& e : g.Of(EventType::kFaultDetected)) timeout_seen |= e.cause == "keepalive_timeout";
+  CHECK(timeout_seen);
+}
+
+TEST_CASE("ftccl: a failed path comes back and carries traffic again (failback)", "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  const std::string nic = testing::LoopbackNic(1, 0);
+  uint64_t at_restore = 0;
+  const int iters = 16;
+  auto r = Loop(g, iters, 128 * 1024, 20 * kNsPerSec, [&](int it) {
+    if (it == 3) g.faults->Set(nic, {FaultMode::kFail, 0, 0});
+    if (it == 8) {
+      g.faults->Clear(nic);
+      at_restore = g.faults->BytesSent(nic);
+    }
+    if (it == 9) {
+      // Wait (bounded) for the path to be back before the last iterations run.
+      WaitUntil([&] { return !g.Of(EventType::kPathRestored).empty(); },
+                Deadline::After(5 * kNsPerSec));
+    }
+  });
+  RequireAllCorrect(r, iters);
+  CHECK(!g.Of(EventType::kFaultDetected).empty());
+  CHECK(!g.Of(EventType::kPathRestored).empty());
+  CHECK(g.faults->BytesSent(nic) > at_restore + 64 * 1024);
+}
+
+TEST_CASE("ftccl: every path to a peer dead ends in Unavailable, not a hang", "[integration]") {
+  Group g;
+  auto o = FastOptions();
+  o.peer_dead_timeout = 500 * kNsPerMs;
+  g.Create(o);
+  const Nanos timeout = 8 * kNsPerSec;
+  auto r = Loop(g, 50, 64 * 1024, timeout, [&](int it) {
+    if (it == 2) {
+      g.faults->Set(testing::LoopbackNic(3, 0), {FaultMode::kFail, 0, 0});
+      g.faults->Set(testing::LoopbackNic(3, 1), {FaultMode::kFail, 0, 0});
+    }
+  });
+  CHECK(r.elapsed < timeout + 5 * kNsPerSec);
+  int unavailable = 0;
+  for (int k = 0; k < Group::kRanks; ++k) {
+    INFO("rank " << k << ": " << r.status[k].ToString());
+    REQUIRE(!r.status[k].ok());
+    CHECK((r.status[k].code() == Code::kUnavailable ||
+           r.status[k].code() == Code::kDeadlineExceeded));
+    unavailable += r.status[k].code() == Code::kUnavailable;
+    CHECK(r.wrong[k] == 0);
+  }
+  // Rank 3 and its ring neighbours see no path; the rank in between may only time out.
+  CHECK(unavailable >= 3);
+  CHECK(!g.comms[3]->GetAsyncError().ok());
+}
+
+TEST_CASE("ftccl: fail-stop mode reports the first path fault as an error", "[integration]") {
+  Group g;
+  g.Create(FastOptions(), /*failover=*/false);
+  const Nanos timeout = 8 * kNsPerSec;
+  auto r = Loop(g, 50, 64 * 1024, timeout, [&](int it) {
+    if (it == 2) g.faults->Set(testing::LoopbackNic(2, 1), {FaultMode::kFail, 0, 0});
+  });
+  CHECK(r.elapsed < timeout + 5 * kNsPerSec);
+  int unavailable = 0;
+  for (int k = 0; k < Group::kRanks; ++k) {
+    INFO("rank " << k << ": " << r.status[k].ToString());
+    CHECK(!r.status[k].ok());
+    unavailable += r.status[k].code() == Code::kUnavailable;
+  }
+  CHECK(unavailable >= 1);
+  CHECK(!g.Of(EventType::kCommError).empty());
+}
+
+TEST_CASE("ftccl: a collective that cannot finish times out with a dump of every channel",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  std::vector<Status> st(Group::kRanks);
+  std::vector<int32_t> buf(Group::kRanks * 1000);
+  testing::RunRanks(Group::kRanks, [&](int r) {
+    if (r == 3) return;  // rank 3 never joins: the others wait for it
+    CollectiveOptions o;
+    o.timeout = 700 * kNsPerMs;
+    std::vector<int32_t> v(1000, r);
+    st[r] =
+        g.comms[r]->AllReduce(v.data(), v.data(), v.size(), DataType::kInt32, ReduceOp::kSum, o);
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO(st[r].ToString());
+    CHECK(st[r].code() == Code::kDeadlineExceeded);
+    CHECK(st[r].message().find("waits for recv") != std::string::npos);
+  }
+  CHECK(!g.Of(EventType::kHangDump).empty());
+}
+
+TEST_CASE("ftccl: Abort from another thread ends a blocked collective with Cancelled",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  Status st;
+  std::thread t([&] {
+    std::vector<int32_t> v(100, 1);
+    CollectiveOptions o;
+    o.timeout = 30 * kNsPerSec;
+    st = g.comms[0]->AllReduce(v.data(), v.data(), v.size(), DataType::kInt32, ReduceOp::kSum, o);
+  });
+  Nanos t0 = MonoNowNs();
+  // The collective is blocked (nobody else joins); abort it.
+  g.comms[0]->Abort();
+  t.join();
+  CHECK(st.code() == Code::kCancelled);
+  CHECK(MonoNowNs() - t0 < 5 * kNsPerSec);
+  CHECK(g.comms[0]->GetAsyncError().code() == Code::kCancelled);
+}
+
+}  // namespace
+}  // namespace fl::ccl
