@@ -1,0 +1,464 @@
+#include "harness/lab/local_lab.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "common/file_util.h"
+#include "common/json_util.h"
+#include "common/log.h"
+#include "injectors/journal.h"
+#include "injectors/netlink.h"
+#include "injectors/tc_nft.h"
+
+namespace fl::lab {
+
+using injectors::Port;
+using injectors::PortSide;
+using injectors::RunChecked;
+
+namespace {
+
+constexpr Nanos kToolTimeout = 5 * kNsPerSec;
+
+Status Ip(const std::string& netns, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"ip"};
+  if (!netns.empty()) argv.insert(argv.end(), {"-n", netns});
+  argv.insert(argv.end(), args.begin(), args.end());
+  injectors::CommandOptions o;
+  o.timeout = kToolTimeout;
+  return RunChecked(argv, o).status();
+}
+
+std::string LabsDir() { return injectors::StateDir() + "/labs"; }
+
+// Management subnets in use: 198.19.<m>.254 in the root namespace, and other labs' state.
+std::set<int> UsedMgmtIndexes() {
+  std::set<int> used;
+  injectors::CommandOptions o;
+  o.timeout = kToolTimeout;
+  auto out = RunChecked({"ip", "-4", "-j", "addr", "show"}, o);
+  if (out.ok()) {
+    auto j = nlohmann::json::parse(*out, nullptr, false);
+    if (j.is_array())
+      for (const auto& ifc : j)
+        for (const auto& a : ifc.value("addr_info", nlohmann::json::array())) {
+          std::string local = a.value("local", "");
+          if (local.rfind("198.19.", 0) == 0) used.insert(std::atoi(local.c_str() + 7));
+        }
+  }
+  for (const auto& name : LocalLab::List()) {
+    auto j = LoadJsonFile(LabsDir() + "/" + name + ".json");
+    if (j.ok()) used.insert(j->value("mgmt_index", -1));
+  }
+  return used;
+}
+
+// Inode of /run/netns/<name>, 0 when missing.
+ino_t NetnsInode(const std::string& name) {
+  struct stat st;
+  std::string p = std::string(injectors::kNetnsDir) + "/" + name;
+  return stat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// Pids whose network namespace is one of inodes.
+std::vector<int> PidsInNetns(const std::set<ino_t>& inodes) {
+  std::vector<int> pids;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    struct stat st;
+    std::string p = std::string("/proc/") + e->d_name + "/ns/net";
+    if (stat(p.c_str(), &st) == 0 && inodes.count(st.st_ino)) pids.push_back(pid);
+  }
+  closedir(d);
+  return pids;
+}
+
+Status KillCgroupTree(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return OkStatus();
+  injectors::LocalContainerRuntime rt;
+  DIR* d = opendir(dir.c_str());
+  std::vector<std::string> children;
+  if (d) {
+    while (dirent* e = readdir(d))
+      if (e->d_type == DT_DIR && e->d_name[0] != '.') children.push_back(dir + "/" + e->d_name);
+    closedir(d);
+  }
+  // cgroup.kill on the lab's directory kills every leaf below it.
+  auto populated = injectors::CgroupPopulated(dir);
+  if (populated.ok() && *populated)
+    FL_RETURN_IF_ERROR(rt.Kill(dir, Deadline::After(3 * kNsPerSec)));
+  for (const auto& c : children) FL_RETURN_IF_ERROR(rt.Remove(c));
+  return rt.Remove(dir);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LocalLab>> LocalLab::Create(const Topology& topology,
+                                                     const std::string& lab_name) {
+  std::string name = lab_name.empty() ? topology.name : lab_name;
+  if (!IsValidLabName(name))
+    return InvalidArgumentError("lab name '" + name + "' must be 1-10 characters [a-z0-9]");
+  return std::unique_ptr<LocalLab>(new LocalLab(topology, PlanLab(topology, name, 0)));
+}
+
+StatusOr<std::unique_ptr<LocalLab>> LocalLab::Open(const std::string& lab_name) {
+  if (!IsValidLabName(lab_name)) return InvalidArgumentError("bad lab name '" + lab_name + "'");
+  std::string path = LabsDir() + "/" + lab_name + ".json";
+  if (access(path.c_str(), F_OK) != 0) {
+    std::string known;
+    for (const auto& n : List()) known += (known.empty() ? "" : ", ") + n;
+    return NotFoundError("no lab named '" + lab_name +
+                         "' (running: " + (known.empty() ? "none" : known) + ")");
+  }
+  FL_ASSIGN_OR_RETURN(nlohmann::json j, LoadJsonFile(path));
+  FL_ASSIGN_OR_RETURN(std::string text, JsonGet<std::string>(j, "topology_text", path));
+  FL_ASSIGN_OR_RETURN(std::string source, JsonGet<std::string>(j, "topology", path));
+  FL_ASSIGN_OR_RETURN(int mgmt, JsonGet<int>(j, "mgmt_index", path));
+  FL_ASSIGN_OR_RETURN(Topology t, ParseTopology(text, source));
+  std::unique_ptr<LocalLab> lab(new LocalLab(t, PlanLab(t, lab_name, mgmt)));
+  lab->mgmt_index_ = mgmt;
+  return lab;
+}
+
+std::vector<std::string> LocalLab::List() {
+  std::vector<std::string> names;
+  DIR* d = opendir(LabsDir().c_str());
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 5 && n.ends_with(".json")) names.push_back(n.substr(0, n.size() - 5));
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string LocalLab::StatePath() const { return LabsDir() + "/" + plan_.lab + ".json"; }
+
+std::string LocalLab::CgroupDir() const {
+  auto root = injectors::Cgroup2Root();
+  return (root.ok() ? *root : std::string("/sys/fs/cgroup")) + "/faultline/fl-" + plan_.lab;
+}
+
+Status LocalLab::Provision() {
+  if (access(StatePath().c_str(), F_OK) == 0)
+    return FailedPreconditionError("lab '" + plan_.lab + "' is already up (faultline lab down " +
+                                   plan_.lab + " removes it)");
+  for (const auto& n : plan_.nodes)
+    if (injectors::NetnsExists(n.netns))
+      return FailedPreconditionError("namespace " + n.netns +
+                                     " already exists: another lab "
+                                     "named '" +
+                                     plan_.lab + "'? (faultline lab down " + plan_.lab + ")");
+  std::set<int> used = UsedMgmtIndexes();
+  int m = 0;
+  while (used.count(m) && m < 256) ++m;
+  if (m == 256) return FailedPreconditionError("no free management subnet in 198.19.0.0/16");
+  mgmt_index_ = m;
+  plan_ = PlanLab(topology_, plan_.lab, m);
+
+  // Remembered before anything is created, so that a crash leaves something `lab down` finds.
+  FL_RETURN_IF_ERROR(MakeDirs(LabsDir(), 0700));
+  nlohmann::json state = {{"name", plan_.lab},
+                          {"topology", topology_.source},
+                          {"topology_text", topology_.text},
+                          {"mgmt_index", m},
+                          {"created_wall_ns", WallNowNs()}};
+  FL_RETURN_IF_ERROR(WriteFileAtomic(StatePath(), state.dump(2) + "\n"));
+  Status s = ProvisionSteps();
+  if (!s.ok()) {
+    FL_LOG(kWarn, "lab") << "provisioning lab " << plan_.lab
+                         << " failed, removing it: " << s.ToString();
+    Teardown().IgnoreError();
+  }
+  return s;
+}
+
+Status LocalLab::ProvisionSteps() {
+  for (const auto& n : plan_.nodes) {
+    FL_RETURN_IF_ERROR(Ip("", {"netns", "add", n.netns}));
+    FL_RETURN_IF_ERROR(injectors::SetLinkUp(n.netns, "lo", true));
+    if (n.is_switch) {
+      // STP off (no loops by construction), no learning delay.
+      FL_RETURN_IF_ERROR(Ip(n.netns, {"link", "add", "br0", "type", "bridge", "stp_state", "0",
+                                      "forward_delay", "0"}));
+      FL_RETURN_IF_ERROR(injectors::SetLinkUp(n.netns, "br0", true));
+    }
+  }
+  for (const auto& l : plan_.links) {
+    FL_RETURN_IF_ERROR(Ip(l.a_netns, {"link", "add", l.a_if, "mtu", std::to_string(l.spec.mtu),
+                                      "type", "veth", "peer", "name", l.b_if, "mtu",
+                                      std::to_string(l.spec.mtu), "netns", l.b_netns}));
+    FL_RETURN_IF_ERROR(Ip(l.b_netns, {"link", "set", l.b_if, "master", "br0"}));
+    if (l.kind == LinkKind::kUplink) {
+      // A ToR's uplink is a port of its own bridge as well.
+      FL_RETURN_IF_ERROR(Ip(l.a_netns, {"link", "set", l.a_if, "master", "br0"}));
+    }
+    if (!l.a_addr.empty())
+      FL_RETURN_IF_ERROR(Ip(l.a_netns, {"addr", "add", l.a_addr, "dev", l.a_if}));
+    if (l.spec.rate_bps) {
+      FL_RETURN_IF_ERROR(injectors::SetTbf(l.a_netns, l.a_if, l.spec.rate_bps, l.spec.burst_bytes));
+      FL_RETURN_IF_ERROR(injectors::SetTbf(l.b_netns, l.b_if, l.spec.rate_bps, l.spec.burst_bytes));
+    }
+    FL_RETURN_IF_ERROR(injectors::SetLinkUp(l.b_netns, l.b_if, true));
+    FL_RETURN_IF_ERROR(injectors::SetLinkUp(l.a_netns, l.a_if, true));
+  }
+  // The root namespace's port on the management network (the coordinator's side).
+  std::string mgmt_ns = NetnsOf("mgmt");
+  FL_RETURN_IF_ERROR(Ip("", {"link", "add", plan_.root_mgmt_if, "type", "veth", "peer", "name",
+                             "root", "netns", mgmt_ns}));
+  FL_RETURN_IF_ERROR(Ip(mgmt_ns, {"link", "set", "root", "master", "br0"}));
+  FL_RETURN_IF_ERROR(injectors::SetLinkUp(mgmt_ns, "root", true));
+  FL_RETURN_IF_ERROR(Ip("", {"addr", "add", plan_.root_mgmt_addr, "dev", plan_.root_mgmt_if}));
+  FL_RETURN_IF_ERROR(injectors::SetLinkUp("", plan_.root_mgmt_if, true));
+  FL_LOG(kInfo, "lab") << "lab " << plan_.lab << " is up: " << topology_.hosts << " hosts, "
+                       << plan_.nodes.size() << " namespaces, " << plan_.links.size() << " links";
+  return OkStatus();
+}
+
+Status LocalLab::Teardown() {
+  Status result;
+  // 1. Containers: SIGKILL whole cgroups, then remove them.
+  Status c = KillCgroupTree(CgroupDir());
+  if (!c.ok()) result = c;
+  auto root = injectors::Cgroup2Root();
+  if (root.ok()) rmdir((*root + "/faultline").c_str());  // only succeeds when no lab is left
+  // 2. Any other process still inside the lab's namespaces (started in the lab).
+  std::set<ino_t> inodes;
+  std::vector<std::string> namespaces;
+  for (const auto& ns : injectors::ListNetns())
+    if (ns.rfind(plan_.prefix, 0) == 0) {
+      namespaces.push_back(ns);
+      if (ino_t i = NetnsInode(ns)) inodes.insert(i);
+    }
+  std::vector<int> pids = PidsInNetns(inodes);
+  for (int pid : pids) {
+    FL_LOG(kInfo, "lab") << "killing pid " << pid << " left in lab " << plan_.lab;
+    kill(pid, SIGKILL);
+  }
+  if (!pids.empty()) {
+    WaitUntil([&] { return PidsInNetns(inodes).empty(); }, Deadline::After(3 * kNsPerSec));
+  }
+  // 3. Namespaces: deleting one removes its links, bridges, qdiscs and nft tables.
+  for (const auto& ns : namespaces) {
+    Status s = Ip("", {"netns", "del", ns});
+    if (!s.ok() && injectors::NetnsExists(ns) && result.ok()) result = s;
+  }
+  // 4. The root end of the management link goes with its peer; make sure.
+  auto st = injectors::GetLink("", plan_.root_mgmt_if);
+  if (st.ok()) Ip("", {"link", "del", plan_.root_mgmt_if}).IgnoreError();
+  if (result.ok()) {
+    if (unlink(StatePath().c_str()) != 0 && errno != ENOENT)
+      result = ErrnoStatus(errno, "unlink " + StatePath());
+  }
+  return result;
+}
+
+const NodeObj* LocalLab::FindNode(std::string_view name) const {
+  for (const auto& n : plan_.nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+StatusOr<injectors::CommandResult> LocalLab::RunInHost(const std::string& host,
+                                                       const std::vector<std::string>& argv,
+                                                       Nanos timeout) const {
+  const NodeObj* n = FindNode(host);
+  if (!n) return NotFoundError("lab " + plan_.lab + " has no node '" + host + "'");
+  injectors::CommandOptions o;
+  o.netns = n->netns;
+  o.timeout = timeout;
+  return injectors::RunCommand(argv, o);
+}
+
+StatusOr<int> LocalLab::ExecInteractive(const std::string& host,
+                                        const std::vector<std::string>& argv, Nanos timeout) const {
+  const NodeObj* n = FindNode(host);
+  if (!n) return NotFoundError("lab " + plan_.lab + " has no node '" + host + "'");
+  if (argv.empty()) return InvalidArgumentError("no command given");
+  std::string path = std::string(injectors::kNetnsDir) + "/" + n->netns;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open " + path);
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setns(fd, CLONE_NEWNET) != 0) _exit(126);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  close(fd);
+  if (pid < 0) return ErrnoStatus(errno, "fork");
+  int status = 0;
+  bool done = WaitUntil([&] { return waitpid(pid, &status, WNOHANG) == pid; },
+                        Deadline::After(timeout), 2 * kNsPerMs);
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return DeadlineExceededError("command in " + host + " ran past its deadline and was killed");
+  }
+  if (WIFEXITED(status)) {
+    if (WEXITSTATUS(status) == 127) return NotFoundError("cannot execute '" + argv[0] + "'");
+    return WEXITSTATUS(status);
+  }
+  return 128 + WTERMSIG(status);
+}
+
+StatusOr<injectors::ContainerInfo> LocalLab::StartContainer(const std::string& host, int local_rank,
+                                                            const std::vector<std::string>& argv) {
+  const NodeObj* n = FindNode(host);
+  if (!n || n->is_switch) return NotFoundError("lab " + plan_.lab + " has no host '" + host + "'");
+  if (local_rank < 0 || local_rank >= topology_.gpus_per_host)
+    return InvalidArgumentError(host + " has ranks 0.." +
+                                std::to_string(topology_.gpus_per_host - 1));
+  injectors::ContainerSpec spec;
+  spec.name = host + ".rank" + std::to_string(local_rank);
+  spec.netns = n->netns;
+  spec.cgroup_parent = CgroupDir();
+  spec.argv = argv;
+  injectors::LocalContainerRuntime rt;
+  return rt.Start(spec);
+}
+
+StatusOr<std::string> LocalLab::AddressOf(const std::string& host,
+                                          const std::string& ifname) const {
+  for (const auto& l : plan_.links)
+    if (l.a_node == host && l.a_if == ifname && !l.a_addr.empty())
+      return l.a_addr.substr(0, l.a_addr.find('/'));
+  return NotFoundError("no address for " + host + "." + ifname);
+}
+
+namespace {
+Port MakePort(const LinkObj& l, bool a_side) {
+  Port p;
+  if (a_side) {
+    p = {l.a_name, l.a_netns, l.a_if, l.b_netns, l.b_if, l.spec.rate_bps, l.spec.burst_bytes};
+  } else {
+    p = {l.b_name, l.b_netns, l.b_if, l.a_netns, l.a_if, l.spec.rate_bps, l.spec.burst_bytes};
+  }
+  return p;
+}
+}  // namespace
+
+StatusOr<std::vector<Port>> LocalLab::HostLinks(std::string_view target, PortSide side) const {
+  std::string t(target);
+  std::vector<Port> ports;
+  for (const auto& l : plan_.links) {
+    if (l.kind != LinkKind::kHost) continue;
+    bool match = t == l.a_node ||                  // host
+                 t == l.a_name ||                  // NIC port
+                 (topology_.tors_per_rail == 2 &&  // NIC with two ports
+                  t == l.a_node + ".nic" + std::to_string(l.rail)) ||
+                 t == "rail" + std::to_string(l.rail) ||  // rail
+                 t == l.b_name ||                         // ToR port
+                 t == l.b_node;                           // every port of a ToR
+    if (match) ports.push_back(MakePort(l, side == PortSide::kHost));
+  }
+  if (ports.empty())
+    return NotFoundError("lab " + plan_.lab + ": unknown link target '" + t +
+                         "' (use a host like h0, a NIC like h0.nic1, a rail like rail1, a ToR "
+                         "port like " +
+                         plan_.links.front().b_name + ", or a ToR)");
+  return ports;
+}
+
+StatusOr<std::vector<Port>> LocalLab::Uplinks(std::string_view target) const {
+  std::string t(target);
+  std::vector<Port> ports;
+  for (const auto& l : plan_.links)
+    if (l.kind == LinkKind::kUplink && (t == l.a_name || t == l.a_node))
+      ports.push_back(MakePort(l, true));
+  if (ports.empty()) {
+    std::string known;
+    for (const auto& l : plan_.links)
+      if (l.kind == LinkKind::kUplink) known += (known.empty() ? "" : ", ") + l.a_name;
+    return NotFoundError("lab " + plan_.lab + ": unknown uplink '" + t + "' (uplinks: " +
+                         (known.empty() ? "none: this topology has no spine" : known) + ")");
+  }
+  return ports;
+}
+
+StatusOr<std::vector<Port>> LocalLab::UpstreamOf(const Port& port) const {
+  std::vector<Port> ups;
+  for (const auto& l : plan_.links) {
+    if (l.kind == LinkKind::kMgmt) continue;
+    // Ports of the same switch other than port: their far ends send into this switch.
+    if (l.b_netns == port.netns && l.b_if != port.ifname) ups.push_back(MakePort(l, true));
+    if (l.kind == LinkKind::kUplink && l.a_netns == port.netns && l.a_if != port.ifname)
+      ups.push_back(MakePort(l, false));
+  }
+  return ups;
+}
+
+StatusOr<injectors::ContainerRef> LocalLab::Container(std::string_view target) const {
+  std::string t(target);
+  std::string name = t;
+  if (t.rfind("rank", 0) == 0) {
+    int r = std::atoi(t.c_str() + 4);
+    if (t.size() > 4 && r >= 0 && r < topology_.hosts * topology_.gpus_per_host)
+      name = "h" + std::to_string(r / topology_.gpus_per_host) + ".rank" +
+             std::to_string(r % topology_.gpus_per_host);
+  }
+  std::string path = CgroupDir() + "/" + name;
+  struct stat st;
+  if (!injectors::IsSafeName(name) || stat(path.c_str(), &st) != 0)
+    return NotFoundError("lab " + plan_.lab + ": no running container '" + t +
+                         "' (containers are named like h0.rank1 or rank3)");
+  return injectors::ContainerRef{name, path};
+}
+
+StatusOr<LabDescription> LocalLab::Describe() const {
+  LabDescription d;
+  d.name = plan_.lab;
+  d.topology = topology_.source;
+  d.mgmt_root = plan_.root_mgmt_addr;
+  std::map<std::string, size_t> index;
+  for (const auto& n : plan_.nodes) {
+    index[n.name] = d.nodes.size();
+    NodeInfo ni;
+    ni.name = n.name;
+    ni.netns = n.netns;
+    ni.is_switch = n.is_switch;
+    ni.ranks = n.is_switch ? 0 : topology_.gpus_per_host;
+    d.nodes.push_back(ni);
+  }
+  auto fill = [](PortInfo& p, const std::string& netns, const std::string& ifname) {
+    auto st = injectors::GetLink(netns, ifname);
+    if (st.ok()) {
+      p.admin_up = st->admin_up;
+      p.carrier = st->carrier;
+    }
+    auto q = injectors::ReadRootQdisc(netns, ifname);
+    if (q.ok() && q->kind == "tbf") p.shaped_bps = q->rate_bps;
+  };
+  for (const auto& l : plan_.links) {
+    PortInfo a{l.a_name, l.a_if, l.a_addr, l.b_name, l.spec.rate_bps, 0, false, false};
+    PortInfo b{l.b_name, l.b_if, "", l.a_name, l.spec.rate_bps, 0, false, false};
+    fill(a, l.a_netns, l.a_if);
+    fill(b, l.b_netns, l.b_if);
+    if (l.kind == LinkKind::kMgmt) d.nodes[index[l.a_node]].mgmt_addr = l.a_addr;
+    d.nodes[index[l.a_node]].ports.push_back(a);
+    d.nodes[index[l.b_node]].ports.push_back(b);
+  }
+  return d;
+}
+
+}  // namespace fl::lab

@@ -1,0 +1,184 @@
+#include "harness/lab/topology.h"
+
+#include "common/yaml_util.h"
+
+namespace fl::lab {
+
+bool IsValidLabName(std::string_view name) {
+  if (name.empty() || name.size() > 10) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  return true;
+}
+
+namespace {
+
+StatusOr<int> GetCount(const YamlDoc& doc, const YAML::Node& map, std::string_view key, int lo,
+                       int hi, int fallback, bool required) {
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) return doc.Error(map, "missing required key '" + std::string(key) + "'");
+    return fallback;
+  }
+  FL_ASSIGN_OR_RETURN(long long v, doc.As<long long>(n, key));
+  if (v < lo || v > hi)
+    return doc.Error(n, std::string(key) + " must be between " + std::to_string(lo) + " and " +
+                            std::to_string(hi) + ", not " + std::to_string(v));
+  return static_cast<int>(v);
+}
+
+StatusOr<LinkSpec> GetLink(const YamlDoc& doc, const YAML::Node& map, std::string_view key,
+                           LinkSpec fallback, bool allow_mtu) {
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) return fallback;
+  if (allow_mtu) {
+    FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"rate", "burst", "mtu"}, key));
+  } else {
+    FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"rate", "burst"}, key));
+  }
+  LinkSpec s = fallback;
+  if (doc.Has(n, "rate")) {
+    FL_ASSIGN_OR_RETURN(s.rate_bps, doc.AsBitRate(n["rate"], "rate"));
+    if (s.rate_bps != 0 && s.rate_bps < 1000000)
+      return doc.Error(n["rate"], "rate must be 0 (unshaped) or at least 1mbit");
+  }
+  if (doc.Has(n, "burst")) {
+    FL_ASSIGN_OR_RETURN(s.burst_bytes, doc.AsBytes(n["burst"], "burst"));
+    if (s.burst_bytes < 64 * 1024)
+      return doc.Error(n["burst"],
+                       "burst must be at least 64KiB (the GSO size): smaller bursts "
+                       "collapse TCP over tbf");
+  }
+  if (allow_mtu && doc.Has(n, "mtu")) {
+    FL_ASSIGN_OR_RETURN(s.mtu, GetCount(doc, n, "mtu", 576, 9000, 1500, false));
+  }
+  return s;
+}
+
+}  // namespace
+
+StatusOr<Topology> LoadTopology(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
+  return ParseTopology(doc.text(), path);
+}
+
+StatusOr<Topology> ParseTopology(std::string_view text, const std::string& source) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
+  const YAML::Node& r = doc.root();
+  FL_RETURN_IF_ERROR(doc.CheckKeys(r,
+                                   {"name", "hosts", "gpus_per_host", "nics_per_host",
+                                    "tors_per_rail", "hosts_per_tor", "spines", "link", "uplink"},
+                                   "topology"));
+  Topology t;
+  t.source = source;
+  t.text = std::string(text);
+  FL_ASSIGN_OR_RETURN(t.name, doc.Get<std::string>(r, "name"));
+  if (!IsValidLabName(t.name)) return doc.Error(r["name"], "name must be 1-10 characters [a-z0-9]");
+  FL_ASSIGN_OR_RETURN(t.hosts, GetCount(doc, r, "hosts", 1, 64, 0, true));
+  FL_ASSIGN_OR_RETURN(t.gpus_per_host, GetCount(doc, r, "gpus_per_host", 1, 16, 1, false));
+  FL_ASSIGN_OR_RETURN(t.nics_per_host, GetCount(doc, r, "nics_per_host", 1, 8, 1, false));
+  FL_ASSIGN_OR_RETURN(t.tors_per_rail, GetCount(doc, r, "tors_per_rail", 1, 2, 1, false));
+  FL_ASSIGN_OR_RETURN(t.hosts_per_tor, GetCount(doc, r, "hosts_per_tor", 1, 64, t.hosts, false));
+  FL_ASSIGN_OR_RETURN(t.spines, GetCount(doc, r, "spines", 0, 1, 0, false));
+  LinkSpec link_default{1000ull * 1000 * 1000, 256 * 1024, 1500};
+  FL_ASSIGN_OR_RETURN(t.link, GetLink(doc, r, "link", link_default, true));
+  LinkSpec up_default{2 * t.link.rate_bps, t.link.burst_bytes, t.link.mtu};
+  FL_ASSIGN_OR_RETURN(t.uplink, GetLink(doc, r, "uplink", up_default, false));
+  t.uplink.mtu = t.link.mtu;
+  if (t.hosts_per_tor > t.hosts) t.hosts_per_tor = t.hosts;
+  if (t.pods() > 1 && t.spines == 0)
+    return doc.Error(r["hosts_per_tor"],
+                     "hosts_per_tor < hosts makes several pods: they need "
+                     "'spines: 1' to reach each other");
+  return t;
+}
+
+std::string TorName(const Topology& t, int rail, int plane, int pod) {
+  std::string n = "tor" + std::to_string(rail);
+  if (t.tors_per_rail == 2) n += static_cast<char>('a' + plane);
+  if (t.pods() > 1) n += "p" + std::to_string(pod);
+  return n;
+}
+
+LabPlan PlanLab(const Topology& t, const std::string& lab_name, int mgmt_index) {
+  LabPlan p;
+  p.lab = lab_name;
+  p.prefix = "fl-" + lab_name + "-";
+  auto ns = [&](const std::string& node) { return p.prefix + node; };
+  for (int h = 0; h < t.hosts; ++h)
+    p.nodes.push_back({"h" + std::to_string(h), ns("h" + std::to_string(h)), false});
+  for (int pod = 0; pod < t.pods(); ++pod)
+    for (int r = 0; r < t.nics_per_host; ++r)
+      for (int pl = 0; pl < t.tors_per_rail; ++pl) {
+        std::string tor = TorName(t, r, pl, pod);
+        p.nodes.push_back({tor, ns(tor), true});
+      }
+  for (int s = 0; s < t.spines; ++s)
+    p.nodes.push_back({"spine" + std::to_string(s), ns("spine" + std::to_string(s)), true});
+  p.nodes.push_back({"mgmt", ns("mgmt"), true});
+
+  for (int h = 0; h < t.hosts; ++h) {
+    std::string host = "h" + std::to_string(h);
+    int pod = h / t.hosts_per_tor;
+    for (int r = 0; r < t.nics_per_host; ++r)
+      for (int pl = 0; pl < t.tors_per_rail; ++pl) {
+        std::string tor = TorName(t, r, pl, pod);
+        LinkObj l;
+        l.kind = LinkKind::kHost;
+        l.a_node = host;
+        l.a_netns = ns(host);
+        l.a_if = "nic" + std::to_string(r) + (t.tors_per_rail == 2 ? std::string(1, 'a' + pl) : "");
+        l.b_node = tor;
+        l.b_netns = ns(tor);
+        l.b_if = host;
+        l.a_name = host + "." + l.a_if;
+        l.b_name = tor + "." + host;
+        l.a_addr = "198.18." + std::to_string(2 * r + pl) + "." + std::to_string(h + 1) + "/24";
+        l.rail = r;
+        l.host = h;
+        l.spec = t.link;
+        p.links.push_back(l);
+      }
+  }
+  for (int s = 0; s < t.spines; ++s) {
+    std::string spine = "spine" + std::to_string(s);
+    for (const auto& n : p.nodes) {
+      if (!n.is_switch || n.name.rfind("tor", 0) != 0) continue;
+      LinkObj l;
+      l.kind = LinkKind::kUplink;
+      l.a_node = n.name;
+      l.a_netns = n.netns;
+      l.a_if = "up" + std::to_string(s);
+      l.b_node = spine;
+      l.b_netns = ns(spine);
+      l.b_if = n.name;
+      l.a_name = n.name + "." + l.a_if;
+      l.b_name = spine + "." + n.name;
+      l.spec = t.uplink;
+      p.links.push_back(l);
+    }
+  }
+  std::string m = "198.19." + std::to_string(mgmt_index) + ".";
+  for (int h = 0; h < t.hosts; ++h) {
+    std::string host = "h" + std::to_string(h);
+    LinkObj l;
+    l.kind = LinkKind::kMgmt;
+    l.a_node = host;
+    l.a_netns = ns(host);
+    l.a_if = "mgmt0";
+    l.b_node = "mgmt";
+    l.b_netns = ns("mgmt");
+    l.b_if = host;
+    l.a_name = host + ".mgmt0";
+    l.b_name = "mgmt." + host;
+    l.a_addr = m + std::to_string(h + 1) + "/24";
+    l.host = h;
+    l.spec = LinkSpec{0, 0, 1500};
+    p.links.push_back(l);
+  }
+  p.root_mgmt_if = "fl-" + lab_name + "-m";
+  p.root_mgmt_addr = m + "254/24";
+  return p;
+}
+
+}  // namespace fl::lab

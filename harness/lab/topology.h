@@ -1,0 +1,95 @@
+// Topology: what a lab looks like, loaded from configs/labs/*.yaml, and the kernel objects
+// it maps to (namespaces, bridges, veth links, addresses) for a lab of a given name.
+//
+// File format (every key is checked; unknown keys are errors with file:line:col):
+//   name: rail4              # default lab name (1-10 chars [a-z0-9])
+//   hosts: 4
+//   gpus_per_host: 2         # ranks (containers) per host
+//   nics_per_host: 2         # data NICs; NIC i of every host is on rail i
+//   tors_per_rail: 1         # 2 = dual-ToR (HPN-style): each NIC has a port on two ToRs
+//   hosts_per_tor: 4         # hosts per pod; fewer than hosts needs a spine
+//   spines: 0                # 0 or 1 (one L2 spine joining every ToR)
+//   link:   {rate: 1gbit, burst: 256KiB, mtu: 1500}
+//   uplink: {rate: 2gbit, burst: 256KiB}
+//
+// Naming: namespaces are "fl-<lab>-<node>" (node: h0, tor0, tor0a, tor0p1, spine0, mgmt);
+// inside a host the data ports are nic<r> (dual-ToR: nic<r>a, nic<r>b) and mgmt0; inside a
+// switch the host ports are h<i>, uplinks up<s>, and a spine's ports are named after ToRs.
+// Addresses: data 198.18.<2*rail+plane>.<host+1>/24; management 198.19.<m>.<host+1>/24 with
+// the root namespace at .254 (m chosen per lab so that labs coexist).
+//
+// Thread-safety: values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fl::lab {
+
+struct LinkSpec {
+  uint64_t rate_bps = 0;
+  uint64_t burst_bytes = 256 * 1024;
+  int mtu = 1500;
+};
+
+struct Topology {
+  std::string source;  // file it came from
+  std::string text;    // its content (stored with a running lab)
+  std::string name;
+  int hosts = 0;
+  int gpus_per_host = 1;
+  int nics_per_host = 1;
+  int tors_per_rail = 1;
+  int hosts_per_tor = 0;  // 0: all hosts
+  int spines = 0;
+  LinkSpec link;
+  LinkSpec uplink;
+
+  int pods() const { return (hosts + hosts_per_tor - 1) / hosts_per_tor; }
+};
+
+// Errors are InvalidArgument "FILE:LINE:COL: ..."; nothing outside the process is touched.
+StatusOr<Topology> LoadTopology(const std::string& path);
+StatusOr<Topology> ParseTopology(std::string_view text, const std::string& source);
+
+// True for a valid lab name: 1-10 characters [a-z0-9].
+bool IsValidLabName(std::string_view name);
+
+// The kernel objects of a lab.
+struct NodeObj {
+  std::string name;   // "h0", "tor1", "spine0", "mgmt"
+  std::string netns;  // "fl-<lab>-h0"
+  bool is_switch = false;
+};
+
+enum class LinkKind { kHost, kUplink, kMgmt };
+
+struct LinkObj {
+  LinkKind kind;
+  std::string a_node, a_netns, a_if;  // host / ToR side
+  std::string b_node, b_netns, b_if;  // switch / spine side (or the mgmt switch)
+  std::string a_name;                 // target name of the a end: "h0.nic1a", "tor0.up0"
+  std::string b_name;                 // target name of the b end: "tor1.h0", "spine0.tor0"
+  std::string a_addr;                 // "198.18.2.1/24" (hosts only)
+  int rail = -1;
+  int host = -1;
+  LinkSpec spec;  // rate 0: unshaped
+};
+
+struct LabPlan {
+  std::string lab;     // lab name
+  std::string prefix;  // "fl-<lab>-"
+  std::vector<NodeObj> nodes;
+  std::vector<LinkObj> links;
+  std::string root_mgmt_if;  // "fl-<lab>-m" in the root namespace
+  std::string root_mgmt_addr;
+};
+
+// mgmt_index picks the management subnet 198.19.<mgmt_index>.0/24.
+LabPlan PlanLab(const Topology& topology, const std::string& lab_name, int mgmt_index);
+
+std::string TorName(const Topology& t, int rail, int plane, int pod);
+
+}  // namespace fl::lab

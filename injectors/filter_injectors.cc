@@ -1,0 +1,124 @@
+// link_blackhole and packet_loss: nftables netdev tables on the switch-side port (carrier
+// stays up: a gray failure the host cannot see in its link state).
+#include <cmath>
+
+#include "injectors/builtin_internal.h"
+#include "injectors/netlink.h"
+#include "injectors/sys.h"
+#include "injectors/tc_nft.h"
+
+namespace fl::injectors::internal {
+namespace {
+
+class NftDropInjector : public Injector {
+ public:
+  explicit NftDropInjector(bool random) : random_(random) {}
+
+  std::string_view kind() const override { return random_ ? "packet_loss" : "link_blackhole"; }
+  std::string_view help() const override {
+    return random_ ? "random drop (nft numgen random) on the switch side of a link. Target: ToR "
+                     "port, NIC, host, rail or uplink. Params: percent (0-100, required), "
+                     "direction (both|to_host|from_host, default both)."
+                   : "drops every frame on the switch side of a link while carrier stays up "
+                     "(gray failure). Target: ToR port, NIC, host, rail or uplink. Params: "
+                     "direction (both|to_host|from_host, default both).";
+  }
+
+  Status Validate(const FaultSpec& spec) const override {
+    if (random_) {
+      FL_RETURN_IF_ERROR(CheckParams(spec, {"percent", "direction"}));
+      if (!spec.params.count("percent"))
+        return InvalidArgumentError("packet_loss: parameter 'percent' is required");
+      FL_ASSIGN_OR_RETURN(double pct, NumberParam(spec, "percent", 0));
+      if (!(pct > 0 && pct <= 100))
+        return InvalidArgumentError("packet_loss: percent must be in (0, 100]");
+    } else {
+      FL_RETURN_IF_ERROR(CheckParams(spec, {"direction"}));
+    }
+    auto it = spec.params.find("direction");
+    if (it != spec.params.end() && it->second != "both" && it->second != "to_host" &&
+        it->second != "from_host")
+      return InvalidArgumentError(std::string(kind()) +
+                                  ": direction must be both, to_host or from_host");
+    return OkStatus();
+  }
+
+  StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
+    FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, PortSide::kSwitch));
+    for (const auto& p : ports) {
+      if (!IsSafeName(p.ifname, 15)) return InternalError("unsafe interface name " + p.ifname);
+      FL_RETURN_IF_ERROR(GetLink(p.netns, p.ifname).status());
+    }
+    FaultHandle h;
+    h.spec = spec;
+    SetPorts(h, ports);
+    return h;
+  }
+
+  Status Apply(FaultHandle& h) override {
+    auto ports = PortsOf(h);
+    std::string dir = h.spec.params.count("direction") ? h.spec.params.at("direction") : "both";
+    std::string verdict = "drop";
+    if (random_) {
+      FL_ASSIGN_OR_RETURN(double pct, NumberParam(h.spec, "percent", 0));
+      // Threshold out of 1,000,000 so fractions of a percent work.
+      auto threshold = static_cast<uint64_t>(std::llround(pct * 10000.0));
+      verdict = "numgen random mod 1000000 < " + std::to_string(threshold) + " drop";
+    }
+    h.requested_wall_ns = WallNowNs();
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const Port& p = ports[i];
+      std::string t = NftTableName(h, i);
+      std::string rs = "table netdev " + t + " {\n";
+      // Switch-side ingress carries traffic from the host; egress carries traffic to it.
+      if (dir != "to_host")
+        rs += "  chain in { type filter hook ingress device \"" + p.ifname + "\" priority -500; " +
+              verdict + "; }\n";
+      if (dir != "from_host")
+        rs += "  chain out { type filter hook egress device \"" + p.ifname + "\" priority -500; " +
+              verdict + "; }\n";
+      rs += "}\n";
+      FL_RETURN_IF_ERROR(NftApply(p.netns, rs));
+    }
+    h.effective_wall_ns = WallNowNs();  // nft returns after the kernel committed the batch
+    return OkStatus();
+  }
+
+  Status Revert(const FaultHandle& h) override {
+    auto ports = PortsOf(h);
+    for (size_t i = 0; i < ports.size(); ++i)
+      FL_RETURN_IF_ERROR(NftDeleteTable(ports[i].netns, "netdev", NftTableName(h, i)));
+    return OkStatus();
+  }
+
+  Status Verify(const FaultHandle& h, Expect want) override {
+    auto ports = PortsOf(h);
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const Port& p = ports[i];
+      if (!p.netns.empty() && !NetnsExists(p.netns)) {
+        if (want == Expect::kGone) continue;
+        return UnavailableError("namespace " + p.netns + " is gone");
+      }
+      FL_ASSIGN_OR_RETURN(bool exists, NftTableExists(p.netns, "netdev", NftTableName(h, i)));
+      if (want == Expect::kPresent && !exists)
+        return InternalError("nft table for " + p.name + " is missing");
+      if (want == Expect::kGone && exists)
+        return InternalError("nft table for " + p.name + " is still there after revert");
+      if (want == Expect::kPresent) {
+        FL_ASSIGN_OR_RETURN(LinkState st, GetLink(p.netns, p.ifname));
+        if (!st.carrier) return InternalError(p.name + " lost carrier: not a gray failure");
+      }
+    }
+    return OkStatus();
+  }
+
+ private:
+  bool random_;
+};
+
+}  // namespace
+
+std::unique_ptr<Injector> NewLinkBlackhole() { return std::make_unique<NftDropInjector>(false); }
+std::unique_ptr<Injector> NewPacketLoss() { return std::make_unique<NftDropInjector>(true); }
+
+}  // namespace fl::injectors::internal

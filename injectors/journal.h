@@ -1,0 +1,61 @@
+// The fault journal: durable record of every fault that may be applied, so that no fault
+// outlives the process that applied it.
+//
+// Rules: an entry is written (fsynced, atomically) before the fault is applied, updated once
+// it is effective, and removed only after its revert has been verified. Each entry names its
+// owner (pid and start time, so a recycled pid is not mistaken for it). A process that finds
+// entries whose owner is dead reverts them (RecoverDead), e.g. `faultline lab recover` or an
+// agent at start-up.
+//
+// Layout: DIR/<fault id>.json, one file per fault. DIR defaults to
+// $FAULTLINE_STATE_DIR/journal, $FAULTLINE_STATE_DIR defaulting to /run/faultline.
+//
+// Thread-safety: distinct faults may be recorded and removed concurrently (one file each).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "injectors/injector.h"
+
+namespace fl::injectors {
+
+// $FAULTLINE_STATE_DIR or /run/faultline.
+std::string StateDir();
+
+struct JournalEntry {
+  FaultHandle handle;
+  int owner_pid = 0;
+  unsigned long long owner_start = 0;
+  std::string phase;  // "applying", "applied", "reverting"
+  std::string path;
+};
+
+struct RecoveryReport {
+  std::vector<std::string> reverted;  // fault ids
+  std::vector<std::string> failed;    // "id: error"
+  std::vector<std::string> skipped;   // live owners
+};
+
+class FaultJournal {
+ public:
+  // dir empty: StateDir() + "/journal".
+  explicit FaultJournal(std::string dir = "");
+
+  const std::string& dir() const { return dir_; }
+  // Owned by this process.
+  Status Record(const FaultHandle& handle, std::string_view phase);
+  Status Remove(const std::string& fault_id);
+  // Entries that could not be parsed are reported as DataLoss in errors (and left in place).
+  StatusOr<std::vector<JournalEntry>> List(std::vector<std::string>* errors = nullptr) const;
+
+  // Reverts (and verifies) every entry whose owner is dead, then removes it. With
+  // include_live, entries of live owners are reverted too (for an operator who knows).
+  RecoveryReport RecoverDead(const InjectorRegistry& registry, bool include_live = false);
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace fl::injectors

@@ -1,0 +1,126 @@
+#include "injectors/netlink.h"
+
+#include <libmnl/libmnl.h>
+#include <linux/if.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "injectors/sys.h"
+
+namespace fl::injectors {
+
+StatusOr<std::unique_ptr<RtNetlink>> RtNetlink::Open(const std::string& netns) {
+  mnl_socket* nl = nullptr;
+  auto open_socket = [&]() -> Status {
+    nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+    if (!nl) return ErrnoStatus(errno, "netlink socket");
+    if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+      int e = errno;
+      mnl_socket_close(nl);
+      nl = nullptr;
+      return ErrnoStatus(e, "netlink bind");
+    }
+    return OkStatus();
+  };
+  if (netns.empty()) {
+    FL_RETURN_IF_ERROR(open_socket());
+  } else {
+    FL_RETURN_IF_ERROR(RunInNetns(netns, open_socket));
+  }
+  return std::unique_ptr<RtNetlink>(new RtNetlink(nl));
+}
+
+RtNetlink::~RtNetlink() {
+  if (nl_) mnl_socket_close(nl_);
+}
+
+Status RtNetlink::Transact(void* buf, size_t len, LinkState* reply) {
+  auto* nlh = static_cast<nlmsghdr*>(buf);
+  unsigned seq = nlh->nlmsg_seq;
+  if (mnl_socket_sendto(nl_, buf, len) < 0) return ErrnoStatus(errno, "netlink send");
+  Deadline deadline = Deadline::After(kNsPerSec);
+  std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
+  unsigned portid = mnl_socket_get_portid(nl_);
+  while (true) {
+    pollfd pfd{mnl_socket_get_fd(nl_), POLLIN, 0};
+    int prc = poll(&pfd, 1, deadline.RemainingMsForPoll());
+    if (prc < 0 && errno == EINTR) continue;
+    if (prc == 0) return DeadlineExceededError("netlink: no answer from the kernel within 1s");
+    ssize_t n = mnl_socket_recvfrom(nl_, rbuf.data(), rbuf.size());
+    if (n < 0) return ErrnoStatus(errno, "netlink recv");
+    int ret = mnl_cb_run(
+        rbuf.data(), n, seq, portid,
+        [](const nlmsghdr* h, void* data) -> int {
+          auto* st = static_cast<LinkState*>(data);
+          if (!st || h->nlmsg_type != RTM_NEWLINK) return MNL_CB_OK;
+          auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(h));
+          st->admin_up = ifi->ifi_flags & IFF_UP;
+          st->carrier = ifi->ifi_flags & IFF_LOWER_UP;
+          st->ifindex = ifi->ifi_index;
+          return MNL_CB_OK;
+        },
+        reply);
+    if (ret == -1) return ErrnoStatus(errno, "netlink");
+    if (ret == MNL_CB_STOP) return OkStatus();
+    // For a plain ACK mnl_cb_run returns MNL_CB_STOP; for a GET reply (no ACK requested
+    // beyond the answer) one message suffices.
+    if (reply) return OkStatus();
+  }
+}
+
+Status RtNetlink::SetLinkUp(const std::string& ifname, bool up, AckTiming* timing) {
+  if (ifname.size() >= IFNAMSIZ) return InvalidArgumentError("interface name too long: " + ifname);
+  alignas(nlmsghdr) char buf[512];
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = RTM_NEWLINK;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  nlh->nlmsg_seq = seq_++;
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
+  ifi->ifi_family = AF_UNSPEC;
+  ifi->ifi_change = IFF_UP;
+  ifi->ifi_flags = up ? IFF_UP : 0;
+  mnl_attr_put_strz(nlh, IFLA_IFNAME, ifname.c_str());
+  Nanos t0 = WallNowNs();
+  Status s = Transact(buf, nlh->nlmsg_len, nullptr);
+  Nanos t1 = WallNowNs();
+  if (!s.ok()) return s.Prepend("set " + ifname + (up ? " up" : " down"));
+  if (timing) {
+    timing->requested_wall_ns = t0;
+    timing->effective_wall_ns = t1;
+  }
+  return OkStatus();
+}
+
+StatusOr<LinkState> RtNetlink::GetLink(const std::string& ifname) {
+  if (ifname.size() >= IFNAMSIZ) return InvalidArgumentError("interface name too long: " + ifname);
+  alignas(nlmsghdr) char buf[512];
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = RTM_GETLINK;
+  nlh->nlmsg_flags = NLM_F_REQUEST;
+  nlh->nlmsg_seq = seq_++;
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
+  ifi->ifi_family = AF_UNSPEC;
+  mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+  mnl_attr_put_strz(nlh, IFLA_IFNAME, ifname.c_str());
+  LinkState st;
+  Status s = Transact(buf, nlh->nlmsg_len, &st);
+  if (!s.ok()) return s.Prepend("get link " + ifname);
+  return st;
+}
+
+Status SetLinkUp(const std::string& netns, const std::string& ifname, bool up, AckTiming* timing) {
+  FL_ASSIGN_OR_RETURN(auto nl, RtNetlink::Open(netns));
+  return nl->SetLinkUp(ifname, up, timing);
+}
+
+StatusOr<LinkState> GetLink(const std::string& netns, const std::string& ifname) {
+  FL_ASSIGN_OR_RETURN(auto nl, RtNetlink::Open(netns));
+  return nl->GetLink(ifname);
+}
+
+}  // namespace fl::injectors

@@ -1,0 +1,52 @@
+// rtnetlink through libmnl: link up/down with the kernel's acknowledgement timed, and link
+// state read back. The one place that speaks netlink; errors become Status values.
+//
+// Thread-safety: a RtNetlink is used by one thread at a time. Ownership: owns its socket.
+// Blocking: every call waits for the kernel's answer, bounded by a deadline (1 s default).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+struct mnl_socket;
+
+namespace fl::injectors {
+
+struct LinkState {
+  bool admin_up = false;  // IFF_UP
+  bool carrier = false;   // IFF_LOWER_UP
+  int ifindex = 0;
+};
+
+// When a request was sent and when the kernel acknowledged it (wall clock, ns).
+struct AckTiming {
+  Nanos requested_wall_ns = 0;
+  Nanos effective_wall_ns = 0;
+};
+
+class RtNetlink {
+ public:
+  // A NETLINK_ROUTE socket bound in netns (empty: the caller's namespace).
+  static StatusOr<std::unique_ptr<RtNetlink>> Open(const std::string& netns);
+  ~RtNetlink();
+
+  // Sets IFF_UP on or off; timing (optional) gets the request and acknowledgement times.
+  Status SetLinkUp(const std::string& ifname, bool up, AckTiming* timing = nullptr);
+  StatusOr<LinkState> GetLink(const std::string& ifname);
+
+ private:
+  explicit RtNetlink(mnl_socket* nl) : nl_(nl) {}
+  Status Transact(void* buf, size_t len, LinkState* reply);
+  mnl_socket* nl_;
+  unsigned seq_ = 1;
+};
+
+// One-shot helpers that open a socket in netns.
+Status SetLinkUp(const std::string& netns, const std::string& ifname, bool up,
+                 AckTiming* timing = nullptr);
+StatusOr<LinkState> GetLink(const std::string& netns, const std::string& ifname);
+
+}  // namespace fl::injectors

@@ -1,0 +1,341 @@
+// bandwidth_throttle and pfc_storm: tc tbf on link ends, and the PFC frame generator.
+#include <condition_variable>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "common/log.h"
+#include "injectors/builtin_internal.h"
+#include "injectors/netlink.h"
+#include "injectors/pfc.h"
+#include "injectors/sys.h"
+#include "injectors/tc_nft.h"
+
+namespace fl::injectors::internal {
+namespace {
+
+struct Shaped {
+  std::string name, netns, ifname;
+  RootQdisc prior;
+};
+
+nlohmann::json ShapedToJson(const std::vector<Shaped>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : v)
+    a.push_back({{"name", s.name},
+                 {"netns", s.netns},
+                 {"ifname", s.ifname},
+                 {"prior_kind", s.prior.kind},
+                 {"prior_rate_bps", s.prior.rate_bps},
+                 {"prior_burst", s.prior.burst_bytes}});
+  return a;
+}
+
+std::vector<Shaped> ShapedFromJson(const nlohmann::json& a) {
+  std::vector<Shaped> v;
+  if (!a.is_array()) return v;
+  for (const auto& j : a) {
+    Shaped s;
+    s.name = j.value("name", "");
+    s.netns = j.value("netns", "");
+    s.ifname = j.value("ifname", "");
+    s.prior.kind = j.value("prior_kind", "");
+    s.prior.rate_bps = j.value("prior_rate_bps", uint64_t{0});
+    s.prior.burst_bytes = j.value("prior_burst", uint64_t{0});
+    v.push_back(s);
+  }
+  return v;
+}
+
+StatusOr<Shaped> ReadShaped(const std::string& name, const std::string& netns,
+                            const std::string& ifname) {
+  Shaped s{name, netns, ifname, {}};
+  FL_ASSIGN_OR_RETURN(s.prior, ReadRootQdisc(netns, ifname));
+  return s;
+}
+
+Status RestoreAll(const std::vector<Shaped>& v) {
+  Status result;
+  for (const auto& s : v) {
+    if (!s.netns.empty() && !NetnsExists(s.netns)) continue;
+    Status r = RestoreRootQdisc(s.netns, s.ifname, s.prior);
+    if (!r.ok() && result.ok()) result = r;
+  }
+  return result;
+}
+
+// Verify: each end carries tbf at rate (present) or its prior qdisc (gone).
+Status VerifyShaped(const std::vector<Shaped>& v, uint64_t rate_bps, Expect want) {
+  for (const auto& s : v) {
+    if (!s.netns.empty() && !NetnsExists(s.netns)) {
+      if (want == Expect::kGone) continue;
+      return UnavailableError("namespace " + s.netns + " is gone");
+    }
+    FL_ASSIGN_OR_RETURN(RootQdisc q, ReadRootQdisc(s.netns, s.ifname));
+    if (want == Expect::kPresent) {
+      // tc reports rates rounded to its internal units; allow 1%.
+      bool ok = q.kind == "tbf" && q.rate_bps + q.rate_bps / 100 + 8 >= rate_bps &&
+                q.rate_bps <= rate_bps + rate_bps / 100 + 8;
+      if (!ok)
+        return InternalError(s.name + ": root qdisc is " + q.kind + " at " +
+                             std::to_string(q.rate_bps) + " bit/s, wanted tbf at " +
+                             std::to_string(rate_bps));
+    } else {
+      bool prior_default = s.prior.kind != "tbf";
+      bool ok = prior_default
+                    ? q.kind != "tbf"
+                    : (q.kind == "tbf" && q.rate_bps + q.rate_bps / 100 + 8 >= s.prior.rate_bps &&
+                       q.rate_bps <= s.prior.rate_bps + s.prior.rate_bps / 100 + 8);
+      if (!ok) return InternalError(s.name + ": shaping not restored after revert");
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckDirection(const FaultSpec& spec) {
+  auto it = spec.params.find("direction");
+  if (it != spec.params.end() && it->second != "both" && it->second != "to_host" &&
+      it->second != "from_host")
+    return InvalidArgumentError(spec.kind + ": direction must be both, to_host or from_host");
+  return OkStatus();
+}
+
+class BandwidthThrottle : public Injector {
+ public:
+  std::string_view kind() const override { return "bandwidth_throttle"; }
+  std::string_view help() const override {
+    return "limits a link to a rate with tc tbf. Target: ToR port, NIC, host, rail or uplink. "
+           "Params: rate (required, e.g. 100mbit), burst (default 256KiB: smaller bursts "
+           "collapse TCP), direction (both|to_host|from_host, default both).";
+  }
+  Status Validate(const FaultSpec& spec) const override {
+    FL_RETURN_IF_ERROR(CheckParams(spec, {"rate", "burst", "direction"}));
+    if (!spec.params.count("rate"))
+      return InvalidArgumentError("bandwidth_throttle: parameter 'rate' is required");
+    FL_ASSIGN_OR_RETURN(uint64_t rate, RateParam(spec, "rate", 0));
+    if (rate < 8000) return InvalidArgumentError("bandwidth_throttle: rate must be >= 8kbit");
+    FL_ASSIGN_OR_RETURN(uint64_t burst, BytesParam(spec, "burst", 256 * 1024));
+    if (burst < 2048) return InvalidArgumentError("bandwidth_throttle: burst must be >= 2KiB");
+    return CheckDirection(spec);
+  }
+  StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
+    FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, PortSide::kSwitch));
+    std::string dir = spec.params.count("direction") ? spec.params.at("direction") : "both";
+    std::vector<Shaped> ends;
+    for (const auto& p : ports) {
+      if (dir != "from_host") {
+        FL_ASSIGN_OR_RETURN(auto s, ReadShaped(p.name + "/to_host", p.netns, p.ifname));
+        ends.push_back(s);
+      }
+      if (dir != "to_host") {
+        FL_ASSIGN_OR_RETURN(auto s, ReadShaped(p.name + "/from_host", p.peer_netns, p.peer_ifname));
+        ends.push_back(s);
+      }
+    }
+    FaultHandle h;
+    h.spec = spec;
+    h.state["ends"] = ShapedToJson(ends);
+    return h;
+  }
+  Status Apply(FaultHandle& h) override {
+    FL_ASSIGN_OR_RETURN(uint64_t rate, RateParam(h.spec, "rate", 0));
+    FL_ASSIGN_OR_RETURN(uint64_t burst, BytesParam(h.spec, "burst", 256 * 1024));
+    h.requested_wall_ns = WallNowNs();
+    for (const auto& s : ShapedFromJson(h.state["ends"]))
+      FL_RETURN_IF_ERROR(SetTbf(s.netns, s.ifname, rate, burst));
+    h.effective_wall_ns = WallNowNs();
+    return OkStatus();
+  }
+  Status Revert(const FaultHandle& h) override {
+    return RestoreAll(ShapedFromJson(h.state["ends"]));
+  }
+  Status Verify(const FaultHandle& h, Expect want) override {
+    FL_ASSIGN_OR_RETURN(uint64_t rate, RateParam(h.spec, "rate", 0));
+    return VerifyShaped(ShapedFromJson(h.state["ends"]), rate, want);
+  }
+};
+
+StatusOr<uint16_t> ParsePriorities(const FaultSpec& spec) {
+  auto it = spec.params.find("priorities");
+  if (it == spec.params.end()) return uint16_t{1 << 3};  // RoCE's usual lossless class
+  uint16_t mask = 0;
+  std::istringstream in(it->second);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.size() != 1 || item[0] < '0' || item[0] > '7')
+      return InvalidArgumentError("pfc_storm: priorities must be a list of 0-7, e.g. 3,4");
+    mask |= 1u << (item[0] - '0');
+  }
+  if (!mask) return InvalidArgumentError("pfc_storm: priorities is empty");
+  return mask;
+}
+
+// pfc_storm: mode=stall emulates what a storm does to the fabric (the paused port's egress
+// stops; optionally the pause spreads upstream; an optional watchdog releases it after T);
+// mode=frames sends real 802.1Qbb frames from the target NIC.
+class PfcStorm : public Injector {
+ public:
+  ~PfcStorm() override {
+    std::map<std::string, std::unique_ptr<Worker>> workers;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      workers.swap(workers_);
+    }
+    for (auto& [id, w] : workers) w->Stop();
+  }
+  std::string_view kind() const override { return "pfc_storm"; }
+  std::string_view help() const override {
+    return "PFC pause storm from a NIC. Target: NIC (h0.nic0), host or rail. Params: mode "
+           "(stall|frames, default stall). stall: the ToR port toward the NIC stops sending "
+           "(tbf at stall_rate, default 8kbit); spread=true also stalls the ports that send "
+           "into that ToR; watchdog=T releases the stall after T (like a PFC watchdog). "
+           "frames: real IEEE 802.1Qbb frames from the NIC over AF_PACKET; priorities (e.g. "
+           "3,4; default 3), quanta (0-65535, default 65535), fps (default 1000).";
+  }
+  Status Validate(const FaultSpec& spec) const override {
+    FL_RETURN_IF_ERROR(CheckParams(
+        spec, {"mode", "spread", "watchdog", "stall_rate", "priorities", "quanta", "fps"}));
+    std::string mode = spec.params.count("mode") ? spec.params.at("mode") : "stall";
+    if (mode != "stall" && mode != "frames")
+      return InvalidArgumentError("pfc_storm: mode must be stall or frames");
+    FL_RETURN_IF_ERROR(BoolParam(spec, "spread", false).status());
+    FL_RETURN_IF_ERROR(DurationParam(spec, "watchdog", 0).status());
+    FL_ASSIGN_OR_RETURN(uint64_t stall, RateParam(spec, "stall_rate", 8000));
+    if (stall < 8) return InvalidArgumentError("pfc_storm: stall_rate must be >= 8bit");
+    FL_RETURN_IF_ERROR(ParsePriorities(spec).status());
+    FL_ASSIGN_OR_RETURN(double quanta, NumberParam(spec, "quanta", 65535));
+    if (quanta < 0 || quanta > 65535 || quanta != static_cast<int>(quanta))
+      return InvalidArgumentError("pfc_storm: quanta must be a whole number in 0..65535");
+    FL_ASSIGN_OR_RETURN(double fps, NumberParam(spec, "fps", 1000));
+    if (!(fps > 0 && fps <= 1e6)) return InvalidArgumentError("pfc_storm: fps must be in (0, 1e6]");
+    return OkStatus();
+  }
+  StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
+    FaultHandle h;
+    h.spec = spec;
+    FL_ASSIGN_OR_RETURN(auto host_ports, fabric.HostLinks(spec.target, PortSide::kHost));
+    h.state["mode"] = spec.params.count("mode") ? spec.params.at("mode") : "stall";
+    if (h.state["mode"] == "frames") {
+      SetPorts(h, host_ports);
+      return h;
+    }
+    FL_ASSIGN_OR_RETURN(auto victims, fabric.HostLinks(spec.target, PortSide::kSwitch));
+    FL_ASSIGN_OR_RETURN(bool spread, BoolParam(spec, "spread", false));
+    std::vector<Shaped> ends;
+    for (const auto& v : victims) {
+      FL_ASSIGN_OR_RETURN(auto s, ReadShaped(v.name, v.netns, v.ifname));
+      ends.push_back(s);
+      if (!spread) continue;
+      FL_ASSIGN_OR_RETURN(auto ups, fabric.UpstreamOf(v));
+      for (const auto& u : ups) {
+        FL_ASSIGN_OR_RETURN(auto su, ReadShaped(u.name, u.netns, u.ifname));
+        ends.push_back(su);
+      }
+    }
+    h.state["ends"] = ShapedToJson(ends);
+    return h;
+  }
+  Status Apply(FaultHandle& h) override {
+    h.requested_wall_ns = WallNowNs();
+    auto w = std::make_unique<Worker>();
+    if (h.state["mode"] == "frames") {
+      FL_ASSIGN_OR_RETURN(uint16_t mask, ParsePriorities(h.spec));
+      FL_ASSIGN_OR_RETURN(double quanta, NumberParam(h.spec, "quanta", 65535));
+      FL_ASSIGN_OR_RETURN(double fps, NumberParam(h.spec, "fps", 1000));
+      PfcFrame f;
+      f.class_enable = mask;
+      for (int i = 0; i < 8; ++i) f.quanta[i] = (mask >> i & 1) ? static_cast<uint16_t>(quanta) : 0;
+      for (const auto& p : PortsOf(h)) {
+        FL_ASSIGN_OR_RETURN(auto g, PfcGenerator::Start(p.netns, p.ifname, f, fps));
+        w->generators.push_back(std::move(g));
+      }
+      // Effective once the first frame of every generator has left.
+      bool sent = WaitUntil(
+          [&] {
+            for (auto& g : w->generators)
+              if (g->sent() == 0) return false;
+            return true;
+          },
+          Deadline::After(kNsPerSec), 20 * kNsPerUs);
+      if (!sent) return InternalError("pfc_storm: no PFC frame could be sent within 1s");
+      h.effective_wall_ns = WallNowNs();
+    } else {
+      FL_ASSIGN_OR_RETURN(uint64_t stall, RateParam(h.spec, "stall_rate", 8000));
+      auto ends = ShapedFromJson(h.state["ends"]);
+      for (const auto& s : ends)
+        FL_RETURN_IF_ERROR(SetTbf(s.netns, s.ifname, stall, 1600, 64 * 1024));
+      h.effective_wall_ns = WallNowNs();
+      FL_ASSIGN_OR_RETURN(Nanos watchdog, DurationParam(h.spec, "watchdog", 0));
+      if (watchdog > 0) {
+        Worker* raw = w.get();
+        w->thread = std::thread([raw, ends, watchdog] {
+          std::unique_lock<std::mutex> l(raw->mu);
+          if (raw->cv.wait_for(l, std::chrono::nanoseconds(watchdog), [&] { return raw->stop; }))
+            return;
+          FL_LOG(kInfo, "inject") << "pfc_storm: watchdog released the stall";
+          RestoreAll(ends).IgnoreError();
+          raw->released = true;
+        });
+      }
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    workers_[h.id] = std::move(w);
+    return OkStatus();
+  }
+  Status Revert(const FaultHandle& h) override {
+    std::unique_ptr<Worker> w;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = workers_.find(h.id);
+      if (it != workers_.end()) {
+        w = std::move(it->second);
+        workers_.erase(it);
+      }
+    }
+    if (w) w->Stop();
+    if (h.state.value("mode", "stall") == "frames") return OkStatus();
+    return RestoreAll(ShapedFromJson(h.state["ends"]));
+  }
+  Status Verify(const FaultHandle& h, Expect want) override {
+    if (h.state.value("mode", "stall") == "frames") {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = workers_.find(h.id);
+      bool running = it != workers_.end();
+      if (want == Expect::kPresent && !running)
+        return InternalError("pfc_storm: no frame generator is running");
+      if (want == Expect::kGone && running)
+        return InternalError("pfc_storm: the frame generator is still running");
+      return OkStatus();
+    }
+    FL_ASSIGN_OR_RETURN(uint64_t stall, RateParam(h.spec, "stall_rate", 8000));
+    return VerifyShaped(ShapedFromJson(h.state["ends"]), stall, want);
+  }
+
+ private:
+  struct Worker {
+    std::vector<std::unique_ptr<PfcGenerator>> generators;
+    std::thread thread;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stop = false;
+    bool released = false;
+    void Stop() {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        stop = true;
+      }
+      cv.notify_all();
+      if (thread.joinable()) thread.join();
+      for (auto& g : generators) g->Stop();
+    }
+  };
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Injector> NewBandwidthThrottle() { return std::make_unique<BandwidthThrottle>(); }
+std::unique_ptr<Injector> NewPfcStorm() { return std::make_unique<PfcStorm>(); }
+
+}  // namespace fl::injectors::internal

@@ -1,0 +1,82 @@
+#include "injectors/tc_nft.h"
+
+#include <nlohmann/json.hpp>
+
+#include "injectors/sys.h"
+
+namespace fl::injectors {
+namespace {
+constexpr Nanos kToolTimeout = 5 * kNsPerSec;
+CommandOptions In(const std::string& netns, std::string stdin_data = "") {
+  CommandOptions o;
+  o.netns = netns;
+  o.stdin_data = std::move(stdin_data);
+  o.timeout = kToolTimeout;
+  return o;
+}
+}  // namespace
+
+StatusOr<RootQdisc> ReadRootQdisc(const std::string& netns, const std::string& ifname) {
+  FL_ASSIGN_OR_RETURN(std::string out,
+                      RunChecked({"tc", "-j", "qdisc", "show", "dev", ifname}, In(netns)));
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (!j.is_array()) return InternalError("tc -j qdisc show " + ifname + ": unexpected output");
+  RootQdisc q;
+  for (const auto& e : j) {
+    if (!e.value("root", false)) continue;
+    q.kind = e.value("kind", "");
+    if (q.kind == "tbf" && e.contains("options")) {
+      q.rate_bps = e["options"].value("rate", uint64_t{0}) * 8;
+      q.burst_bytes = e["options"].value("burst", uint64_t{0});
+    }
+  }
+  return q;
+}
+
+Status SetTbf(const std::string& netns, const std::string& ifname, uint64_t rate_bps,
+              uint64_t burst_bytes, uint64_t limit_bytes) {
+  std::vector<std::string> argv = {"tc",
+                                   "qdisc",
+                                   "replace",
+                                   "dev",
+                                   ifname,
+                                   "root",
+                                   "tbf",
+                                   "rate",
+                                   std::to_string(rate_bps) + "bit",
+                                   "burst",
+                                   std::to_string(burst_bytes)};
+  if (limit_bytes) {
+    argv.insert(argv.end(), {"limit", std::to_string(limit_bytes)});
+  } else {
+    argv.insert(argv.end(), {"latency", "50ms"});
+  }
+  return RunChecked(argv, In(netns)).status();
+}
+
+Status RestoreRootQdisc(const std::string& netns, const std::string& ifname, const RootQdisc& q) {
+  if (q.kind == "tbf") return SetTbf(netns, ifname, q.rate_bps, q.burst_bytes);
+  FL_ASSIGN_OR_RETURN(RootQdisc now, ReadRootQdisc(netns, ifname));
+  if (now.kind != "tbf") return OkStatus();  // already the default
+  return RunChecked({"tc", "qdisc", "del", "dev", ifname, "root"}, In(netns)).status();
+}
+
+Status NftApply(const std::string& netns, const std::string& ruleset) {
+  return RunChecked({"nft", "-f", "-"}, In(netns, ruleset)).status();
+}
+
+StatusOr<bool> NftTableExists(const std::string& netns, const std::string& family,
+                              const std::string& table) {
+  FL_ASSIGN_OR_RETURN(std::string out, RunChecked({"nft", "list", "tables", family}, In(netns)));
+  return out.find("table " + family + " " + table + "\n") != std::string::npos;
+}
+
+Status NftDeleteTable(const std::string& netns, const std::string& family,
+                      const std::string& table) {
+  if (!netns.empty() && !NetnsExists(netns)) return OkStatus();
+  FL_ASSIGN_OR_RETURN(bool exists, NftTableExists(netns, family, table));
+  if (!exists) return OkStatus();
+  return RunChecked({"nft", "delete", "table", family, table}, In(netns)).status();
+}
+
+}  // namespace fl::injectors

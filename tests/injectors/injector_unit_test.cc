@@ -1,0 +1,197 @@
+// Pure-logic tests of the injector layer: PFC frames, parameter validation, handles, journal.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "injectors/injection.h"
+#include "injectors/injector.h"
+#include "injectors/journal.h"
+#include "injectors/pfc.h"
+#include "tests/injectors/lab_testing.h"
+
+namespace fl::injectors {
+namespace {
+
+TEST_CASE("pfc: a built frame parses back with the same fields", "[unit]") {
+  PfcFrame f;
+  f.src = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+  f.class_enable = 0x18;
+  f.quanta[3] = 0xffff;
+  f.quanta[4] = 1234;
+  auto bytes = BuildPfcFrame(f);
+  REQUIRE(bytes.size() == kPfcFrameLen);
+  CHECK(bytes[0] == 0x01);
+  CHECK(bytes[5] == 0x01);
+  CHECK(bytes[12] == 0x88);
+  CHECK(bytes[13] == 0x08);
+  CHECK(bytes[14] == 0x01);
+  CHECK(bytes[15] == 0x01);
+  auto back = ParsePfcFrame(bytes.data(), bytes.size());
+  REQUIRE(back.ok());
+  CHECK(back->src == f.src);
+  CHECK(back->class_enable == 0x18);
+  CHECK(back->quanta == f.quanta);
+  bytes[13] = 0x00;  // another EtherType
+  CHECK(ParsePfcFrame(bytes.data(), bytes.size()).status().code() == Code::kNotFound);
+}
+
+TEST_CASE("injectors: every built-in validates its parameters", "[unit]") {
+  InjectorRegistry reg("injector");
+  REQUIRE(RegisterBuiltinInjectors(reg).ok());
+  CHECK(reg.Names().size() == 8);
+  auto make = [&](std::string kind, std::map<std::string, std::string> params) {
+    FaultSpec s;
+    s.kind = kind;
+    s.target = "h0.nic0";
+    s.params = std::move(params);
+    auto inj = reg.Create(kind);
+    REQUIRE(inj.ok());
+    return (*inj)->Validate(s);
+  };
+  CHECK(make("nic_port_flap", {}).ok());
+  CHECK(make("nic_port_flap", {{"period", "100ms"}, {"count", "3"}}).ok());
+  CHECK(make("nic_port_flap", {{"period", "-100ms"}}).code() == Code::kInvalidArgument);
+  CHECK(make("nic_port_flap", {{"count", "3"}}).code() == Code::kInvalidArgument);  // no period
+  CHECK(make("nic_port_flap", {{"perod", "1s"}}).message().find("unknown parameter 'perod'") !=
+        std::string::npos);
+  CHECK(make("tor_port_down", {{"x", "1"}}).code() == Code::kInvalidArgument);
+  CHECK(make("packet_loss", {}).code() == Code::kInvalidArgument);  // percent required
+  CHECK(make("packet_loss", {{"percent", "150"}}).code() == Code::kInvalidArgument);
+  CHECK(make("packet_loss", {{"percent", "2.5%"}}).ok());
+  CHECK(make("bandwidth_throttle", {{"rate", "100mbit"}}).ok());
+  CHECK(make("bandwidth_throttle", {{"rate", "fast"}}).code() == Code::kInvalidArgument);
+  CHECK(make("pfc_storm", {{"mode", "frames"}, {"priorities", "3,4"}, {"quanta", "100"}}).ok());
+  CHECK(make("pfc_storm", {{"priorities", "9"}}).code() == Code::kInvalidArgument);
+  CHECK(make("pfc_storm", {{"watchdog", "-1s"}}).code() == Code::kInvalidArgument);
+  CHECK(make("container_kill", {}).ok());
+  CHECK(reg.Create("nic_flap").status().code() == Code::kNotFound);
+}
+
+TEST_CASE("injectors: a handle survives a JSON round trip", "[unit]") {
+  FaultHandle h;
+  h.id = "tor_port_down-abc";
+  h.spec.kind = "tor_port_down";
+  h.spec.target = "tor0.h1";
+  h.spec.params = {{"a", "b"}};
+  h.spec.duration = 5 * kNsPerSec;
+  h.state["ports"] =
+      nlohmann::json::array({PortToJson(Port{"tor0.h1", "ns", "h1", "pns", "nic0", 1, 2})});
+  h.requested_wall_ns = 10;
+  h.effective_wall_ns = 20;
+  auto back = HandleFromJson(HandleToJson(h));
+  REQUIRE(back.ok());
+  CHECK(back->id == h.id);
+  CHECK(back->spec.params == h.spec.params);
+  CHECK(back->spec.duration == h.spec.duration);
+  CHECK(back->effective_wall_ns == 20);
+  CHECK(PortFromJson(back->state["ports"][0]).peer_ifname == "nic0");
+  CHECK(HandleFromJson(nlohmann::json::array()).status().code() == Code::kDataLoss);
+}
+
+// A fake injector for the journal's logic (pure: no kernel objects).
+class FakeInjector : public Injector {
+ public:
+  int applied = 0, reverted = 0;
+  std::string_view kind() const override { return "fake"; }
+  std::string_view help() const override { return ""; }
+  Status Validate(const FaultSpec&) const override { return OkStatus(); }
+  StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric&) override {
+    FaultHandle h;
+    h.spec = spec;
+    return h;
+  }
+  Status Apply(FaultHandle& h) override {
+    ++applied;
+    h.requested_wall_ns = WallNowNs();
+    h.effective_wall_ns = WallNowNs();
+    return OkStatus();
+  }
+  Status Revert(const FaultHandle&) override {
+    ++reverted;
+    return OkStatus();
+  }
+  Status Verify(const FaultHandle&, Expect want) override {
+    return (want == Expect::kPresent) == (applied > reverted) ? OkStatus()
+                                                              : InternalError("state mismatch");
+  }
+};
+
+class NoFabric : public Fabric {
+ public:
+  StatusOr<std::vector<Port>> HostLinks(std::string_view, PortSide) const override {
+    return NotFoundError("none");
+  }
+  StatusOr<std::vector<Port>> Uplinks(std::string_view) const override {
+    return NotFoundError("none");
+  }
+  StatusOr<std::vector<Port>> UpstreamOf(const Port&) const override {
+    return NotFoundError("none");
+  }
+  StatusOr<ContainerRef> Container(std::string_view) const override {
+    return NotFoundError("none");
+  }
+};
+
+TEST_CASE("journal: recorded before apply and removed after a verified revert", "[unit]") {
+  testing::ScopedStateDir state;
+  FaultJournal journal;
+  FakeInjector inj;
+  NoFabric fabric;
+  FaultSpec spec;
+  spec.kind = "fake";
+  spec.target = "x";
+  auto h = InjectFault(inj, spec, fabric, &journal);
+  REQUIRE(h.ok());
+  auto entries = journal.List();
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 1);
+  CHECK((*entries)[0].phase == "applied");
+  CHECK((*entries)[0].owner_pid == getpid());
+  CHECK(h->effective_wall_ns >= h->requested_wall_ns);
+  REQUIRE(RevertFault(inj, *h, &journal).ok());
+  CHECK(journal.List()->empty());
+  REQUIRE(RevertFault(inj, *h, &journal).ok());  // a second revert is harmless
+  CHECK(journal.List()->empty());
+}
+
+TEST_CASE("journal: entries of a dead owner are recovered but a live owner's are not", "[unit]") {
+  testing::ScopedStateDir state;
+  FaultJournal journal;
+  InjectorRegistry reg("injector");
+  auto* counters = new FakeInjector();  // shared by the factory below, owned here
+  std::unique_ptr<FakeInjector> owner(counters);
+  REQUIRE(reg.Register("fake",
+                       [counters]() -> StatusOr<std::unique_ptr<Injector>> {
+                         auto f = std::make_unique<FakeInjector>();
+                         f->applied = 1;  // it was applied by the dead owner
+                         ++counters->reverted;
+                         return std::unique_ptr<Injector>(std::move(f));
+                       })
+              .ok());
+  // An entry owned by a child that has exited.
+  pid_t child = fork();
+  if (child == 0) {
+    FaultJournal j;
+    FaultHandle h;
+    h.id = "fake-dead";
+    h.spec.kind = "fake";
+    _exit(j.Record(h, "applied").ok() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  FaultHandle mine;
+  mine.id = "fake-mine";
+  mine.spec.kind = "fake";
+  REQUIRE(journal.Record(mine, "applied").ok());
+  auto report = journal.RecoverDead(reg);
+  CHECK(report.reverted == std::vector<std::string>{"fake-dead"});
+  CHECK(report.skipped == std::vector<std::string>{"fake-mine"});
+  CHECK(report.failed.empty());
+  CHECK(journal.List()->size() == 1);
+  REQUIRE(journal.Remove("fake-mine").ok());
+}
+
+}  // namespace
+}  // namespace fl::injectors
