@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", o.iters, "timed iterations per size");
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size");
   app.add_option("-c,--check", check, "check results (#wrong), 0 or 1");
+  app.add_flag("--check-all", o.check_all, "check every timed iteration, not just the first call");
   app.add_option("--coll", coll, "allreduce|allgather|reducescatter|broadcast|alltoall|barrier");
   app.add_option("--op", op, "sum|max|min");
   app.add_option("--dtype,-d", dtype, "float32|float16|bfloat16|int32|int64");

@@ -205,7 +205,9 @@ Status RankSweep(Communicator& c, const PerfOptions& o, std::vector<PerfRow>* ro
     row.bytes = s.count * es;
     row.count = s.count;
     int64_t wrong = -1;
-    if (o.check && o.coll != Collective::kBarrier) {
+    const bool checking = o.check && o.coll != Collective::kBarrier;
+    // One checked call: fresh inputs, poisoned outputs, every element compared.
+    auto checked_call = [&]() -> StatusOr<int64_t> {
       for (size_t i = 0; i < s.in_elems; ++i) SetElem(in.host.data(), i, o.type, Value(r, i));
       if (o.coll == Collective::kBroadcast) {
         for (size_t i = 0; i < s.out_elems; ++i) SetElem(out.host.data(), i, o.type, Value(r, i));
@@ -216,16 +218,25 @@ Status RankSweep(Communicator& c, const PerfOptions& o, std::vector<PerfRow>* ro
       FL_RETURN_IF_ERROR(out.Upload(s.out_elems * es));
       FL_RETURN_IF_ERROR(Call(c, o, s, in, out));
       FL_RETURN_IF_ERROR(out.Download(s.out_elems * es));
-      wrong = 0;
+      int64_t w = 0;
       for (size_t i = 0; i < s.out_elems; ++i) {
-        wrong += GetElem(out.host.data(), i, o.type) != Expected(o, n, r, i, s.call_count);
+        w += GetElem(out.host.data(), i, o.type) != Expected(o, n, r, i, s.call_count);
       }
+      return w;
+    };
+    if (checking) {
+      FL_ASSIGN_OR_RETURN(wrong, checked_call());
     }
     for (int i = 0; i < o.warmup; ++i) FL_RETURN_IF_ERROR(Call(c, o, s, in, out));
     FL_RETURN_IF_ERROR(c.Barrier(host));
     Nanos t0 = MonoNowNs();
     for (int i = 0; i < o.iters; ++i) {
-      FL_RETURN_IF_ERROR(Call(c, o, s, in, out));
+      if (checking && o.check_all) {
+        FL_ASSIGN_OR_RETURN(int64_t w, checked_call());
+        wrong += w;
+      } else {
+        FL_RETURN_IF_ERROR(Call(c, o, s, in, out));
+      }
       if (progress) {
         std::lock_guard<std::mutex> lock(*progress_mu);
         *progress << WallNowNs() << ' ' << r << ' ' << row.bytes << ' ' << i << '\n';

@@ -29,6 +29,8 @@ struct PerfOptions {
   int iters = 20;
   int warmup = 5;
   bool check = true;
+  // Check every timed iteration too (for fault runs: no wrong result at any point).
+  bool check_all = false;
   Nanos timeout = 60 * kNsPerSec;
   bool failover = true;
   MemoryKind memory = MemoryKind::kHost;

@@ -1,0 +1,125 @@
+// Root-gated failover tests on a namespace lab of 4 hosts x 2 ranks x 2 NICs (rails on two
+// bridges), one ftccl-perf process per rank, every iteration checked (--check-all):
+//   - a NIC taken down mid-run: the loop completes, #wrong = 0, events show link_down
+//     detection and failover; the NIC returns: path_restored and traffic on it again;
+//   - a silent blackhole (bridge port stops forwarding, carrier up): keep-alive timeout,
+//     survived;
+//   - fail-stop ftccl and gloo: an error, not a hang, within their timeouts.
+#include <catch2/catch.hpp>
+
+#include "lab_job.h"
+#include "netns_lab.h"
+
+#ifndef FL_FTCCL_PERF_PATH
+#error "FL_FTCCL_PERF_PATH must name the ftccl-perf binary"
+#endif
+
+namespace fl::ccl::testing {
+namespace {
+
+std::unique_ptr<NetnsLab> MakeLab() {
+  auto lab = NetnsLab::Create({4, 2, "", "256kb"});
+  if (!lab.ok()) FAIL("lab: " << lab.status().ToString());
+  return std::move(*lab);
+}
+
+std::string Logs(const LabJob& job) {
+  std::string s;
+  for (int r = 0; r < job.ranks(); ++r) s += "--- rank " + std::to_string(r) + "\n" + job.Log(r);
+  return s;
+}
+
+TEST_CASE("ftccl lab: a NIC goes down mid-run and comes back", "[.root]") {
+  auto lab = MakeLab();
+  LabJob job(*lab, {FL_FTCCL_PERF_PATH,
+                    "ftccl",
+                    2,
+                    true,
+                    {"-b", "256KiB", "-e", "256KiB", "-n", "400", "-w", "1", "--check-all",
+                     "--timeout", "30s"},
+                    {"FTCCL_DEAD_TIMEOUT_MS=1500"}});
+  REQUIRE(job.Start().ok());
+  REQUIRE(job.WaitProgress(20, Deadline::After(60 * kNsPerSec)));
+  uint64_t tx_before = *lab->TxBytes(1, 0);
+  REQUIRE(lab->SetNicUp(1, 0, false).ok());
+  const int at_down = job.MinProgress();
+  // Detection (rtnetlink) and progress on the other rail.
+  CHECK(WaitUntil(
+      [&] {
+        return !job.Events({"fault_detected", "link_down"}).empty();
+      },
+      Deadline::After(10 * kNsPerSec)));
+  CHECK(job.WaitProgress(at_down + 40, Deadline::After(60 * kNsPerSec)));
+  CHECK(!job.Events({"failover_done"}).empty());
+  REQUIRE(lab->SetNicUp(1, 0, true).ok());
+  uint64_t tx_restore = *lab->TxBytes(1, 0);
+  CHECK(WaitUntil([&] { return !job.Events({"path_restored"}).empty(); },
+                  Deadline::After(20 * kNsPerSec)));
+  const int at_up = job.MinProgress();
+  CHECK(job.WaitProgress(at_up + 40, Deadline::After(60 * kNsPerSec)));
+  uint64_t tx_after = *lab->TxBytes(1, 0);
+  INFO("tx bytes on host 1 NIC 0: before " << tx_before << ", at restore " << tx_restore
+                                           << ", later " << tx_after);
+  CHECK(tx_after > tx_restore + (1u << 20));  // traffic is back on the NIC
+  auto codes = job.WaitAll(Deadline::After(120 * kNsPerSec));
+  INFO(Logs(job));
+  for (int c : codes) CHECK(c == 0);  // 0: finished, #wrong = 0 on every iteration
+}
+
+TEST_CASE("ftccl lab: a silent blackhole is found by keep-alives and survived", "[.root]") {
+  auto lab = MakeLab();
+  LabJob job(*lab, {FL_FTCCL_PERF_PATH,
+                    "ftccl",
+                    2,
+                    true,
+                    {"-b", "256KiB", "-e", "256KiB", "-n", "200", "-w", "1", "--check-all",
+                     "--timeout", "30s"},
+                    {"FTCCL_DEAD_TIMEOUT_MS=400"}});
+  REQUIRE(job.Start().ok());
+  REQUIRE(job.WaitProgress(20, Deadline::After(60 * kNsPerSec)));
+  REQUIRE(lab->SetBlackhole(2, 1, true).ok());
+  const int at = job.MinProgress();
+  CHECK(WaitUntil(
+      [&] {
+        return !job.Events({"fault_detected", "keepalive_timeout"}).empty();
+      },
+      Deadline::After(10 * kNsPerSec)));
+  CHECK(job.WaitProgress(at + 30, Deadline::After(60 * kNsPerSec)));
+  REQUIRE(lab->SetBlackhole(2, 1, false).ok());
+  auto codes = job.WaitAll(Deadline::After(120 * kNsPerSec));
+  INFO(Logs(job));
+  for (int c : codes) CHECK(c == 0);
+}
+
+// A fail-stop library must end every rank with an error, within its timeout, not hang.
+void ExpectFailStop(const std::string& ccl, std::vector<std::string> extra) {
+  auto lab = MakeLab();
+  std::vector<std::string> args = {"-b",     "256KiB", "-e", "256KiB",    "-n",
+                                   "100000", "-w",     "1",  "--timeout", "5s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  LabJob job(*lab, {FL_FTCCL_PERF_PATH, ccl, 2, ccl != "gloo", args, {}});
+  REQUIRE(job.Start().ok());
+  REQUIRE(job.WaitProgress(10, Deadline::After(60 * kNsPerSec)));
+  Nanos t0 = MonoNowNs();
+  REQUIRE(lab->SetNicUp(1, 0, false).ok());
+  // Timeout 5 s per collective; every rank must be gone well before 30 s.
+  auto codes = job.WaitAll(Deadline::After(30 * kNsPerSec));
+  Nanos took = MonoNowNs() - t0;
+  INFO(Logs(job));
+  for (int c : codes) {
+    CHECK(c != -1);  // exited (no hang)
+    CHECK(c != 0);   // with an error
+  }
+  CHECK(took < 30 * kNsPerSec);
+}
+
+TEST_CASE("ftccl lab: fail-stop mode fails with an error, not a hang", "[.root]") {
+  ExpectFailStop("ftccl", {"--no-failover"});
+}
+
+TEST_CASE("gloo lab: a NIC down fails gloo with an error, not a hang", "[.root]") {
+  ExpectFailStop("gloo", {});
+}
+
+}  // namespace
+}  // namespace fl::ccl::testing
