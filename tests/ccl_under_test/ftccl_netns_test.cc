@@ -34,7 +34,7 @@ TEST_CASE("ftccl lab: a NIC goes down mid-run and comes back", "[.root]") {
   LabJob job(*lab, {FL_FTCCL_PERF_PATH,
                     "ftccl",
                     2,
-                    true,
+                    {},
                     {"-b", "256KiB", "-e", "256KiB", "-n", "400", "-w", "1", "--check-all",
                      "--timeout", "30s"},
                     {"FTCCL_DEAD_TIMEOUT_MS=1500"}});
@@ -71,7 +71,7 @@ TEST_CASE("ftccl lab: a silent blackhole is found by keep-alives and survived", 
   LabJob job(*lab, {FL_FTCCL_PERF_PATH,
                     "ftccl",
                     2,
-                    true,
+                    {},
                     {"-b", "256KiB", "-e", "256KiB", "-n", "200", "-w", "1", "--check-all",
                      "--timeout", "30s"},
                     {"FTCCL_DEAD_TIMEOUT_MS=400"}});
@@ -97,7 +97,10 @@ void ExpectFailStop(const std::string& ccl, std::vector<std::string> extra) {
   std::vector<std::string> args = {"-b",     "256KiB", "-e", "256KiB",    "-n",
                                    "100000", "-w",     "1",  "--timeout", "5s"};
   args.insert(args.end(), extra.begin(), extra.end());
-  LabJob job(*lab, {FL_FTCCL_PERF_PATH, ccl, 2, ccl != "gloo", args, {}});
+  // gloo binds one NIC per rank: every rank on rail 0, the rail that fails.
+  std::vector<int> rails;
+  if (ccl == "gloo") rails = {0};
+  LabJob job(*lab, {FL_FTCCL_PERF_PATH, ccl, 2, rails, args, {}});
   REQUIRE(job.Start().ok());
   REQUIRE(job.WaitProgress(10, Deadline::After(60 * kNsPerSec)));
   Nanos t0 = MonoNowNs();

@@ -25,12 +25,12 @@ Status LabJob::Start() {
   const int n = hosts * spec_.ranks_per_host;
   for (int r = 0; r < n; ++r) {
     int h = r / spec_.ranks_per_host;
-    int local = r % spec_.ranks_per_host;
     std::string nics;
-    for (int k = 0; k < lab_.spec().nics; ++k) {
-      if (!spec_.all_nics && k != local % lab_.spec().nics) continue;
-      nics += (nics.empty() ? "" : ",") + NetnsLab::NicAddr(h, k);
+    std::vector<int> rails = spec_.rails;
+    if (rails.empty()) {
+      for (int k = 0; k < lab_.spec().nics; ++k) rails.push_back(k);
     }
+    for (int k : rails) nics += (nics.empty() ? "" : ",") + NetnsLab::NicAddr(h, k);
     std::vector<std::string> argv = {"env"};
     argv.insert(argv.end(), spec_.env.begin(), spec_.env.end());
     argv.insert(argv.end(),

@@ -14,8 +14,8 @@ struct JobSpec {
   std::string perf_binary;
   std::string ccl = "ftccl";
   int ranks_per_host = 2;
-  // "both": every rank uses all its host's NICs; "own": rank i of a host uses NIC i only.
-  bool all_nics = true;
+  // The rails (NIC indices) every rank uses, in order; empty = all of its host's NICs.
+  std::vector<int> rails;
   std::vector<std::string> args;  // extra ftccl-perf arguments (-b, -e, -n, --check-all, ...)
   std::vector<std::string> env;   // "NAME=value" for the rank processes
 };

@@ -1,0 +1,357 @@
+// bench_ftccl: ftccl against its link limit and against gloo on a shaped namespace lab of
+// 4 hosts x 2 ranks x 2 NICs (tc tbf on both ends of every link), and ftccl's failover time.
+// Prints one Markdown table of medians (each row with the command line that measured it) for
+// docs/performance.md.
+//
+//   bench_ftccl [--rate 500mbit] [--runs 5] [--repeats 20] [--perf build/bin/ftccl-perf]
+//
+// Needs root (namespaces, tc). Everything it creates is removed when it exits.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/clock.h"
+#include "common/units.h"
+#include "lab_job.h"
+#include "netns_lab.h"
+
+namespace {
+
+using fl::Deadline;
+using fl::kNsPerMs;
+using fl::kNsPerSec;
+using fl::Nanos;
+using fl::ccl::testing::JobSpec;
+using fl::ccl::testing::LabJob;
+using fl::ccl::testing::NetnsLab;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The first number after `key` following `anchor` in text.
+double NumberAfter(const std::string& text, const std::string& anchor, const std::string& key) {
+  size_t a = text.rfind(anchor);
+  if (a == std::string::npos) return 0;
+  size_t k = text.find(key, a);
+  if (k == std::string::npos) return 0;
+  return std::atof(text.c_str() + k + key.size());
+}
+
+struct Ctx {
+  NetnsLab* lab;
+  std::string perf;
+  std::string rate;
+  int hosts, nics;
+};
+
+// Plain TCP blast, every link at once: on rail k host h sends to host h+1 (the ring's
+// inter-host hop). Returns each flow's goodput in bytes/s.
+std::vector<double> Blast(Ctx& c, int seconds) {
+  std::vector<double> rates;
+  char tmpl[] = "/tmp/flccl-blast-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::vector<pid_t> servers;
+  for (int h = 0; h < c.hosts; ++h)
+    for (int k = 0; k < c.nics; ++k) {
+      int to = (h + 1) % c.hosts;
+      auto pid = c.lab->Spawn(
+          to,
+          {"iperf3", "-s", "-1", "-B", NetnsLab::NicAddr(to, k), "-p", std::to_string(5201 + k)},
+          dir + "/srv." + std::to_string(h) + "." + std::to_string(k));
+      if (pid.ok()) servers.push_back(*pid);
+    }
+  // Clients start once their server listens (retry while refused, bounded).
+  std::vector<pid_t> clients;
+  for (int h = 0; h < c.hosts; ++h)
+    for (int k = 0; k < c.nics; ++k) {
+      int to = (h + 1) % c.hosts;
+      fl::WaitUntil(
+          [&] {
+            return fl::ccl::testing::RunCommand({"ip", "netns", "exec", c.lab->HostNs(to), "ss",
+                                                 "-ltn", "sport = :" + std::to_string(5201 + k)},
+                                                5 * kNsPerSec, nullptr)
+                .ok();
+          },
+          Deadline::After(5 * kNsPerSec), 20 * kNsPerMs);
+    }
+  for (int h = 0; h < c.hosts; ++h)
+    for (int k = 0; k < c.nics; ++k) {
+      int to = (h + 1) % c.hosts;
+      auto pid =
+          c.lab->Spawn(h,
+                       {"iperf3", "-c", NetnsLab::NicAddr(to, k), "-B", NetnsLab::NicAddr(h, k),
+                        "-p", std::to_string(5201 + k), "-t", std::to_string(seconds), "-J"},
+                       dir + "/cli." + std::to_string(h) + "." + std::to_string(k));
+      if (pid.ok()) clients.push_back(*pid);
+    }
+  for (pid_t p : clients)
+    c.lab->Wait(p, Deadline::After((seconds + 20) * kNsPerSec)).status().IgnoreError();
+  for (pid_t p : servers) c.lab->Wait(p, Deadline::After(10 * kNsPerSec)).status().IgnoreError();
+  for (int h = 0; h < c.hosts; ++h)
+    for (int k = 0; k < c.nics; ++k) {
+      std::string j = ReadFile(dir + "/cli." + std::to_string(h) + "." + std::to_string(k));
+      rates.push_back(NumberAfter(j, "\"sum_received\"", "\"bits_per_second\":") / 8);
+    }
+  c.lab->KillAll();
+  std::string rm_dir = dir;
+  fl::ccl::testing::RunCommand({"rm", "-rf", rm_dir}, 10 * kNsPerSec).IgnoreError();
+  return rates;
+}
+
+// One ftccl-perf job; the busbw (bytes/s) of each size, from rank 0's --json.
+std::vector<double> PerfBusbw(Ctx& c, const std::string& ccl, std::vector<int> rails,
+                              const std::string& b, const std::string& e, int iters,
+                              std::string* cmd) {
+  char tmpl[] = "/tmp/flccl-perf-XXXXXX";
+  std::string json = std::string(mkdtemp(tmpl)) + "/out.json";
+  JobSpec spec{c.perf,
+               ccl,
+               2,
+               rails,
+               {"-b", b, "-e", e, "-f", "4", "-n", std::to_string(iters), "-w", "2", "-c", "1",
+                "--timeout", "120s", "--json", json},
+               {}};
+  LabJob run2(*c.lab, spec);
+  if (!run2.Start().ok()) return {};
+  auto codes = run2.WaitAll(Deadline::After(600 * kNsPerSec));
+  *cmd = "ftccl-perf --ccl " + ccl + " -b " + b + " -e " + e + " -f 4 -n " + std::to_string(iters) +
+         " -w 2 -c 1 (8 ranks, rails " +
+         (rails.empty() ? std::string("0,1") : std::to_string(rails[0])) + ")";
+  for (int code : codes) {
+    if (code != 0) {
+      std::fprintf(stderr, "bench: %s: a rank exited with %d\n%s\n", ccl.c_str(), code,
+                   run2.Log(0).c_str());
+      return {};
+    }
+  }
+  std::string text = ReadFile(json);
+  fl::ccl::testing::RunCommand({"rm", "-rf", json.substr(0, json.rfind('/'))}, 10 * kNsPerSec)
+      .IgnoreError();
+  std::vector<double> out;
+  size_t pos = 0;
+  while ((pos = text.find("\"busbw_gbs\":", pos)) != std::string::npos) {
+    pos += 12;
+    out.push_back(std::atof(text.c_str() + pos) * 1e9);
+  }
+  return out;
+}
+
+// Median iteration gap of rank 0 after `from` (wall ns).
+double MedianGap(const std::vector<int64_t>& t, int64_t from) {
+  std::vector<double> gaps;
+  for (size_t i = 1; i < t.size(); ++i)
+    if (t[i - 1] >= from) gaps.push_back(static_cast<double>(t[i] - t[i - 1]));
+  return Median(gaps);
+}
+
+// Time from t0 to the end of the longest progress stall that overlaps t0 on any rank: the
+// time until every rank makes progress again after the fault.
+double ResumeMs(const LabJob& job, int64_t t0) {
+  double worst = 0;
+  for (int r = 0; r < job.ranks(); ++r) {
+    auto t = job.ProgressTimes(r);
+    int64_t end = 0;
+    int64_t longest = -1;
+    for (size_t i = 1; i < t.size(); ++i) {
+      if (t[i] < t0) continue;
+      if (t[i - 1] > t0 + 3 * kNsPerSec) break;
+      int64_t gap = t[i] - std::max(t[i - 1], t0);
+      if (gap > longest) {
+        longest = gap;
+        end = t[i];
+      }
+    }
+    if (longest < 0) return -1;
+    worst = std::max(worst, static_cast<double>(end - t0) / 1e6);
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_ftccl: ftccl vs link limit and gloo on a shaped namespace lab"};
+  std::string rate = "500mbit";
+  int runs = 5, repeats = 20;
+  std::string perf;
+  bool skip_bw = false, skip_failover = false;
+  app.add_option("--rate", rate, "tc tbf rate per link");
+  app.add_option("--runs", runs, "runs per bandwidth figure (median reported)");
+  app.add_option("--repeats", repeats, "fault repeats per failover figure");
+  app.add_option("--perf", perf, "ftccl-perf binary (default: next to this one)");
+  app.add_flag("--skip-bandwidth", skip_bw);
+  app.add_flag("--skip-failover", skip_failover);
+  CLI11_PARSE(app, argc, argv);
+  if (perf.empty()) {
+    std::string self = argv[0];
+    perf = self.substr(0, self.rfind('/') + 1) + "ftccl-perf";
+  }
+  auto lab = NetnsLab::Create({4, 2, rate, "256kb"});
+  if (!lab.ok()) {
+    std::fprintf(stderr, "bench_ftccl: %s\n", lab.status().ToString().c_str());
+    return 1;
+  }
+  Ctx c{lab->get(), perf, rate, 4, 2};
+  std::printf("# lab: 4 hosts x 2 ranks x 2 NICs, tbf %s burst 256kb both ends, runs %d\n",
+              rate.c_str(), runs);
+  std::printf("| figure | median | runs | target | command |\n|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  auto mbs = [](double bps) { return bps / 1e6; };
+  double limit = 0;
+  if (!skip_bw) {
+    std::vector<double> lim;
+    for (int i = 0; i < runs; ++i) {
+      auto r = Blast(c, 5);
+      lim.push_back(Median(r));
+      std::fprintf(stderr, "blast run %d: median link %.1f MB/s\n", i, mbs(lim.back()));
+    }
+    limit = Median(lim);
+    std::printf(
+        "| link limit (plain TCP, 8 flows at once), per link | %.1f MB/s | %d | - | iperf3 -t 5, "
+        "host h -> h+1 on every rail |\n",
+        mbs(limit), runs);
+    std::fflush(stdout);
+
+    std::string cmd;
+    std::vector<double> ft2;
+    for (int i = 0; i < runs; ++i) {
+      auto v = PerfBusbw(c, "ftccl", {}, "64MiB", "64MiB", 3, &cmd);
+      if (!v.empty()) ft2.push_back(v[0]);
+      std::fprintf(stderr, "ftccl 2 NICs run %d: %.1f MB/s\n", i, v.empty() ? 0 : mbs(v[0]));
+    }
+    std::printf(
+        "| ftccl AllReduce busbw 64 MiB, 2 NICs | %.1f MB/s = %.1f%% of 2 links | %zu | >= 95%% | "
+        "%s |\n",
+        mbs(Median(ft2)), 100 * Median(ft2) / (2 * limit), ft2.size(), cmd.c_str());
+    std::fflush(stdout);
+
+    const char* sizes[] = {"1MiB", "4MiB", "16MiB", "64MiB"};
+    std::vector<std::vector<double>> gl(4), f1(4);
+    std::string gcmd, fcmd;
+    for (int i = 0; i < runs; ++i) {
+      auto g = PerfBusbw(c, "gloo", {0}, "1MiB", "64MiB", 3, &gcmd);
+      auto f = PerfBusbw(c, "ftccl", {0}, "1MiB", "64MiB", 3, &fcmd);
+      for (size_t s = 0; s < 4; ++s) {
+        if (s < g.size()) gl[s].push_back(g[s]);
+        if (s < f.size()) f1[s].push_back(f[s]);
+      }
+      std::fprintf(stderr, "1 NIC run %d: gloo 64MiB %.1f, ftccl 64MiB %.1f MB/s\n", i,
+                   g.size() > 3 ? mbs(g[3]) : 0, f.size() > 3 ? mbs(f[3]) : 0);
+    }
+    for (size_t s = 0; s < 4; ++s) {
+      std::printf(
+          "| gloo AllReduce busbw %s, 1 NIC | %.1f MB/s = %.1f%% of 1 link | %zu | - | %s |\n",
+          sizes[s], mbs(Median(gl[s])), 100 * Median(gl[s]) / limit, gl[s].size(), gcmd.c_str());
+      std::printf(
+          "| ftccl AllReduce busbw %s, 1 NIC | %.1f MB/s = %.2fx gloo | %zu | >= gloo | %s |\n",
+          sizes[s], mbs(Median(f1[s])), Median(f1[s]) / std::max(1.0, Median(gl[s])), f1[s].size(),
+          fcmd.c_str());
+    }
+    std::printf("| ftccl 2 NICs / gloo 1 NIC, 64 MiB | %.2fx | - | >= 1.8x | rows above |\n",
+                Median(ft2) / std::max(1.0, Median(gl[3])));
+    std::fflush(stdout);
+
+    // One NIC down (host 1, rail 0) during a 16 MiB loop: steady busbw after the failover.
+    std::vector<double> deg;
+    for (int i = 0; i < runs; ++i) {
+      LabJob job(*c.lab, {c.perf,
+                          "ftccl",
+                          2,
+                          {},
+                          {"-b", "16MiB", "-e", "16MiB", "-n", "14", "-w", "1", "-c", "1",
+                           "--timeout", "60s"},
+                          {}});
+      if (!job.Start().ok()) break;
+      job.WaitProgress(3, Deadline::After(120 * kNsPerSec));
+      int64_t t0 = fl::WallNowNs();
+      c.lab->SetNicUp(1, 0, false).IgnoreError();
+      job.WaitAll(Deadline::After(300 * kNsPerSec));
+      c.lab->SetNicUp(1, 0, true).IgnoreError();
+      double gap = MedianGap(job.ProgressTimes(0), t0 + kNsPerSec);
+      double bus = gap > 0 ? (16.0 * (1 << 20)) * 2 * 7 / 8 / (gap / 1e9) : 0;
+      deg.push_back(bus);
+      std::fprintf(stderr, "degraded run %d: %.1f MB/s\n", i, mbs(bus));
+    }
+    std::printf(
+        "| ftccl AllReduce busbw 16 MiB, host 1 NIC 0 down (1 link left there) | %.1f MB/s = "
+        "%.1f%% of 1 link | %zu | >= 90%% | ftccl-perf -b 16MiB -e 16MiB -n 14; ip link set eth0 "
+        "down after 3 iterations; median iteration gap from 1 s after the fault |\n",
+        mbs(Median(deg)), 100 * Median(deg) / limit, deg.size());
+    std::fflush(stdout);
+  }
+
+  if (!skip_failover) {
+    for (int mode = 0; mode < 2; ++mode) {
+      const bool blackhole = mode == 1;
+      LabJob job(*c.lab, {c.perf,
+                          "ftccl",
+                          2,
+                          {},
+                          {"-b", "256KiB", "-e", "256KiB", "-n", "1000000", "-w", "1", "-c", "0",
+                           "--timeout", "60s"},
+                          {}});
+      if (!job.Start().ok()) break;
+      job.WaitProgress(20, Deadline::After(120 * kNsPerSec));
+      std::vector<double> resume, detect;
+      for (int i = 0; i < repeats; ++i) {
+        size_t restored = job.Events({"path_restored"}).size();
+        size_t faults = job.Events({"fault_detected"}).size();
+        int64_t t0 = fl::WallNowNs();
+        if (blackhole) {
+          c.lab->SetBlackhole(1, 0, true).IgnoreError();
+        } else {
+          c.lab->SetNicUp(1, 0, false).IgnoreError();
+        }
+        // Let it run 1.5 s on the other rail, then measure from the progress files.
+        int at = job.MinProgress();
+        job.WaitProgress(at + 10, Deadline::After(1500 * kNsPerMs));
+        fl::WaitUntil([&] { return false; },
+                      Deadline::After(blackhole ? 1500 * kNsPerMs : 500 * kNsPerMs));
+        double ms = ResumeMs(job, t0);
+        auto ev = job.Events({"fault_detected"});
+        double first = -1;
+        for (size_t e = faults; e < ev.size(); ++e) {
+          double w = NumberAfter(ev[e], "{", "\"wall_ns\":");
+          double d = (w - static_cast<double>(t0)) / 1e6;
+          if (first < 0 || d < first) first = d;
+        }
+        resume.push_back(ms);
+        detect.push_back(first);
+        if (blackhole) {
+          c.lab->SetBlackhole(1, 0, false).IgnoreError();
+        } else {
+          c.lab->SetNicUp(1, 0, true).IgnoreError();
+        }
+        fl::WaitUntil([&] { return job.Events({"path_restored"}).size() > restored; },
+                      Deadline::After(10 * kNsPerSec), 20 * kNsPerMs);
+        int now = job.MinProgress();
+        job.WaitProgress(now + 20, Deadline::After(10 * kNsPerSec));
+        std::fprintf(stderr, "%s repeat %d: detected %.1f ms, progress resumed %.1f ms\n",
+                     blackhole ? "blackhole" : "nic down", i, first, ms);
+      }
+      std::printf(
+          "| failover, %s: link-down to progress resumed | %.1f ms (detection %.1f ms) | %zu | <= "
+          "%s | ftccl-perf -b 256KiB -e 256KiB -n 1000000 -c 0; %s on host 1 rail 0, 8 ranks |\n",
+          blackhole ? "silent blackhole (bridge port disabled)" : "local NIC down", Median(resume),
+          Median(detect), resume.size(), blackhole ? "500 ms" : "50 ms",
+          blackhole ? "bridge link set state 0" : "ip link set eth0 down");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
