@@ -75,6 +75,16 @@ struct SendChunk {
   std::vector<char> owned;  // payload copy after CancelAll (frame half written)
 };
 
+// A payload buffer that is not zero-filled (it is always written before it is read).
+struct Blob {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  void Reset(size_t n) {
+    data.reset(n ? new char[n] : nullptr);
+    size = n;
+  }
+};
+
 struct RecvReq {
   char* data;
   size_t len;
@@ -114,7 +124,7 @@ struct Channel {
   size_t rhdr_got = 0;
   bool in_payload = false;
   char* rdst = nullptr;  // where the payload goes (posted buffer, private buffer or null=discard)
-  std::vector<char> rpriv;
+  Blob rpriv;
   bool rposted = false;
   size_t rgot = 0;
   // Timing.
@@ -141,7 +151,7 @@ struct Peer {
   uint64_t recv_low = 1;                                  // every seq below was applied
   std::set<uint64_t> recv_above;
   std::unordered_map<uint64_t, RecvReq> posted;  // by tag
-  std::unordered_map<uint64_t, std::vector<char>> unexpected;
+  std::unordered_map<uint64_t, Blob> unexpected;
   Nanos all_down_since = 0;
 };
 
@@ -596,8 +606,7 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   ch.rhdr_got = 0;
   ch.in_payload = false;
   ch.rdst = nullptr;
-  ch.rpriv.clear();
-  ch.rpriv.shrink_to_fit();
+  ch.rpriv.Reset(0);
   Nanos now = MonoNowNs();
   ch.next_attempt = now + (cause == "link_down" ? opt_.reconnect_max : ch.backoff);
   ch.backoff = std::min(ch.backoff * 2, opt_.reconnect_max);
@@ -834,8 +843,8 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
     ch.rdst = it->second.data;
     ch.rposted = true;
   } else {
-    ch.rpriv.resize(h.len);
-    ch.rdst = ch.rpriv.data();
+    ch.rpriv.Reset(h.len);
+    ch.rdst = ch.rpriv.data.get();
   }
   if (!ch.in_payload) OnPayloadDone(peer, ch);
 }
@@ -863,14 +872,14 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   } else {
     auto it = p.posted.find(h.tag);
     if (it != p.posted.end()) {
-      if (h.len) std::memcpy(it->second.data, ch.rpriv.data(), h.len);
+      if (h.len) std::memcpy(it->second.data, ch.rpriv.data.get(), h.len);
       uint64_t cookie = it->second.cookie;
       p.posted.erase(it);
       Complete(cookie, false);
     } else {
       p.unexpected[h.tag] = std::move(ch.rpriv);
     }
-    ch.rpriv = {};
+    ch.rpriv = Blob{};
   }
   ch.rdst = nullptr;
   ch.rposted = false;
@@ -969,11 +978,11 @@ void Engine::Impl::HandleOp(const Op& op) {
       Peer& p = peers_[op.peer];
       auto u = p.unexpected.find(op.tag);
       if (u != p.unexpected.end()) {
-        if (u->second.size() != op.len) {
+        if (u->second.size != op.len) {
           Fail(InternalError("ftccl: message " + TagString(op.tag) + " size mismatch"));
           return;
         }
-        if (op.len) std::memcpy(op.data, u->second.data(), op.len);
+        if (op.len) std::memcpy(op.data, u->second.data.get(), op.len);
         p.unexpected.erase(u);
         Complete(op.cookie, false);
         return;

@@ -38,8 +38,10 @@ namespace fl::ccl::ftccl {
 struct EngineOptions {
   // Largest message (chunk) the collectives post; frames carry at most this much payload.
   size_t chunk_bytes = 512 * 1024;
-  // Unacknowledged bytes a channel may have in flight before it stops pulling chunks.
-  size_t window_bytes = 2 * 1024 * 1024;
+  // Unacknowledged bytes a channel may have in flight before it stops pulling chunks. Must
+  // cover the path's bandwidth x (RTT + the receiver's scheduling delay): 8 MiB keeps a
+  // 1 Gbit/s path with a 50 ms queue busy; smaller windows cap the rate of each path.
+  size_t window_bytes = 8 * 1024 * 1024;
   // Channels per local NIC towards each peer.
   int channels_per_nic = 1;
   // A channel idle (nothing sent) this long sends a keep-alive.
