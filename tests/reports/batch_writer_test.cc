@@ -175,9 +175,9 @@ TEST_CASE("batch writer: a full queue pushes back until the deadline", "[unit]")
   BlockedWriter blocked(path, o);
   auto* writer = &blocked.writer;
 
-  REQUIRE((*writer)->Push(Sample(0, 0), Deadline::After(kNsPerSec)).ok());
-  REQUIRE((*writer)->Push(Sample(0, 1), Deadline::After(kNsPerSec)).ok());
-  // The writer takes these two and blocks in BEGIN.
+  // One push of two rows: the writer takes both (max_batch 2) and blocks in BEGIN.
+  const std::vector<SampleRecord> first = {Sample(0, 0), Sample(0, 1)};
+  REQUIRE((*writer)->PushSamples(first, Deadline::After(kNsPerSec)).ok());
   REQUIRE(WaitUntil([&] { return (*writer)->GetStats().queued_rows == 0; },
                     Deadline::After(10 * kNsPerSec)));
   for (int64_t it = 2; it < 6; ++it) {
