@@ -219,6 +219,21 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
       }
     }
 
+    // Restart cost: with a relaunch in the interval, the time until an iteration beyond the
+    // highest one any rank had completed by T completed on every rank.
+    if (FirstEvent(in.events, kEventJobRestarted, T, E)) {
+      int64_t high = -1;
+      for (const auto& s : in.samples) {
+        if (s.end_ns <= T) high = std::max(high, s.iteration);
+      }
+      for (const auto& it : iters) {
+        if (it.index > high && it.end > T && it.end <= E) {
+          fm.restart_cost_ms = ToMs(it.end - T);
+          break;
+        }
+      }
+    }
+
     // Time to first progress: first iteration completed by every rank after T.
     for (const auto& it : iters) {
       if (it.first_end > T && it.end <= E) {
@@ -398,6 +413,7 @@ std::vector<MetricRecord> RunMetrics::ToRecords() const {
     if (f.reverted_ns) add(id, "failed_back", f.failback_ms ? 1 : 0, "bool");
     add_opt(id, "failback_ms", f.failback_ms, "ms");
     add_opt(id, "path_restored_ms", f.path_restored_ms, "ms");
+    add_opt(id, "restart_cost_ms", f.restart_cost_ms, "ms");
     add_opt(id, "throughput_loss_s", f.throughput_loss_s, "s");
     add_opt(id, "throughput_loss_gpu_s", f.throughput_loss_gpu_s, "GPU-s");
   }

@@ -26,6 +26,8 @@ namespace fl::reports {
 inline constexpr std::string_view kEventFaultDetected = "fault_detected";
 inline constexpr std::string_view kEventFailoverDone = "failover_done";
 inline constexpr std::string_view kEventPathRestored = "path_restored";
+// The coordinator relaunched a failed (fail-stop) job.
+inline constexpr std::string_view kEventJobRestarted = "job_restarted";
 
 struct AnalysisInput {
   std::string run_id;
@@ -68,6 +70,7 @@ struct FaultMetrics {
   std::optional<double> recovery_ms;
   std::optional<double> failback_ms;
   std::optional<double> path_restored_ms;
+  std::optional<double> restart_cost_ms;  // fail-stop jobs relaunched by the coordinator
   std::optional<double> throughput_loss_s;
   std::optional<double> throughput_loss_gpu_s;
 };

@@ -289,6 +289,26 @@ TEST_CASE("metrics: faults before any iteration, unapplied faults and fault inte
   CHECK_FALSE(Find(rows, "f9", "detected"));
 }
 
+TEST_CASE("metrics: a relaunched fail-stop job reports its restart cost", "[unit]") {
+  Trace t;
+  t.Run(0, 10, 0, 1);  // iterations 0..9, checkpoint after iteration 5
+  t.Fault("f0", 10, 11);
+  t.Event(kEventJobRestarted, 20);
+  // Relaunched at 20 s from the checkpoint: iterations 6..14 again, 1 s each from 25 s.
+  t.Run(6, 9, 25, 1);  // 6..9 re-run (ending at 29), 10 ends at 30
+  auto m = ComputeMetrics(t.in, {});
+  REQUIRE(m.ok());
+  CHECK(m->correctness.duplicated_iterations == 8);  // 6..9 on two ranks
+  const FaultMetrics& f = m->faults[0];
+  CHECK(*f.restart_cost_ms == Approx(20000));            // iteration 10 (beyond 9) ends at 30 s
+  CHECK(*f.time_to_first_progress_ms == Approx(16000));  // re-run iteration 6 ends at 26 s
+  // Without the relaunch event there is no restart cost.
+  std::erase_if(t.in.events, [](const EventRecord& e) { return e.kind == kEventJobRestarted; });
+  m = ComputeMetrics(t.in, {});
+  REQUIRE(m.ok());
+  CHECK_FALSE(m->faults[0].restart_cost_ms);
+}
+
 TEST_CASE("metrics: bad options and bad samples are InvalidArgument", "[unit]") {
   Trace t = Reference();
   AnalysisOptions o;
