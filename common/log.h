@@ -72,10 +72,17 @@ class Line {
   std::ostringstream stream_;
 };
 
+// Swallows the stream so that FL_LOG is one expression (safe after an unbraced if/else).
+struct Voidify {
+  void operator&(std::ostream&) {}
+};
+
 }  // namespace fl::log
 
 // FL_LOG(kInfo, "lab") << "namespace " << name << " created";
-#define FL_LOG(level, subsystem)                                          \
-  if (!::fl::log::Enabled(subsystem, ::fl::log::Level::level)) {          \
-  } else                                                                  \
-    ::fl::log::Line(subsystem, ::fl::log::Level::level, __FILE__, __LINE__).stream()
+// Arguments are not evaluated when the level is disabled.
+#define FL_LOG(level, subsystem)                                 \
+  !::fl::log::Enabled(subsystem, ::fl::log::Level::level)        \
+      ? (void)0                                                  \
+      : ::fl::log::Voidify() &                                   \
+            ::fl::log::Line(subsystem, ::fl::log::Level::level, __FILE__, __LINE__).stream()

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# The Quick-start main command: set up (packages, configure, build) and run faultline.
-# Until `faultline run` lands this shows the most complete thing that is built: the CLI, and
-# what the collective library finds on this machine.
+# The Quick-start main command: set up (packages, configure, build what the run needs) and run
+# the default resilience scenario on the embedded local lab. Extra arguments go to
+# `faultline run` (e.g. --seed 7, --tag fw=22.39, --json); FL_SCENARIO picks another scenario.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh faultline faultline-agent faultline-worker ftccl-perf
+scripts/setup.sh faultline faultline-agent faultline-worker
 BIN=${FL_BUILD_DIR:-$(pwd)/build}/bin
-"$BIN/faultline" --help
-"$BIN/ftccl-perf" --devices
+exec "$BIN/faultline" run "${FL_SCENARIO:-configs/scenarios/nic_flap.yaml}" "$@"

@@ -16,7 +16,7 @@ StatusOr<LoopResult> RunLoop(Workload& workload, int rank, const LoopOptions& op
   const uint64_t check_every = options.check_every == 0 ? 1 : options.check_every;
   const Nanos end_mono = options.duration_ns > 0 ? MonoNowNs() + options.duration_ns : 0;
   LoopResult result;
-  for (uint64_t it = 0;; ++it) {
+  for (uint64_t it = options.first_iteration;; ++it) {
     if (options.iterations > 0 && it >= options.iterations) break;
     if (end_mono > 0 && MonoNowNs() >= end_mono) break;
     if (stop.load()) break;

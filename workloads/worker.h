@@ -40,9 +40,11 @@ class TelemetrySink : public ccl::EventSink {
 };
 
 struct LoopOptions {
-  uint64_t iterations = 0;  // 0: run for duration_ns
+  uint64_t iterations = 0;  // 0: run for duration_ns; else run iterations [first, iterations)
   Nanos duration_ns = 0;
   uint64_t check_every = 1;
+  // A restarted job resumes here (its last checkpoint): iteration numbers stay global.
+  uint64_t first_iteration = 0;
 };
 
 struct LoopResult {

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   std::string size = "16MiB", dtype = "float32", duration = "0", telemetry, coll_timeout = "10s",
               init_timeout = "30s", compute = "20ms";
   std::vector<std::string> nics = {"127.0.0.1"};
-  uint64_t iterations = 0, check_every = 1;
+  uint64_t iterations = 0, check_every = 1, first_iteration = 0;
   bool no_failover = false;
   app.add_option("--rank", rank, "this rank")->required();
   app.add_option("--world-size", world, "number of ranks in the job")->required();
@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "float32 | float16 | bfloat16 | int32 | int64")->capture_default_str();
   app.add_option("--iterations", iterations, "iterations to run (or --duration)");
   app.add_option("--duration", duration, "how long to run, e.g. 30s (or --iterations)");
+  app.add_option("--first-iteration", first_iteration, "resume at this iteration (after a restart)");
   app.add_option("--check-every", check_every, "verify the result every k iterations")->capture_default_str();
   app.add_option("--collective-timeout", coll_timeout, "deadline of one collective")->capture_default_str();
   app.add_option("--init-timeout", init_timeout, "deadline for joining the group")->capture_default_str();
@@ -144,6 +145,7 @@ int main(int argc, char** argv) {
   lo.iterations = iterations;
   lo.duration_ns = *dur;
   lo.check_every = check_every;
+  lo.first_iteration = first_iteration;
   auto result = workloads::RunLoop(**workload, rank, lo, sink, g_stop);
   int code = result.ok() ? 0 : 1;
   if (!result.ok()) FL_LOG(kError, "worker") << result.status().ToString();

@@ -1,10 +1,12 @@
 // faultline-agent: runs on every lab host, dials in to the coordinator, starts ranks, applies
 // and reverts faults under leases, and relays telemetry.
-#include <CLI/CLI.hpp>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 
 #include "common/log.h"
+#include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
@@ -13,6 +15,14 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
+
+std::string SelfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
 
 }  // namespace
 
@@ -26,16 +36,21 @@ int main(int argc, char** argv) {
       "Exit codes: 0 stopped by the coordinator or a signal, 1 lease lapsed (faults reverted),\n"
       "2 bad arguments, 3 could not register (unreachable or refused)."};
   harness::AgentSessionOptions opts;
-  std::string token_file;
+  harness::AgentRuntimeOptions rt;
+  std::string token_file, policy_file;
   double connect_timeout_s = 10;
-  app.add_option("--coordinator", opts.coordinator, "coordinator address host:port")->required();
+  bool print_fingerprint = false;
+  app.add_option("--coordinator", opts.coordinator, "coordinator address host:port");
   app.add_option("--token-file", token_file, "file holding the shared authentication token")
-      ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--host", opts.host, "the topology host name this agent serves")->required();
+  app.add_option("--host", opts.host, "the topology host name this agent serves (\"fabric\" for switches)");
+  app.add_option("--lab", rt.lab, "the local lab whose hosts and fabric this agent acts on");
+  app.add_option("--journal-dir", rt.journal_dir, "fault journal directory (default $FAULTLINE_STATE_DIR/journal)");
+  app.add_option("--run-dir", rt.run_dir, "directory for the workers' telemetry socket");
+  app.add_option("--worker", rt.worker_binary, "faultline-worker binary (default: beside this one)");
+  app.add_option("--policy", policy_file, "local policy file: what this agent may do")->check(CLI::ExistingFile);
   app.add_option("--connect-timeout", connect_timeout_s, "seconds to wait for the coordinator")
       ->capture_default_str();
-  bool print_fingerprint = false;
   app.add_flag("--print-fingerprint", print_fingerprint,
                "print this host's environment fingerprint and exit");
   try {
@@ -43,12 +58,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  log::SetContext({"", opts.host, -1});
   opts.fingerprint = harness::CollectFingerprint();
   if (print_fingerprint) {
     std::printf("%s", opts.fingerprint.DebugString().c_str());
     return 0;
   }
+  if (opts.coordinator.empty() || token_file.empty() || opts.host.empty()) {
+    std::fprintf(stderr, "faultline-agent: --coordinator, --token-file and --host are required\n");
+    return 2;
+  }
+  log::SetContext({"", opts.host, -1});
   auto token = harness::ReadTokenFile(token_file);
   if (!token.ok()) {
     FL_LOG(kError, "agent") << token.status().ToUserString();
@@ -56,34 +75,48 @@ int main(int argc, char** argv) {
   }
   opts.token = *token;
   opts.connect_timeout_ns = static_cast<Nanos>(connect_timeout_s * 1e9);
+  if (!policy_file.empty()) {
+    auto p = harness::LoadAgentPolicy(policy_file);
+    if (!p.ok()) {
+      FL_LOG(kError, "agent") << p.status().ToUserString();
+      return 2;
+    }
+    rt.policy = *p;
+  }
+  rt.host = opts.host;
+  if (rt.worker_binary.empty()) rt.worker_binary = SelfDir() + "/faultline-worker";
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  auto runtime = harness::AgentRuntime::Create(rt);
+  if (!runtime.ok()) {
+    FL_LOG(kError, "agent") << "cannot start: " << runtime.status().ToString();
+    return 3;
+  }
   std::atomic<bool> shutdown{false};
   harness::AgentHandlers handlers;
   handlers.on_command = [&](const faultline::v1::CoordinatorMessage& m) {
-    faultline::v1::Ack ack;
     if (m.has_shutdown()) {
       FL_LOG(kInfo, "agent") << "coordinator asked to shut down: " << m.shutdown().reason();
       shutdown = true;
-      ack.set_ok(true);
-      return ack;
     }
-    ack.set_ok(false);
-    ack.set_error_code(static_cast<int>(Code::kFailedPrecondition));
-    ack.set_error("this agent does not run ranks or faults yet");
-    return ack;
+    return (*runtime)->Handle(m);
   };
-  handlers.on_lease_lapsed = [] {};
+  handlers.on_lease_lapsed = [&] { (*runtime)->RevertAllAndStop("lease lapsed"); };
+  handlers.heartbeat = [&] { return (*runtime)->Heartbeat(); };
   auto session = harness::AgentSession::Connect(opts, handlers);
   if (!session.ok()) {
     FL_LOG(kError, "agent") << "cannot register: " << session.status().ToUserString();
     return 3;
   }
+  (*runtime)->AttachSession(session->get());
   while (!g_stop && !shutdown) {
     if ((*session)->WaitEnded(Deadline::After(100 * kNsPerMs))) break;
   }
   bool lapsed = (*session)->lease_lapsed();
+  (*runtime)->AttachSession(nullptr);
+  (*runtime)->RevertAllAndStop(lapsed ? "lease lapsed" : "agent stopping");
   (*session)->Stop();
   return lapsed ? 1 : 0;
 }

@@ -97,14 +97,18 @@ class AgentSession::Impl {
       ack.set_command_id(msg.command_id());
       *reply.mutable_ack() = ack;
       Write(reply).IgnoreError();
-      if (msg.has_shutdown()) break;
+      if (msg.has_shutdown()) {
+        shutdown_requested_ = true;
+        break;
+      }
     }
     {
       std::lock_guard lock(write_mu_);
       connected_ = false;
     }
-    FL_LOG(kWarn, "agent") << "control stream closed; faults stay until the lease ("
-                           << lease_ns_ / kNsPerMs << " ms) lapses";
+    if (!stopping_ && !shutdown_requested_)
+      FL_LOG(kWarn, "agent") << "control stream closed; faults stay until the lease ("
+                             << lease_ns_ / kNsPerMs << " ms) lapses";
   }
 
   void ScheduleTick() {
@@ -176,6 +180,7 @@ class AgentSession::Impl {
   boost::asio::steady_timer timer_;
   std::thread timer_thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> shutdown_requested_{false};
   std::mutex end_mu_;
   std::condition_variable end_cv_;
   bool lapsed_ = false;

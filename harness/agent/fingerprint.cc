@@ -1,6 +1,5 @@
 #include "harness/agent/fingerprint.h"
 
-#include <dirent.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -9,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -41,6 +41,22 @@ void FillDriverInfo(const std::string& ifname, faultline::v1::NicInfo* nic) {
     nic->set_driver(info.driver);
     nic->set_firmware(info.fw_version);
   }
+  ethtool_cmd cmd;
+  std::memset(&cmd, 0, sizeof cmd);
+  cmd.cmd = ETHTOOL_GSET;
+  ifr.ifr_data = reinterpret_cast<char*>(&cmd);
+  if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
+    uint32_t speed = ethtool_cmd_speed(&cmd);
+    if (speed != 0 && speed != UINT32_MAX && speed != 65535) nic->set_speed_mbps(speed);
+  }
+  std::memset(&ifr, 0, sizeof ifr);
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) {
+    char mac[20];
+    auto* m = reinterpret_cast<unsigned char*>(ifr.ifr_hwaddr.sa_data);
+    std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    nic->set_mac(mac);
+  }
   close(fd);
 }
 
@@ -50,18 +66,17 @@ faultline::v1::Fingerprint CollectFingerprint() {
   faultline::v1::Fingerprint fp;
   utsname u;
   if (uname(&u) == 0) fp.set_kernel(std::string(u.sysname) + " " + u.release + " " + u.machine);
-  if (DIR* d = opendir("/sys/class/net")) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == ".." || name == "lo") continue;
+  // Interfaces of this process's network namespace (if_nameindex asks the kernel over
+  // netlink; /sys/class/net would show the namespace /sys was mounted in).
+  if (struct if_nameindex* ifs = if_nameindex()) {
+    for (struct if_nameindex* i = ifs; i->if_index != 0; ++i) {
+      std::string name = i->if_name;
+      if (name == "lo") continue;
       auto* nic = fp.add_nics();
       nic->set_name(name);
-      nic->set_mac(ReadTrimmed("/sys/class/net/" + name + "/address"));
-      std::string speed = ReadTrimmed("/sys/class/net/" + name + "/speed");
-      if (!speed.empty() && speed[0] != '-') nic->set_speed_mbps(std::strtoull(speed.c_str(), nullptr, 10));
       FillDriverInfo(name, nic);
     }
-    closedir(d);
+    if_freenameindex(ifs);
   }
   for (const auto& r : ccl::ftccl::ListRdmaDevices()) fp.add_rdma_devices(r.name + " " + r.node_guid);
   for (const auto& g : ccl::ftccl::CudaDevices()) fp.add_gpus(g.name);

@@ -9,6 +9,7 @@
 namespace fl::harness {
 
 void AddLabCommands(CLI::App& app, int* exit_code);  // harness/cli/lab_cmd.cc
+void AddRunCommands(CLI::App& app, int* exit_code);  // harness/cli/run_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -28,6 +29,7 @@ int RunCli(int argc, char** argv) {
   app.add_subcommand("version", "print the version and exit")->callback([] {
     std::printf("faultline 0.1.0\n");
   });
+  AddRunCommands(app, &exit_code);
   AddLabCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

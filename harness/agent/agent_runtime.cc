@@ -1,0 +1,431 @@
+#include "harness/agent/agent_runtime.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/log.h"
+#include "common/yaml_util.h"
+#include "harness/agent/agent_session.h"
+#include "harness/lab/local_lab.h"
+#include "injectors/injection.h"
+#include "injectors/journal.h"
+
+namespace fl::harness {
+
+namespace pb = faultline::v1;
+namespace asio = boost::asio;
+using UnixProto = asio::local::stream_protocol;
+
+StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
+  const YAML::Node root = doc.root();
+  FL_RETURN_IF_ERROR(doc.CheckKeys(root, {"allow_kinds", "target_prefixes", "max_fault_duration", "allow_ranks"},
+                                   "agent policy"));
+  AgentPolicy p;
+  for (const char* key : {"allow_kinds", "target_prefixes"}) {
+    if (!doc.Has(root, key)) continue;
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(root[key], key));
+    for (const auto& n : root[key]) {
+      FL_ASSIGN_OR_RETURN(std::string v, doc.As<std::string>(n, key));
+      (std::string(key) == "allow_kinds" ? p.allow_kinds : p.target_prefixes).push_back(v);
+    }
+  }
+  FL_ASSIGN_OR_RETURN(p.max_fault_duration_ns, doc.GetDurationOr(root, "max_fault_duration", 0));
+  FL_ASSIGN_OR_RETURN(p.allow_ranks, doc.GetOr<bool>(root, "allow_ranks", true));
+  return p;
+}
+
+namespace {
+
+struct AppliedFault {
+  std::unique_ptr<injectors::Injector> injector;
+  injectors::FaultHandle handle;
+};
+
+struct Rank {
+  int rank = 0;
+  injectors::ContainerInfo container;
+  std::thread reaper;
+  std::atomic<bool> exited{false};
+};
+
+pb::Ack Fail(const Status& st) {
+  pb::Ack ack;
+  ack.set_ok(false);
+  ack.set_error(st.ToUserString());
+  ack.set_error_code(static_cast<int>(st.code()));
+  return ack;
+}
+
+}  // namespace
+
+class AgentRuntime::Impl {
+ public:
+  explicit Impl(AgentRuntimeOptions o)
+      : opts_(std::move(o)), journal_(opts_.journal_dir), acceptor_(io_), flush_timer_(io_) {}
+
+  Status Init() {
+    if (!opts_.lab.empty()) {
+      FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Open(opts_.lab));
+    }
+    FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry_));
+    injectors::RecoveryReport rec = journal_.RecoverDead(registry_);
+    for (const auto& id : rec.reverted) FL_LOG(kWarn, "agent") << "reverted fault " << id << " left by a dead owner";
+    for (const auto& f : rec.failed) FL_LOG(kError, "agent") << "could not revert a dead owner's fault: " << f;
+    if (!opts_.run_dir.empty()) {
+      socket_path_ = opts_.run_dir + "/" + opts_.host + ".sock";
+      unlink(socket_path_.c_str());
+      boost::system::error_code ec;
+      acceptor_.open(UnixProto(), ec);
+      if (!ec) acceptor_.bind(UnixProto::endpoint(socket_path_), ec);
+      if (!ec) acceptor_.listen(64, ec);
+      if (ec) return UnavailableError("telemetry socket " + socket_path_ + ": " + ec.message());
+      Accept();
+    }
+    ScheduleFlush();
+    io_thread_ = std::thread([this] { io_.run(); });
+    return OkStatus();
+  }
+
+  ~Impl() {
+    RevertAllAndStop("agent exiting");
+    io_.stop();
+    if (io_thread_.joinable()) io_thread_.join();
+    if (!socket_path_.empty()) unlink(socket_path_.c_str());
+  }
+
+  // ---- telemetry -------------------------------------------------------------------------
+
+  void Accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, UnixProto::socket sock) {
+      if (ec) return;
+      auto conn = std::make_shared<Conn>(std::move(sock));
+      ReadLine(conn);
+      Accept();
+    });
+  }
+
+  struct Conn {
+    explicit Conn(UnixProto::socket s) : sock(std::move(s)) {}
+    UnixProto::socket sock;
+    asio::streambuf buf;
+  };
+
+  void ReadLine(std::shared_ptr<Conn> c) {
+    asio::async_read_until(c->sock, c->buf, '\n', [this, c](const boost::system::error_code& ec, size_t n) {
+      if (ec) return;  // worker closed its end
+      std::string line(asio::buffers_begin(c->buf.data()), asio::buffers_begin(c->buf.data()) + n);
+      c->buf.consume(n);
+      Ingest(line);
+      ReadLine(c);
+    });
+  }
+
+  void Ingest(const std::string& line) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      FL_LOG(kWarn, "agent") << "dropped a telemetry line that is not JSON";
+      return;
+    }
+    std::lock_guard lock(batch_mu_);
+    const std::string t = j.value("t", "");
+    if (t == "sample") {
+      pb::Sample* s = batch_.add_samples();
+      s->set_rank(j.value("rank", 0));
+      s->set_iteration(j.value("it", 0ull));
+      s->set_start_wall_ns(j.value("start", 0ll));
+      s->set_end_wall_ns(j.value("end", 0ll));
+      s->set_bytes(j.value("bytes", 0ull));
+      s->set_verified(j.value("verified", false));
+      s->set_mismatch(j.value("mismatch", false));
+    } else if (t == "ccl" && j.contains("e")) {
+      const auto& e = j["e"];
+      pb::Event* ev = batch_.add_events();
+      ev->set_rank(e.value("rank", j.value("rank", -1)));
+      ev->set_wall_ns(e.value("wall_ns", 0ll));
+      ev->set_kind(e.value("type", "ccl_event"));
+      ev->set_detail(e.dump());
+    } else if (t == "worker") {
+      pb::Event* ev = batch_.add_events();
+      ev->set_rank(j.value("rank", -1));
+      ev->set_wall_ns(j.value("wall", 0ll));
+      ev->set_kind(j.value("kind", "worker"));
+      ev->set_detail(j.contains("detail") ? j["detail"].dump() : "{}");
+    }
+  }
+
+  void AddEvent(int rank, const std::string& kind, const nlohmann::json& detail) {
+    std::lock_guard lock(batch_mu_);
+    pb::Event* ev = batch_.add_events();
+    ev->set_rank(rank);
+    ev->set_wall_ns(WallNowNs());
+    ev->set_kind(kind);
+    ev->set_detail(detail.dump());
+  }
+
+  void ScheduleFlush() {
+    flush_timer_.expires_after(std::chrono::nanoseconds(opts_.flush_interval_ns));
+    flush_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      Flush();
+      ScheduleFlush();
+    });
+  }
+
+  void Flush() {
+    pb::TelemetryBatch out;
+    {
+      std::lock_guard lock(batch_mu_);
+      if (batch_.samples_size() == 0 && batch_.events_size() == 0) return;
+      out.Swap(&batch_);
+    }
+    AgentSession* s = session_.load();
+    if (s == nullptr || !s->SendTelemetry(out).ok()) {
+      // Not connected: keep the data for the next flush rather than lose it.
+      std::lock_guard lock(batch_mu_);
+      out.MergeFrom(batch_);
+      batch_.Swap(&out);
+    }
+  }
+
+  // Waits until the Asio thread has read what the workers wrote, then flushes.
+  void DrainTelemetry() {
+    std::promise<void> done;
+    asio::post(io_, [&] {
+      Flush();
+      done.set_value();
+    });
+    done.get_future().wait_for(std::chrono::seconds(2));
+  }
+
+  // ---- commands --------------------------------------------------------------------------
+
+  pb::Ack Handle(const pb::CoordinatorMessage& m) {
+    switch (m.body_case()) {
+      case pb::CoordinatorMessage::kLaunch: return Launch(m.launch());
+      case pb::CoordinatorMessage::kStop: return Stop(m.stop());
+      case pb::CoordinatorMessage::kInject: return Inject(m.inject());
+      case pb::CoordinatorMessage::kRevert: return Revert(m.revert());
+      case pb::CoordinatorMessage::kShutdown: {
+        RevertAllAndStop("coordinator asked to shut down");
+        pb::Ack ack;
+        ack.set_ok(true);
+        return ack;
+      }
+      default:
+        return Fail(InvalidArgumentError("unknown command"));
+    }
+  }
+
+  pb::Ack Launch(const pb::LaunchRanks& l) {
+    if (!opts_.policy.allow_ranks) return Fail(FailedPreconditionError("policy: this agent does not start ranks"));
+    if (!lab_) return Fail(FailedPreconditionError("agent has no local lab to start containers in"));
+    nlohmann::json extra = nlohmann::json::parse(l.worker_args_json(), nullptr, false);
+    if (!extra.is_array()) return Fail(InvalidArgumentError("worker_args_json must be a JSON array of strings"));
+    std::lock_guard lock(mu_);
+    for (const auto& spec : l.ranks()) {
+      std::vector<std::string> argv = {opts_.worker_binary, "--rank", std::to_string(spec.rank()),
+                                       "--world-size", std::to_string(spec.world_size())};
+      if (spec.nics_size() > 0) {
+        std::string nics;
+        for (const auto& n : spec.nics()) nics += (nics.empty() ? "" : ",") + n;
+        argv.insert(argv.end(), {"--nics", nics});
+      }
+      if (!socket_path_.empty()) argv.insert(argv.end(), {"--telemetry", socket_path_});
+      for (const auto& a : extra) {
+        if (!a.is_string()) return Fail(InvalidArgumentError("worker argument is not a string"));
+        argv.push_back(a.get<std::string>());
+      }
+      int local = spec.rank() % std::max(1, lab_->topology().gpus_per_host);
+      auto info = lab_->StartContainer(opts_.host, local, argv);
+      if (!info.ok()) return Fail(info.status());
+      auto r = std::make_unique<Rank>();
+      r->rank = spec.rank();
+      r->container = *info;
+      Rank* raw = r.get();
+      r->reaper = std::thread([this, raw] { Reap(raw); });
+      ranks_.push_back(std::move(r));
+      FL_LOG(kInfo, "agent") << "rank " << spec.rank() << " started in container " << info->name << " (pid "
+                             << info->init_pid << ")";
+    }
+    pb::Ack ack;
+    ack.set_ok(true);
+    return ack;
+  }
+
+  void Reap(Rank* r) {
+    int status = 0;
+    while (waitpid(r->container.init_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r->exited = true;
+    nlohmann::json d = {{"container", r->container.name}};
+    if (WIFEXITED(status)) d["code"] = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) d["signal"] = WTERMSIG(status);
+    AddEvent(r->rank, "rank_exit", d);
+  }
+
+  pb::Ack Stop(const pb::StopRanks& s) {
+    StopRanks(s.grace_ms() * kNsPerMs);
+    DrainTelemetry();
+    pb::Ack ack;
+    ack.set_ok(true);
+    return ack;
+  }
+
+  void StopRanks(Nanos grace) {
+    std::vector<std::unique_ptr<Rank>> ranks;
+    {
+      std::lock_guard lock(mu_);
+      ranks.swap(ranks_);
+    }
+    if (ranks.empty()) return;
+    for (auto& r : ranks)
+      if (!r->exited) kill(r->container.init_pid, SIGTERM);
+    Deadline d = Deadline::After(grace);
+    WaitUntil([&] {
+      for (auto& r : ranks)
+        if (!r->exited) return false;
+      return true;
+    }, d, 5 * kNsPerMs);
+    injectors::LocalContainerRuntime rt;
+    for (auto& r : ranks) {
+      Status k = rt.Kill(r->container.cgroup_path, Deadline::After(5 * kNsPerSec));
+      if (!k.ok()) FL_LOG(kError, "agent") << "cannot kill container " << r->container.name << ": " << k.message();
+      if (r->reaper.joinable()) r->reaper.join();
+      rt.Remove(r->container.cgroup_path).IgnoreError();
+    }
+    FL_LOG(kInfo, "agent") << "stopped " << ranks.size() << " rank(s)";
+  }
+
+  Status CheckPolicy(const pb::InjectFault& f) const {
+    const AgentPolicy& p = opts_.policy;
+    if (!p.allow_kinds.empty() && std::find(p.allow_kinds.begin(), p.allow_kinds.end(), f.kind()) == p.allow_kinds.end())
+      return FailedPreconditionError("policy: fault kind '" + f.kind() + "' is not allowed on " + opts_.host);
+    if (!p.target_prefixes.empty()) {
+      bool ok = false;
+      for (const auto& pre : p.target_prefixes) ok = ok || f.target().rfind(pre, 0) == 0;
+      if (!ok) return FailedPreconditionError("policy: target '" + f.target() + "' is outside what " + opts_.host + " may touch");
+    }
+    if (p.max_fault_duration_ns > 0 && (f.duration_ms() == 0 || f.duration_ms() * kNsPerMs > p.max_fault_duration_ns))
+      return FailedPreconditionError("policy: faults on " + opts_.host + " last at most " +
+                                     std::to_string(p.max_fault_duration_ns / kNsPerMs) + " ms");
+    return OkStatus();
+  }
+
+  pb::Ack Inject(const pb::InjectFault& f) {
+    if (Status p = CheckPolicy(f); !p.ok()) return Fail(p);
+    if (!lab_) return Fail(FailedPreconditionError("agent has no lab to resolve targets in"));
+    auto inj = registry_.Create(f.kind());
+    if (!inj.ok()) return Fail(inj.status());
+    injectors::FaultSpec spec;
+    spec.kind = f.kind();
+    spec.target = f.target();
+    spec.params = {f.params().begin(), f.params().end()};
+    spec.duration = f.duration_ms() * kNsPerMs;
+    Nanos requested = WallNowNs();
+    auto handle = injectors::InjectFault(**inj, spec, lab_->fabric(), &journal_);
+    if (!handle.ok()) return Fail(handle.status());
+    pb::Ack ack;
+    ack.set_ok(true);
+    ack.set_handle(handle->id);
+    ack.set_requested_wall_ns(handle->requested_wall_ns ? handle->requested_wall_ns : requested);
+    ack.set_effective_wall_ns(handle->effective_wall_ns);
+    std::lock_guard lock(mu_);
+    faults_[f.fault_id()] = AppliedFault{std::move(*inj), std::move(*handle)};
+    return ack;
+  }
+
+  pb::Ack Revert(const pb::RevertFault& r) {
+    AppliedFault af;
+    {
+      std::lock_guard lock(mu_);
+      auto it = faults_.find(r.fault_id());
+      if (it == faults_.end()) {
+        pb::Ack ack;  // already reverted (lease, duplicate): reverting is idempotent
+        ack.set_ok(true);
+        return ack;
+      }
+      af = std::move(it->second);
+      faults_.erase(it);
+    }
+    Status st = injectors::RevertFault(*af.injector, af.handle, &journal_);
+    if (!st.ok()) return Fail(st);
+    pb::Ack ack;
+    ack.set_ok(true);
+    ack.set_handle(af.handle.id);
+    ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns : WallNowNs());
+    return ack;
+  }
+
+  void RevertAllAndStop(const std::string& why) {
+    std::map<std::string, AppliedFault> faults;
+    {
+      std::lock_guard lock(mu_);
+      faults.swap(faults_);
+    }
+    for (auto& [id, af] : faults) {
+      Status st = injectors::RevertFault(*af.injector, af.handle, &journal_);
+      if (st.ok()) FL_LOG(kInfo, "agent") << "reverted fault " << id << " (" << why << ")";
+      else FL_LOG(kError, "agent") << "revert of fault " << id << " failed (journal keeps it): " << st.message();
+    }
+    StopRanks(2 * kNsPerSec);
+  }
+
+  pb::Heartbeat Heartbeat() {
+    pb::Heartbeat hb;
+    std::lock_guard lock(mu_);
+    uint32_t running = 0;
+    for (auto& r : ranks_) running += !r->exited;
+    hb.set_ranks_running(running);
+    hb.set_faults_applied(static_cast<uint32_t>(faults_.size()));
+    return hb;
+  }
+
+  AgentRuntimeOptions opts_;
+  std::unique_ptr<lab::LocalLab> lab_;
+  injectors::InjectorRegistry registry_{"injector"};
+  injectors::FaultJournal journal_;
+  std::mutex mu_;
+  std::map<std::string, AppliedFault> faults_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::atomic<AgentSession*> session_{nullptr};
+  asio::io_context io_;
+  UnixProto::acceptor acceptor_;
+  asio::steady_timer flush_timer_;
+  std::thread io_thread_;
+  std::string socket_path_;
+  std::mutex batch_mu_;
+  pb::TelemetryBatch batch_;
+};
+
+StatusOr<std::unique_ptr<AgentRuntime>> AgentRuntime::Create(AgentRuntimeOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  FL_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<AgentRuntime>(new AgentRuntime(std::move(impl)));
+}
+
+AgentRuntime::AgentRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AgentRuntime::~AgentRuntime() {
+  impl_->session_ = nullptr;
+}
+void AgentRuntime::AttachSession(AgentSession* session) { impl_->session_ = session; }
+pb::Ack AgentRuntime::Handle(const pb::CoordinatorMessage& msg) { return impl_->Handle(msg); }
+pb::Heartbeat AgentRuntime::Heartbeat() { return impl_->Heartbeat(); }
+void AgentRuntime::RevertAllAndStop(const std::string& why) { impl_->RevertAllAndStop(why); }
+
+}  // namespace fl::harness

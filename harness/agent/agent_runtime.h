@@ -1,0 +1,74 @@
+// What an agent does on its host: starts and stops the ranks (faultline-worker in containers),
+// relays their telemetry, and applies and reverts faults through the injectors and the fault
+// journal, within its local policy.
+//
+// Telemetry: workers connect to a Unix socket (run_dir/<host>.sock) and write JSON lines;
+// a Boost.Asio loop reads them, converts them to proto Samples/Events and batches them to the
+// coordinator every flush interval (and on demand before a StopRanks ack, so nothing is lost
+// at the end of a job).
+//
+// Faults: InjectFault goes through injectors::InjectFault (journal first, verify after);
+// RevertFault through RevertFault (verify, then journal removal). On a lapsed lease, on
+// Shutdown and at destruction, every applied fault is reverted and every rank stopped. At
+// start-up, journal entries of dead owners (an agent that was SIGKILLed) are reverted.
+//
+// Policy: a YAML file the agent reads at start-up (see docs/agent.md): which fault kinds and
+// targets it accepts and the longest fault. The coordinator cannot widen it: a command outside
+// it is refused with FailedPrecondition.
+//
+// Thread-safety: Handle() is called on the session's reader thread; OnLeaseLapsed() on its
+// timer thread; both take the runtime's lock. Telemetry runs on the Asio thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "harness/proto/faultline.pb.h"
+
+namespace fl::harness {
+
+class AgentSession;
+
+struct AgentPolicy {
+  std::vector<std::string> allow_kinds;     // empty: every registered kind
+  std::vector<std::string> target_prefixes; // empty: every target
+  Nanos max_fault_duration_ns = 0;          // 0: no limit
+  bool allow_ranks = true;                  // may start ranks
+};
+
+// Errors are InvalidArgument with file:line:col.
+StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path);
+
+struct AgentRuntimeOptions {
+  std::string host;         // topology host name ("fabric" for the switch-side agent)
+  std::string lab;          // LocalLab name; empty: no local lab (faults and ranks refused)
+  std::string journal_dir;  // empty: the default journal
+  std::string run_dir;      // telemetry socket lives here
+  std::string worker_binary;
+  AgentPolicy policy;
+  Nanos flush_interval_ns = 50 * kNsPerMs;
+};
+
+class AgentRuntime {
+ public:
+  static StatusOr<std::unique_ptr<AgentRuntime>> Create(AgentRuntimeOptions options);
+  ~AgentRuntime();
+
+  // Where telemetry is sent; set after the session is up. Borrowed.
+  void AttachSession(AgentSession* session);
+  faultline::v1::Ack Handle(const faultline::v1::CoordinatorMessage& msg);
+  faultline::v1::Heartbeat Heartbeat();
+  // Reverts every fault and stops every rank. Idempotent.
+  void RevertAllAndStop(const std::string& why);
+
+  class Impl;
+
+ private:
+  explicit AgentRuntime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fl::harness

@@ -1,0 +1,136 @@
+// `faultline run`, `faultline replay`, `faultline runs`.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "harness/coordinator/run_driver.h"
+#include "reports/store/store.h"
+
+namespace fl::harness {
+namespace {
+
+bool ParseTags(const std::vector<std::string>& in, std::map<std::string, std::string>* out) {
+  for (const auto& t : in) {
+    auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "faultline: --tag wants key=value, got '%s'\n", t.c_str());
+      return false;
+    }
+    (*out)[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  return true;
+}
+
+// A run prints its own progress and summary; library logs below warnings only on request.
+void QuietLogsUnlessAsked() {
+  if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
+}
+
+}  // namespace
+
+void AddRunCommands(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string scenario, db = "results.db", run_id, policy;
+    uint64_t seed = 0;
+    std::vector<std::string> tags;
+    bool json = false;
+    bool dry_run = false;
+    double lease_s = 3;
+    size_t limit = 20;
+  };
+  auto args = std::make_shared<Args>();
+
+  auto* run = app.add_subcommand("run",
+      "run a resilience scenario on the local lab: provision, start agents, launch the job,\n"
+      "inject the scenario's faults on their timeline, measure, judge, tear down");
+  run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")->required();
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
+    c->add_option("--seed", args->seed, "seed for target draws and jitter (default: the scenario's)");
+    c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
+    c->add_flag("--json", args->json, "print the summary as JSON");
+    c->add_flag("--dry-run", args->dry_run, "validate and print the seeded fault plan; create nothing");
+    c->add_option("--policy", args->policy, "agent policy file (default configs/policies/local_lab.yaml)");
+    c->add_option("--lease", args->lease_s, "fault lease in seconds: agents revert when the coordinator is silent this long")
+        ->capture_default_str();
+  };
+  add_common(run);
+  run->callback([args, exit_code, run] {
+    QuietLogsUnlessAsked();
+    RunOptions o;
+    o.scenario_path = args->scenario;
+    o.db_path = args->db;
+    if (run->count("--seed")) o.seed = args->seed;
+    if (!ParseTags(args->tags, &o.tags)) {
+      *exit_code = 2;
+      return;
+    }
+    o.json = args->json;
+    o.dry_run = args->dry_run;
+    o.policy_path = args->policy;
+    if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
+      o.policy_path = "configs/policies/local_lab.yaml";
+    o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
+    *exit_code = RunScenario(o);
+  });
+
+  auto* replay = app.add_subcommand("replay", "rerun a stored run's scenario with its seed (same targets, same times)");
+  replay->add_option("run_id", args->run_id, "run id (see faultline runs)")->required();
+  add_common(replay);
+  replay->callback([args, exit_code, replay] {
+    QuietLogsUnlessAsked();
+    RunOptions o;
+    o.replay_of = args->run_id;
+    o.scenario_path = "replay of " + args->run_id;
+    o.db_path = args->db;
+    if (replay->count("--seed")) o.seed = args->seed;
+    if (!ParseTags(args->tags, &o.tags)) {
+      *exit_code = 2;
+      return;
+    }
+    o.json = args->json;
+    o.dry_run = args->dry_run;
+    o.policy_path = args->policy;
+    if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
+      o.policy_path = "configs/policies/local_lab.yaml";
+    o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
+    *exit_code = RunScenario(o);
+  });
+
+  auto* runs = app.add_subcommand("runs", "list the runs in the results database, newest first");
+  runs->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
+  runs->add_option("--limit", args->limit, "how many")->capture_default_str();
+  runs->callback([args, exit_code] {
+    CleanUpDeadRuns(args->db);
+    auto store = reports::Store::Open(args->db, {.create = false});
+    if (!store.ok()) {
+      std::fprintf(stderr, "faultline runs: %s\n", store.status().ToUserString().c_str());
+      *exit_code = 2;
+      return;
+    }
+    reports::RunFilter f;
+    f.limit = args->limit;
+    auto list = (*store)->ListRuns(f);
+    if (!list.ok()) {
+      std::fprintf(stderr, "faultline runs: %s\n", list.status().ToUserString().c_str());
+      *exit_code = 3;
+      return;
+    }
+    std::printf("%-24s %-20s %-8s %-24s %8s  %s\n", "run", "scenario", "status", "started", "seed", "tags");
+    for (const auto& r : *list) {
+      std::string tags;
+      for (const auto& [k, v] : r.tags) tags += (tags.empty() ? "" : ",") + k + "=" + v;
+      std::printf("%-24s %-20s %-8s %-24s %8llu  %s\n", r.id.c_str(), r.scenario_name.c_str(),
+                  std::string(reports::RunStatusName(r.status)).c_str(), FormatWallIso(r.start_wall_ns).c_str(),
+                  static_cast<unsigned long long>(r.seed), tags.c_str());
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace fl::harness

@@ -1,0 +1,882 @@
+#include "harness/coordinator/run_driver.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "common/file_util.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "harness/control/auth.h"
+#include "harness/coordinator/control_server.h"
+#include "harness/coordinator/lab_catalog.h"
+#include "harness/lab/local_lab.h"
+#include "harness/scenario/plan.h"
+#include "injectors/injector.h"
+#include "injectors/journal.h"
+#include "reports/metrics/metrics.h"
+#include "reports/store/batch_writer.h"
+#include "reports/store/store.h"
+
+extern char** environ;
+
+namespace fl::harness {
+
+namespace pb = faultline::v1;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void OnInterrupt(int) { g_interrupted = true; }
+
+constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3, kExitInterrupted = 130;
+
+std::string SelfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+std::string Hostname() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+std::string LabNameOf(const std::string& run_id) { return "fl" + run_id.substr(run_id.size() - 6); }
+
+// A process we started, ended by pid (SIGTERM, then SIGKILL) if still running at the end.
+struct Proc {
+  pid_t pid = -1;
+  std::string what;
+};
+
+// Starts argv in its own session (a Ctrl-C meant for the coordinator must not kill the agents
+// before they revert: the coordinator stops them itself), optionally inside a named network
+// namespace. Only the network namespace changes: the agent keeps the machine's /sys and
+// cgroup mounts, which it needs for containers (ip netns exec would remount /sys).
+StatusOr<Proc> Spawn(const std::vector<std::string>& argv, const std::string& what, const std::string& netns = "") {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // Agents log warnings and errors only, unless the user chose a level: the coordinator's
+  // progress lines are what a person reads.
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+  if (!std::getenv("FAULTLINE_LOG")) env_store.emplace_back("FAULTLINE_LOG=warn");
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int ns_fd = -1;
+  if (!netns.empty()) {
+    ns_fd = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns_fd < 0) return ErrnoStatus(errno, "cannot open network namespace " + netns);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    if (ns_fd >= 0) close(ns_fd);
+    return ErrnoStatus(err, "cannot start " + what);
+  }
+  if (pid == 0) {  // child: async-signal-safe calls only
+    setsid();
+    if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNET) != 0) _exit(126);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  if (ns_fd >= 0) close(ns_fd);
+  return Proc{pid, what};
+}
+
+bool Reap(Proc& p, Deadline d) {
+  if (p.pid <= 0) return true;
+  int status;
+  bool done = WaitUntil([&] { return waitpid(p.pid, &status, WNOHANG) == p.pid; }, d, 10 * kNsPerMs);
+  if (done) p.pid = -1;
+  return done;
+}
+
+void EndProc(Proc& p) {
+  if (p.pid <= 0) return;
+  if (Reap(p, Deadline::After(0))) return;
+  kill(p.pid, SIGTERM);
+  if (Reap(p, Deadline::After(5 * kNsPerSec))) return;
+  kill(p.pid, SIGKILL);
+  Reap(p, Deadline::After(5 * kNsPerSec));
+}
+
+// What the telemetry tells us about the job while it runs.
+struct Progress {
+  std::mutex mu;
+  std::map<int, int64_t> last_iteration;   // rank -> last completed iteration
+  std::map<int, int> exit_code;            // rank -> code (-signal) once its process ended
+  Nanos last_sample_mono = 0;
+  uint64_t samples = 0;
+  uint64_t mismatches = 0;
+  std::deque<std::pair<Nanos, uint64_t>> rate;  // (mono, samples) for iterations/s
+
+  int64_t MinIteration(int world) {
+    std::lock_guard lock(mu);
+    if (static_cast<int>(last_iteration.size()) < world) return -1;
+    int64_t m = INT64_MAX;
+    for (auto& [r, it] : last_iteration) m = std::min(m, it);
+    return m;
+  }
+  int Exited() {
+    std::lock_guard lock(mu);
+    return static_cast<int>(exit_code.size());
+  }
+  std::optional<std::pair<int, int>> FirstFailure() {
+    std::lock_guard lock(mu);
+    for (auto& [r, c] : exit_code)
+      if (c != 0) return std::make_pair(r, c);
+    return std::nullopt;
+  }
+};
+
+struct ActiveFault {
+  PlannedFault plan;
+  reports::FaultRecord record;
+  std::string agent;
+  bool injected = false;
+  bool reverted = false;
+  bool failed = false;
+  Nanos revert_at_mono = 0;  // 0: at the end of the job
+};
+
+std::string AgentFor(const std::string& target, const lab::Topology& t) {
+  for (int h = 0; h < t.hosts; ++h) {
+    std::string host = "h" + std::to_string(h);
+    if (target == host || target.rfind(host + ".", 0) == 0) return host;
+  }
+  if (target.rfind("rank", 0) == 0) {
+    int r = std::atoi(target.c_str() + 4);
+    return "h" + std::to_string(r / std::max(1, t.gpus_per_host));
+  }
+  return "fabric";
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Opt(const std::optional<double>& v, int digits = 1) { return v ? Fixed(*v, digits) : "-"; }
+
+class Runner {
+ public:
+  explicit Runner(const RunOptions& o) : opts_(o) {}
+
+  int Run();
+  // Opens the store only when replaying; for DescribeRunPlan.
+  StatusOr<std::string> PlanOnly() {
+    if (!opts_.replay_of.empty()) {
+      FL_ASSIGN_OR_RETURN(store_, reports::Store::Open(opts_.db_path, {.create = false}));
+    }
+    FL_RETURN_IF_ERROR(Prepare());
+    return DescribePlan(plan_);
+  }
+
+ private:
+  int BadInput(const Status& s) {
+    std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
+    return kExitBadInput;
+  }
+  Status Prepare();
+  Status Provision();
+  Status StartAgents();
+  Status Launch(int attempt, uint64_t first_iteration);
+  Status StopRanks();
+  int Timeline();
+  Status InjectDue(ActiveFault& f);
+  Status RevertFault(ActiveFault& f);
+  void Teardown();
+  int Analyse(const std::string& end_reason, reports::RunStatus infra_status);
+  void OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch);
+  void PrintProgress(const std::string& phase, bool force = false);
+  void Event(const std::string& kind, nlohmann::json detail, int rank = -1);
+
+  RunOptions opts_;
+  Scenario scenario_;
+  lab::Topology topology_;
+  Plan plan_;
+  uint64_t seed_ = 0;
+  std::string run_id_;
+  std::string lab_name_;
+  std::string run_dir_;
+  std::string bin_dir_;
+  int world_ = 0;
+  std::unique_ptr<reports::Store> store_;
+  std::unique_ptr<reports::BatchWriter> writer_;
+  std::unique_ptr<lab::LocalLab> lab_;
+  std::unique_ptr<ControlServer> server_;
+  std::vector<Proc> agents_;
+  std::vector<std::string> agent_hosts_;
+  std::map<std::string, ClockOffset> offsets_;
+  Progress progress_;
+  std::vector<ActiveFault> faults_;
+  Nanos steady_mono_ = 0;
+  Nanos steady_wall_ = 0;
+  int restarts_ = 0;
+  std::optional<double> restart_cost_ms_;
+  Nanos last_progress_print_ = 0;
+  bool tty_ = isatty(2);
+  std::string job_id_;
+};
+
+void Runner::Event(const std::string& kind, nlohmann::json detail, int rank) {
+  reports::EventRecord e;
+  e.run_id = run_id_;
+  e.rank = rank;
+  e.wall_ns = WallNowNs();
+  e.kind = kind;
+  e.detail_json = detail.dump();
+  if (writer_) writer_->Push(std::move(e), Deadline::After(kNsPerSec)).IgnoreError();
+}
+
+Status Runner::Prepare() {
+  if (!opts_.replay_of.empty()) {
+    FL_ASSIGN_OR_RETURN(reports::RunRecord old, store_->GetRun(opts_.replay_of));
+    FL_ASSIGN_OR_RETURN(scenario_, ParseScenario(old.scenario_text, opts_.scenario_path));
+    seed_ = opts_.seed.value_or(old.seed);
+  } else {
+    FL_ASSIGN_OR_RETURN(scenario_, LoadScenarioFile(opts_.scenario_path));
+    seed_ = opts_.seed.value_or(scenario_.seed);
+  }
+  if (scenario_.lab.topology.empty())
+    return InvalidArgumentError(scenario_.lab.where + ": inventory labs are not supported by this build yet; use 'topology'");
+  FL_ASSIGN_OR_RETURN(topology_, lab::LoadTopology(scenario_.lab.topology));
+  world_ = topology_.hosts * topology_.gpus_per_host;
+  injectors::InjectorRegistry registry("injector");
+  FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry));
+  lab::LabPlan lab_plan = lab::PlanLab(topology_, "check", 0);
+  LabFaultCatalog catalog(topology_, lab_plan, registry.Names());
+  FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, catalog));
+  FL_ASSIGN_OR_RETURN(plan_, MakePlan(scenario_, catalog, seed_));
+  // Each injector checks its own parameters now, before anything exists.
+  for (const PlannedFault& pf : plan_.faults) {
+    FL_ASSIGN_OR_RETURN(auto inj, registry.Create(pf.kind));
+    injectors::FaultSpec spec{pf.kind, pf.target, pf.params, pf.duration_ns, seed_};
+    Status v = inj->Validate(spec);
+    if (!v.ok()) return InvalidArgumentError(scenario_.faults[pf.spec_index].where + ": " + v.message());
+  }
+  if (scenario_.job.ccl == "nccl")
+    return InvalidArgumentError(scenario_.path + ": ccl nccl needs GPUs; the local lab runs CPU ranks");
+  return OkStatus();
+}
+
+Status Runner::Provision() {
+  FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Create(topology_, lab_name_));
+  FL_RETURN_IF_ERROR(lab_->Provision());
+  return OkStatus();
+}
+
+Status Runner::StartAgents() {
+  FL_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/store", 0700));
+  FL_ASSIGN_OR_RETURN(std::string token, CreateTokenFile(run_dir_ + "/token"));
+  ControlServerOptions so;
+  std::string mgmt = lab_->plan().root_mgmt_addr;
+  so.listen_address = mgmt.substr(0, mgmt.find('/')) + ":0";
+  so.token = token;
+  so.run_id = run_id_;
+  so.lease_ns = opts_.lease_ns;
+  so.heartbeat_interval_ns = std::max<Nanos>(opts_.lease_ns / 6, 50 * kNsPerMs);
+  FL_ASSIGN_OR_RETURN(server_, ControlServer::Start(so));
+  server_->SetTelemetryHandler([this](const std::string& h, const pb::TelemetryBatch& b) { OnTelemetry(h, b); });
+
+  std::string policy = opts_.policy_path;
+  for (int h = 0; h <= topology_.hosts; ++h) {
+    bool fabric = h == topology_.hosts;
+    std::string host = fabric ? "fabric" : "h" + std::to_string(h);
+    std::vector<std::string> argv;
+    for (const std::string& a : {bin_dir_ + "/faultline-agent", std::string("--coordinator"), server_->address(),
+                                 std::string("--token-file"), run_dir_ + "/token", std::string("--host"), host,
+                                 std::string("--lab"), lab_name_, std::string("--run-dir"), run_dir_,
+                                 std::string("--worker"), bin_dir_ + "/faultline-worker"})
+      argv.push_back(a);
+    if (!policy.empty()) argv.insert(argv.end(), {"--policy", policy});
+    FL_ASSIGN_OR_RETURN(Proc p, Spawn(argv, "agent " + host, fabric ? "" : lab_->NetnsOf(host)));
+    agents_.push_back(p);
+    agent_hosts_.push_back(host);
+  }
+  FL_RETURN_IF_ERROR(server_->WaitForAgents(agent_hosts_, Deadline::After(30 * kNsPerSec)));
+  for (const auto& host : agent_hosts_) {
+    FL_ASSIGN_OR_RETURN(ClockOffset off, server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
+    offsets_[host] = off;
+    FL_ASSIGN_OR_RETURN(AgentInfo info, server_->Agent(host));
+    reports::HostRecord hr;
+    hr.run_id = run_id_;
+    hr.name = host;
+    hr.address = info.peer;
+    hr.clock_offset_ns = off.offset_ns;
+    hr.clock_uncertainty_ns = off.uncertainty_ns;
+    nlohmann::json fp = {{"kernel", info.fingerprint.kernel()},
+                         {"ccl_build", info.fingerprint.ccl_build()},
+                         {"cuda_driver", info.fingerprint.cuda_driver()},
+                         {"gpus", std::vector<std::string>(info.fingerprint.gpus().begin(), info.fingerprint.gpus().end())},
+                         {"rdma_devices", std::vector<std::string>(info.fingerprint.rdma_devices().begin(),
+                                                                   info.fingerprint.rdma_devices().end())}};
+    nlohmann::json nics = nlohmann::json::array();
+    for (const auto& n : info.fingerprint.nics())
+      nics.push_back({{"name", n.name()}, {"driver", n.driver()}, {"firmware", n.firmware()}, {"mac", n.mac()},
+                      {"speed_mbps", n.speed_mbps()}});
+    fp["nics"] = nics;
+    hr.fingerprint_json = fp.dump();
+    FL_RETURN_IF_ERROR(store_->PutHost(hr));
+  }
+  return OkStatus();
+}
+
+void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch) {
+  Nanos off = offsets_.count(host) ? offsets_[host].offset_ns : 0;
+  std::vector<reports::SampleRecord> samples;
+  std::vector<reports::EventRecord> events;
+  {
+    std::lock_guard lock(progress_.mu);
+    for (const auto& s : batch.samples()) {
+      reports::SampleRecord r;
+      r.run_id = run_id_;
+      r.rank = s.rank();
+      r.iteration = static_cast<int64_t>(s.iteration());
+      r.start_ns = s.start_wall_ns() - off;
+      r.end_ns = s.end_wall_ns() - off;
+      r.bytes = s.bytes();
+      r.verified = s.verified();
+      r.mismatch = s.mismatch();
+      samples.push_back(r);
+      auto& last = progress_.last_iteration.try_emplace(s.rank(), -1).first->second;
+      last = std::max<int64_t>(last, r.iteration);
+      progress_.samples++;
+      progress_.mismatches += s.mismatch();
+      progress_.last_sample_mono = MonoNowNs();
+    }
+    for (const auto& e : batch.events()) {
+      reports::EventRecord r;
+      r.run_id = run_id_;
+      r.rank = e.rank();
+      r.wall_ns = e.wall_ns() - off;
+      r.kind = e.kind();
+      r.detail_json = e.detail().empty() ? "{}" : e.detail();
+      events.push_back(r);
+      if (e.kind() == "rank_exit") {
+        auto d = nlohmann::json::parse(e.detail(), nullptr, false);
+        int code = d.is_object() ? (d.contains("code") ? d["code"].get<int>() : -d.value("signal", 9)) : -1;
+        progress_.exit_code[e.rank()] = code;
+      }
+    }
+  }
+  if (!samples.empty()) writer_->PushSamples(samples, Deadline::After(5 * kNsPerSec)).IgnoreError();
+  if (!events.empty()) writer_->PushEvents(events, Deadline::After(5 * kNsPerSec)).IgnoreError();
+}
+
+Status Runner::Launch(int attempt, uint64_t first_iteration) {
+  {
+    std::lock_guard lock(progress_.mu);
+    progress_.exit_code.clear();
+  }
+  job_id_ = run_id_ + "-" + std::to_string(attempt);
+  const JobSpec& j = scenario_.job;
+  std::vector<std::string> args = {"--job-id", job_id_, "--store-dir", run_dir_ + "/store",
+                                   "--ccl", j.ccl, "--workload", j.workload,
+                                   "--size", std::to_string(j.size_bytes), "--dtype", j.dtype,
+                                   "--check-every", std::to_string(j.check_every),
+                                   "--collective-timeout", std::to_string(j.collective_timeout_ns) + "ns",
+                                   "--first-iteration", std::to_string(first_iteration)};
+  if (j.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(j.iterations)});
+  else args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
+  if (!j.failover) args.push_back("--no-failover");
+  nlohmann::json extra = args;
+  for (int h = 0; h < topology_.hosts; ++h) {
+    std::string host = "h" + std::to_string(h);
+    std::vector<std::string> nics;
+    for (const auto& l : lab_->plan().links)
+      if (l.kind == lab::LinkKind::kHost && l.a_node == host && !l.a_addr.empty())
+        nics.push_back(l.a_addr.substr(0, l.a_addr.find('/')));
+    pb::CoordinatorMessage m;
+    m.mutable_launch()->set_worker_args_json(extra.dump());
+    for (int g = 0; g < topology_.gpus_per_host; ++g) {
+      auto* r = m.mutable_launch()->add_ranks();
+      r->set_rank(h * topology_.gpus_per_host + g);
+      r->set_world_size(world_);
+      // gloo binds one NIC per rank (local rank g on rail g); ftccl uses every NIC, rail order.
+      if (j.ccl == "gloo" && !nics.empty()) r->add_nics(nics[g % nics.size()]);
+      else for (const auto& n : nics) r->add_nics(n);
+    }
+    FL_ASSIGN_OR_RETURN(pb::Ack ack, server_->Call(host, m, Deadline::After(30 * kNsPerSec)));
+    if (!ack.ok()) return Status(static_cast<Code>(ack.error_code()), host + ": launch failed: " + ack.error());
+  }
+  Event("job_launch", {{"attempt", attempt}, {"first_iteration", first_iteration}});
+  return OkStatus();
+}
+
+Status Runner::StopRanks() {
+  Status first;
+  for (int h = 0; h < topology_.hosts; ++h) {
+    pb::CoordinatorMessage m;
+    m.mutable_stop()->set_grace_ms(2000);
+    auto ack = server_->Call("h" + std::to_string(h), m, Deadline::After(20 * kNsPerSec));
+    if (!ack.ok() && first.ok()) first = ack.status();
+  }
+  return first;
+}
+
+Status Runner::InjectDue(ActiveFault& f) {
+  pb::CoordinatorMessage m;
+  auto* in = m.mutable_inject();
+  in->set_fault_id(f.plan.id);
+  in->set_kind(f.plan.kind);
+  in->set_target(f.plan.target);
+  for (const auto& [k, v] : f.plan.params) (*in->mutable_params())[k] = v;
+  in->set_duration_ms(f.plan.duration_ns / kNsPerMs);
+  Nanos sent = WallNowNs();
+  f.record.requested_wall_ns = sent;
+  f.injected = true;
+  auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
+  Status st = ack.ok() ? (ack->ok() ? OkStatus() : Status(static_cast<Code>(ack->error_code()), ack->error()))
+                       : ack.status();
+  if (!st.ok()) {
+    f.failed = true;
+    store_->PutFault(f.record).IgnoreError();
+    return st.Prepend("fault " + f.plan.id + " (" + f.plan.kind + " on " + f.plan.target + ")");
+  }
+  Nanos off = offsets_[f.agent].offset_ns;
+  if (ack->requested_wall_ns()) f.record.requested_wall_ns = ack->requested_wall_ns() - off;
+  f.record.effective_wall_ns = ack->effective_wall_ns() ? ack->effective_wall_ns() - off : WallNowNs();
+  if (f.plan.duration_ns > 0)
+    f.revert_at_mono = MonoNowNs() + f.plan.duration_ns - (WallNowNs() - *f.record.effective_wall_ns);
+  FL_RETURN_IF_ERROR(store_->PutFault(f.record));
+  return OkStatus();
+}
+
+Status Runner::RevertFault(ActiveFault& f) {
+  if (!f.injected || f.reverted || f.failed) return OkStatus();
+  f.reverted = true;
+  pb::CoordinatorMessage m;
+  m.mutable_revert()->set_fault_id(f.plan.id);
+  auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
+  Status st = ack.ok() ? (ack->ok() ? OkStatus() : Status(static_cast<Code>(ack->error_code()), ack->error()))
+                       : ack.status();
+  f.record.revert_verified = st.ok();
+  f.record.reverted_wall_ns = st.ok() && ack->effective_wall_ns() ? ack->effective_wall_ns() - offsets_[f.agent].offset_ns
+                                                                 : WallNowNs();
+  store_->PutFault(f.record).IgnoreError();
+  return st.Prepend("reverting fault " + f.plan.id);
+}
+
+void Runner::PrintProgress(const std::string& phase, bool force) {
+  Nanos now = MonoNowNs();
+  if (!force && now - last_progress_print_ < (tty_ ? 250 * kNsPerMs : 5 * kNsPerSec)) return;
+  last_progress_print_ = now;
+  double rate = 0;
+  {
+    std::lock_guard lock(progress_.mu);
+    progress_.rate.emplace_back(now, progress_.samples);
+    while (progress_.rate.size() > 2 && now - progress_.rate.front().first > 2 * kNsPerSec) progress_.rate.pop_front();
+    auto& [t0, s0] = progress_.rate.front();
+    if (now > t0) rate = static_cast<double>(progress_.samples - s0) / (static_cast<double>(now - t0) / 1e9) / std::max(1, world_);
+  }
+  int64_t it = progress_.MinIteration(world_);
+  std::string next = "none";
+  for (const auto& f : faults_) {
+    if (f.injected) continue;
+    if (f.plan.after_iteration_trigger) next = f.plan.id + " " + f.plan.kind + " after iteration " + std::to_string(f.plan.after_iteration);
+    else if (steady_mono_ > 0) next = f.plan.id + " " + f.plan.kind + " in " + FormatDuration(std::max<Nanos>(0, steady_mono_ + f.plan.at_ns - now));
+    else next = f.plan.id + " " + f.plan.kind + " after warm-up";
+    break;
+  }
+  std::string total = scenario_.job.iterations ? std::to_string(scenario_.job.iterations) : FormatDuration(scenario_.job.duration_ns);
+  char line[512];
+  std::snprintf(line, sizeof line, "[%s] iteration %lld/%s  %.1f it/s  next fault: %s", phase.c_str(),
+                static_cast<long long>(it + 1), total.c_str(), rate, next.c_str());
+  if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
+  else std::fprintf(stderr, "%s\n", line);
+}
+
+int Runner::Timeline() {
+  const JobSpec& j = scenario_.job;
+  // Warm-up: every rank past warmup_iterations (or the whole job, if it is shorter).
+  uint64_t warm = std::min<uint64_t>(j.warmup_iterations, j.iterations ? j.iterations - 1 : j.warmup_iterations);
+  Nanos start = MonoNowNs();
+  Nanos limit = 120 * kNsPerSec + j.hang_timeout_ns;
+  while (progress_.MinIteration(world_) < static_cast<int64_t>(warm)) {
+    if (g_interrupted) return kExitInterrupted;
+    if (progress_.FirstFailure() || progress_.Exited() == world_) break;
+    if (MonoNowNs() - start > limit) {
+      Event("warmup_timeout", {{"limit_ns", limit}});
+      std::fprintf(stderr, "\nfaultline run: ranks did not finish warm-up within %s\n", FormatDuration(limit).c_str());
+      return kExitInfra;
+    }
+    PrintProgress("warm-up");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  steady_mono_ = MonoNowNs();
+  steady_wall_ = WallNowNs();
+  Event("steady_state", {{"iteration", progress_.MinIteration(world_)}});
+  for (const PlannedFault& pf : plan_.faults) {
+    ActiveFault f;
+    f.plan = pf;
+    f.agent = AgentFor(pf.target, topology_);
+    f.record.run_id = run_id_;
+    f.record.fault_id = pf.id;
+    f.record.kind = pf.kind;
+    f.record.target = pf.target;
+    f.record.params_json = nlohmann::json(pf.params).dump();
+    if (!pf.after_iteration_trigger) f.record.scheduled_wall_ns = steady_wall_ + pf.at_ns;
+    faults_.push_back(f);
+  }
+
+  Nanos failure_mono = 0;
+  while (true) {
+    if (g_interrupted) return kExitInterrupted;
+    Nanos now = MonoNowNs();
+    int64_t min_it = progress_.MinIteration(world_);
+    for (auto& f : faults_) {
+      if (f.injected) continue;
+      bool due = f.plan.after_iteration_trigger ? min_it >= static_cast<int64_t>(f.plan.after_iteration)
+                                                : now >= steady_mono_ + f.plan.at_ns;
+      if (!due) continue;
+      if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
+      Status st = InjectDue(f);
+      if (!st.ok()) {
+        std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
+        Event("inject_failed", {{"fault", f.plan.id}, {"error", st.ToUserString()}});
+        return kExitInfra;
+      }
+      FL_LOG(kInfo, "coord") << "injected " << f.plan.id << " " << f.plan.kind << " on " << f.plan.target;
+    }
+    for (auto& f : faults_) {
+      if (f.injected && !f.reverted && f.revert_at_mono > 0 && now >= f.revert_at_mono) {
+        Status st = RevertFault(f);
+        if (!st.ok()) {
+          std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
+          return kExitInfra;
+        }
+      }
+    }
+    // Job end, failure, hang.
+    if (progress_.Exited() == world_ && !progress_.FirstFailure()) return kExitPass;
+    if (auto fail = progress_.FirstFailure()) {
+      if (failure_mono == 0) failure_mono = now;
+      bool restart = scenario_.restart.enabled && restarts_ < static_cast<int>(scenario_.restart.max_restarts);
+      if (!restart) return kExitPass;  // analysed as a failed job
+      Event("job_failed", {{"rank", fail->first}, {"code", fail->second}});
+      StopRanks().IgnoreError();
+      // revert faults that target processes (they are gone with the job); network faults stay
+      if (scenario_.restart.delay_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(scenario_.restart.delay_ns));
+      int64_t resume = progress_.MinIteration(world_) + 1;
+      restarts_++;
+      Nanos relaunch = MonoNowNs();
+      uint64_t samples_before;
+      {
+        std::lock_guard lock(progress_.mu);
+        samples_before = progress_.samples;
+        progress_.last_iteration.clear();
+      }
+      Status st = Launch(restarts_, static_cast<uint64_t>(std::max<int64_t>(resume, 0)));
+      if (!st.ok()) {
+        std::fprintf(stderr, "\nfaultline run: restart failed: %s\n", st.ToUserString().c_str());
+        return kExitInfra;
+      }
+      bool back = WaitUntil([&] {
+        std::lock_guard lock(progress_.mu);
+        return progress_.samples > samples_before;
+      }, Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
+      if (back) {
+        restart_cost_ms_ = static_cast<double>(MonoNowNs() - failure_mono) / 1e6;
+        Event("job_restarted", {{"attempt", restarts_}, {"resume_iteration", resume},
+                                {"restart_cost_ms", *restart_cost_ms_},
+                                {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
+      }
+      failure_mono = 0;
+      continue;
+    }
+    Nanos last;
+    {
+      std::lock_guard lock(progress_.mu);
+      last = progress_.last_sample_mono;
+    }
+    if (last > 0 && now - last > j.hang_timeout_ns) {
+      Event("job_hung", {{"idle_ns", now - last}});
+      return kExitPass;  // analysed as hung
+    }
+    PrintProgress("running");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Runner::Teardown() {
+  for (auto& f : faults_) {
+    Status st = RevertFault(f);
+    if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
+  }
+  if (server_) {
+    for (const auto& host : agent_hosts_) {
+      pb::CoordinatorMessage m;
+      m.mutable_shutdown()->set_reason("run over");
+      server_->Call(host, m, Deadline::After(15 * kNsPerSec)).status().IgnoreError();
+    }
+  }
+  for (auto& a : agents_) {
+    if (!Reap(a, Deadline::After(10 * kNsPerSec))) EndProc(a);
+  }
+  if (server_) server_->Shutdown();
+  if (lab_) {
+    Status st = lab_->Teardown();
+    if (!st.ok()) std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
+  }
+  if (!run_dir_.empty()) {
+    unlink((run_dir_ + "/token").c_str());
+    std::vector<std::string> argv = {"rm", "-rf", "--", run_dir_};
+    Proc p = *Spawn(argv, "cleanup");
+    Reap(p, Deadline::After(10 * kNsPerSec));
+  }
+}
+
+int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_status) {
+  if (writer_) writer_->Flush(Deadline::After(30 * kNsPerSec)).IgnoreError();
+  auto data = store_->LoadRun(run_id_);
+  if (!data.ok()) {
+    std::fprintf(stderr, "faultline run: cannot read the run back: %s\n", data.status().ToUserString().c_str());
+    return kExitInfra;
+  }
+  reports::AnalysisInput in;
+  in.run_id = run_id_;
+  in.samples = data->samples;
+  in.events = data->events;
+  in.faults = data->faults;
+  in.num_ranks = world_;
+  if (scenario_.job.iterations) in.expected_iterations = static_cast<int64_t>(scenario_.job.iterations);
+  if (auto fail = progress_.FirstFailure(); fail && restarts_ >= static_cast<int>(scenario_.restart.max_restarts) ) {
+    in.job_failed = true;
+    in.job_failure = "rank " + std::to_string(fail->first) + " exited with " + std::to_string(fail->second);
+  }
+  reports::AnalysisOptions ao;
+  ao.warmup_iterations = static_cast<int64_t>(scenario_.job.warmup_iterations);
+  ao.hang_timeout = scenario_.job.hang_timeout_ns;
+  auto metrics = reports::ComputeMetrics(in, ao);
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "faultline run: analysis failed: %s\n", metrics.status().ToUserString().c_str());
+    return kExitInfra;
+  }
+  std::vector<reports::MetricRecord> rows = metrics->ToRecords();
+  if (restart_cost_ms_) rows.push_back({run_id_, std::nullopt, "restart_cost", *restart_cost_ms_, "ms"});
+  for (auto& r : rows) r.run_id = run_id_;
+  store_->ReplaceMetrics(run_id_, rows).IgnoreError();
+  reports::Expectations ex;
+  ex.survives = scenario_.expect.survives;
+  ex.max_detection_ms = scenario_.expect.max_detection_ms;
+  ex.max_recovery_ms = scenario_.expect.max_recovery_ms;
+  ex.min_degraded_ratio = scenario_.expect.min_degraded_ratio;
+  ex.max_throughput_loss_s = scenario_.expect.max_throughput_loss_s;
+  ex.exact_correctness = scenario_.expect.exact_correctness;
+  std::vector<reports::VerdictRecord> verdicts = reports::EvaluateExpectations(*metrics, ex);
+  for (auto& v : verdicts) v.run_id = run_id_;
+  store_->ReplaceVerdicts(run_id_, verdicts).IgnoreError();
+  bool all_passed = true;
+  for (const auto& v : verdicts) all_passed = all_passed && v.passed;
+  reports::RunStatus status = infra_status != reports::RunStatus::kRunning
+                                  ? infra_status
+                                  : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
+  store_->FinishRun(run_id_, status, WallNowNs(), end_reason).IgnoreError();
+
+  const reports::RunMetrics& m = *metrics;
+  if (opts_.json) {
+    nlohmann::json out = {{"run_id", run_id_}, {"scenario", scenario_.name}, {"seed", seed_},
+                          {"outcome", std::string(reports::OutcomeName(m.outcome.kind))},
+                          {"status", all_passed ? "passed" : "failed"}};
+    nlohmann::json fs = nlohmann::json::array();
+    for (const auto& f : m.faults) {
+      auto o = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      fs.push_back({{"fault", f.fault_id}, {"detection_ms", o(f.detection_latency_ms)},
+                    {"first_progress_ms", o(f.time_to_first_progress_ms)}, {"recovery_ms", o(f.recovery_ms)},
+                    {"degraded_ratio", o(f.degraded_ratio)}, {"throughput_loss_s", o(f.throughput_loss_s)}});
+    }
+    out["faults"] = fs;
+    out["correctness"] = {{"verified", m.correctness.verified_collectives}, {"mismatches", m.correctness.mismatches},
+                          {"lost", m.correctness.lost_iterations}, {"duplicated", m.correctness.duplicated_iterations}};
+    nlohmann::json vs = nlohmann::json::array();
+    for (const auto& v : verdicts)
+      vs.push_back({{"expectation", v.expectation}, {"fault", v.fault_id ? *v.fault_id : ""}, {"passed", v.passed},
+                    {"message", v.message}});
+    out["verdicts"] = vs;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    if (tty_) std::fprintf(stderr, "\n");
+    std::printf("\nrun %s  scenario %s  seed %llu  outcome %s\n", run_id_.c_str(), scenario_.name.c_str(),
+                static_cast<unsigned long long>(seed_), std::string(reports::OutcomeName(m.outcome.kind)).c_str());
+    if (m.baseline_algbw) std::printf("baseline algbw %.1f MB/s over %lld iterations\n", *m.baseline_algbw / 1e6,
+                                      static_cast<long long>(m.baseline_iterations));
+    std::printf("\n%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", "fault", "kind", "target", "detect ms",
+                "1st prog ms", "recover ms", "degraded", "loss s");
+    for (const auto& f : m.faults) {
+      const ActiveFault* af = nullptr;
+      for (const auto& x : faults_) if (x.plan.id == f.fault_id) af = &x;
+      std::printf("%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", f.fault_id.c_str(), af ? af->plan.kind.c_str() : "?",
+                  af ? af->plan.target.c_str() : "?", Opt(f.detection_latency_ms).c_str(),
+                  Opt(f.time_to_first_progress_ms).c_str(), Opt(f.recovery_ms).c_str(),
+                  Opt(f.degraded_ratio, 2).c_str(), Opt(f.throughput_loss_s, 2).c_str());
+    }
+    std::printf("\ncorrectness: %lld verified, %lld mismatches, %lld lost, %lld duplicated iterations\n",
+                static_cast<long long>(m.correctness.verified_collectives), static_cast<long long>(m.correctness.mismatches),
+                static_cast<long long>(m.correctness.lost_iterations),
+                static_cast<long long>(m.correctness.duplicated_iterations));
+    if (restart_cost_ms_) std::printf("restarts: %d, restart cost %.0f ms\n", restarts_, *restart_cost_ms_);
+    if (!m.outcome.reason.empty()) std::printf("outcome: %s\n", m.outcome.reason.c_str());
+    std::printf("\nverdicts:\n");
+    for (const auto& v : verdicts)
+      std::printf("  %s %-24s %-4s %s\n", v.passed ? "PASS" : "FAIL", v.expectation.c_str(),
+                  v.fault_id ? v.fault_id->c_str() : "", v.message.c_str());
+    std::printf("\nresults in %s (run %s)\n", opts_.db_path.c_str(), run_id_.c_str());
+  }
+  if (infra_status != reports::RunStatus::kRunning) return kExitInfra;
+  return all_passed ? kExitPass : kExitExpectation;
+}
+
+int Runner::Run() {
+  bin_dir_ = opts_.bin_dir.empty() ? SelfDir() : opts_.bin_dir;
+  if (opts_.dry_run) {
+    auto plan = PlanOnly();
+    if (!plan.ok()) return BadInput(plan.status());
+    std::printf("scenario %s: %d ranks on %d hosts, seed %llu, %zu fault firing(s)\n%s", scenario_.name.c_str(), world_,
+                topology_.hosts, static_cast<unsigned long long>(seed_), plan_.faults.size(), plan->c_str());
+    return kExitPass;
+  }
+  CleanUpDeadRuns(opts_.db_path);
+  auto store = reports::Store::Open(opts_.db_path);
+  if (!store.ok()) {
+    std::fprintf(stderr, "faultline run: cannot open %s: %s\n", opts_.db_path.c_str(), store.status().ToUserString().c_str());
+    return kExitInfra;
+  }
+  store_ = std::move(*store);
+  if (Status s = Prepare(); !s.ok()) {
+    if (s.code() == Code::kNotFound && opts_.replay_of.empty()) return BadInput(s);
+    return s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ? BadInput(s) : (std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str()), kExitInfra);
+  }
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "faultline run: the local lab needs root (network namespaces, cgroups)\n");
+    return kExitInfra;
+  }
+  run_id_ = NewRunId();
+  lab_name_ = LabNameOf(run_id_);
+  run_dir_ = injectors::StateDir() + "/runs/" + run_id_;
+  reports::RunRecord rr;
+  rr.id = run_id_;
+  rr.scenario_name = scenario_.name;
+  rr.scenario_text = scenario_.text;
+  rr.seed = seed_;
+  rr.start_wall_ns = WallNowNs();
+  rr.coordinator_pid = getpid();
+  rr.coordinator_host = Hostname();
+  rr.tags = opts_.tags;
+  if (!opts_.replay_of.empty()) rr.tags["replay_of"] = opts_.replay_of;
+  if (const char* rev = std::getenv("FAULTLINE_GIT_REVISION")) rr.git_revision = rev;
+  if (Status s = store_->CreateRun(rr); !s.ok()) {
+    std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
+    return kExitInfra;
+  }
+  auto writer = reports::BatchWriter::Open(opts_.db_path);
+  if (!writer.ok()) {
+    std::fprintf(stderr, "faultline run: %s\n", writer.status().ToUserString().c_str());
+    store_->FinishRun(run_id_, reports::RunStatus::kError, WallNowNs(), writer.status().ToUserString()).IgnoreError();
+    return kExitInfra;
+  }
+  writer_ = std::move(*writer);
+  log::SetContext({run_id_, "", -1});
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::fprintf(stderr, "faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)\n", run_id_.c_str(),
+               scenario_.name.c_str(), static_cast<unsigned long long>(seed_), world_, topology_.hosts, plan_.faults.size());
+  std::fputs(DescribePlan(plan_).c_str(), stderr);
+
+  std::string failure;
+  int rc = kExitPass;
+  auto phase = [&](const char* what, Status s) {
+    if (!s.ok() && failure.empty()) {
+      failure = std::string(what) + ": " + s.ToUserString();
+      rc = kExitInfra;
+    }
+    return s.ok();
+  };
+  std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(), scenario_.lab.topology.c_str());
+  bool ok = phase("provisioning the lab", Provision()) && !g_interrupted;
+  if (ok) {
+    std::fprintf(stderr, "[agents] starting %d agents\n", topology_.hosts + 1);
+    ok = phase("starting agents", StartAgents()) && !g_interrupted;
+  }
+  if (ok) ok = phase("launching ranks", Launch(0, 0)) && !g_interrupted;
+  if (ok) {
+    rc = Timeline();
+    if (rc == kExitInfra && failure.empty()) failure = "the timeline failed";
+  }
+  if (g_interrupted) {
+    rc = kExitInterrupted;
+    failure = "interrupted";
+  }
+  if (server_) StopRanks().IgnoreError();
+  for (auto& f : faults_) {
+    Status st = RevertFault(f);
+    if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
+  }
+  int exit_code;
+  if (rc == kExitPass) {
+    exit_code = Analyse("", reports::RunStatus::kRunning);
+  } else {
+    if (!failure.empty() && rc != kExitInterrupted) std::fprintf(stderr, "\nfaultline run: %s\n", failure.c_str());
+    reports::RunStatus st = rc == kExitInterrupted ? reports::RunStatus::kAborted : reports::RunStatus::kError;
+    if (writer_) writer_->Flush(Deadline::After(10 * kNsPerSec)).IgnoreError();
+    store_->FinishRun(run_id_, st, WallNowNs(), failure).IgnoreError();
+    exit_code = rc;
+  }
+  std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n", lab_name_.c_str());
+  Teardown();
+  if (writer_) writer_->Close(Deadline::After(30 * kNsPerSec)).IgnoreError();
+  return exit_code;
+}
+
+}  // namespace
+
+std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
+  if (access(db_path.c_str(), F_OK) != 0) return {};
+  auto store = reports::Store::Open(db_path);
+  if (!store.ok()) return {};
+  auto marked = (*store)->MarkDeadRunsAborted(Hostname());
+  if (!marked.ok()) return {};
+  for (const auto& id : *marked) {
+    std::fprintf(stderr, "faultline: run %s was left running by a coordinator that died: marked aborted\n", id.c_str());
+    auto lab = lab::LocalLab::Open(LabNameOf(id));
+    if (lab.ok()) {
+      Status st = (*lab)->Teardown();
+      std::fprintf(stderr, "faultline: removed its lab %s%s\n", LabNameOf(id).c_str(),
+                   st.ok() ? "" : (": " + st.ToUserString()).c_str());
+    }
+  }
+  return *marked;
+}
+
+StatusOr<std::string> DescribeRunPlan(const RunOptions& options) {
+  Runner runner(options);
+  return runner.PlanOnly();
+}
+
+int RunScenario(const RunOptions& options) {
+  Runner runner(options);
+  return runner.Run();
+}
+
+}  // namespace fl::harness

@@ -1,0 +1,51 @@
+// `faultline run`: drives one scenario end to end on the local lab.
+//
+//   load + validate (scenario, topology, targets, injector parameters; nothing is created
+//   before all of it passed) -> provision the lab -> start one agent per host and a fabric
+//   agent (dial-in over the management network) -> clock sync -> launch ranks -> warm-up ->
+//   fault timeline (seeded plan) -> job end, failure (restart policy) or hang -> stop ranks,
+//   revert faults -> analyse (reports/metrics) -> verdicts -> store -> teardown.
+//
+// Ctrl-C (SIGINT/SIGTERM) at any point: revert, stop, tear down, mark the run aborted.
+// A coordinator that dies without tearing down (SIGKILL) leaves its agents to revert on their
+// lease; the next `faultline run` marks its run aborted and removes its lab.
+//
+// Exit codes: 0 every expectation held, 1 one failed, 2 bad input, 3 infrastructure error,
+// 130 interrupted.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace fl::harness {
+
+struct RunOptions {
+  std::string scenario_path;
+  std::string db_path = "results.db";
+  std::optional<uint64_t> seed;
+  std::map<std::string, std::string> tags;
+  bool json = false;
+  std::string replay_of;    // run id this replays (its scenario text and seed are used)
+  std::string bin_dir;      // where faultline-agent and faultline-worker are; empty: beside us
+  std::string policy_path;  // agent policy; empty: configs/policies/local_lab.yaml if present
+  Nanos lease_ns = 3 * kNsPerSec;
+  bool dry_run = false;     // validate and print the plan; provision nothing, store nothing
+};
+
+int RunScenario(const RunOptions& options);
+
+// Validates the scenario (or the stored run to replay) against its lab and returns the seeded
+// plan, one line per fault (DescribePlan). Touches nothing outside the process.
+StatusOr<std::string> DescribeRunPlan(const RunOptions& options);
+
+// Marks runs of dead coordinators on this host aborted and removes their labs.
+// Returns the run ids marked.
+std::vector<std::string> CleanUpDeadRuns(const std::string& db_path);
+
+}  // namespace fl::harness
