@@ -114,7 +114,7 @@ class LinkDownInjector : public Injector {
                                   k_ == LinkKind::kNicFlap ? PortSide::kHost : PortSide::kSwitch));
     }
     for (const auto& p : ports) {
-      FL_ASSIGN_OR_RETURN(LinkState st, GetLink(p.netns, p.ifname));
+      FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
       if (!st.admin_up)
         return FailedPreconditionError(p.name + " (" + p.ifname + ") is already down");
     }
@@ -128,25 +128,26 @@ class LinkDownInjector : public Injector {
     auto ports = PortsOf(h);
     FL_ASSIGN_OR_RETURN(Nanos period, DurationParam(h.spec, "period", 0));
     h.requested_wall_ns = WallNowNs();
-    FL_RETURN_IF_ERROR(SetAll(ports, false, &h.effective_wall_ns));
+    FL_RETURN_IF_ERROR(SetAll(pool_, ports, false, &h.effective_wall_ns));
     if (period > 0) {
       FL_ASSIGN_OR_RETURN(Nanos down, DurationParam(h.spec, "down", period / 2));
       FL_ASSIGN_OR_RETURN(Nanos jitter, DurationParam(h.spec, "jitter", 0));
       FL_ASSIGN_OR_RETURN(double count, NumberParam(h.spec, "count", 0));
       auto f = std::make_shared<Flapper>();
       f->thread = std::thread([f, ports, period, down, jitter, count, seed = h.spec.seed] {
+        RtNetlinkPool pool;  // the schedule's own sockets: pool_ serves the caller's thread
         Rng rng = Rng(seed).Fork("nic_port_flap");
         uint64_t done = 1;  // the first down has been applied by Apply
         Nanos cycle_start = MonoNowNs();
         while (true) {
           if (f->WaitFor(cycle_start + down - MonoNowNs())) return;
-          SetAll(ports, true, nullptr).IgnoreError();
+          SetAll(pool, ports, true, nullptr).IgnoreError();
           f->flaps_done.fetch_add(1);
           if (count > 0 && done >= static_cast<uint64_t>(count)) return;
           Nanos extra = jitter > 0 ? rng.Between(0, jitter) : 0;
           if (f->WaitFor(cycle_start + period + extra - MonoNowNs())) return;
           cycle_start = MonoNowNs();
-          SetAll(ports, false, nullptr).IgnoreError();
+          SetAll(pool, ports, false, nullptr).IgnoreError();
           ++done;
         }
       });
@@ -170,7 +171,7 @@ class LinkDownInjector : public Injector {
     Status result;
     for (const auto& p : PortsOf(h)) {
       if (!p.netns.empty() && !NetnsExists(p.netns)) continue;  // the lab is gone: nothing left
-      Status s = SetLinkUp(p.netns, p.ifname, true);
+      Status s = pool_.SetLinkUp(p.netns, p.ifname, true);
       if (!s.ok() && s.code() != Code::kNotFound && result.ok()) result = s;
     }
     return result;
@@ -183,7 +184,7 @@ class LinkDownInjector : public Injector {
         if (want == Expect::kGone) continue;
         return UnavailableError("namespace " + p.netns + " is gone");
       }
-      FL_ASSIGN_OR_RETURN(LinkState st, GetLink(p.netns, p.ifname));
+      FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
       if (want == Expect::kGone && !st.admin_up)
         return InternalError(p.name + " (" + p.ifname + ") is still down after revert");
       if (want == Expect::kPresent && !periodic && st.admin_up)
@@ -193,7 +194,7 @@ class LinkDownInjector : public Injector {
         // The far end must have lost carrier: that is what the fault promises.
         bool lost = WaitUntil(
             [&] {
-              auto peer = GetLink(p.peer_netns, p.peer_ifname);
+              auto peer = pool_.GetLink(p.peer_netns, p.peer_ifname);
               return peer.ok() && !peer->carrier;
             },
             Deadline::After(kNsPerSec));
@@ -232,16 +233,18 @@ class LinkDownInjector : public Injector {
     }
   };
 
-  static Status SetAll(const std::vector<Port>& ports, bool up, Nanos* effective) {
+  static Status SetAll(RtNetlinkPool& pool, const std::vector<Port>& ports, bool up,
+                       Nanos* effective) {
     for (const auto& p : ports) {
       AckTiming t;
-      FL_RETURN_IF_ERROR(SetLinkUp(p.netns, p.ifname, up, &t));
+      FL_RETURN_IF_ERROR(pool.SetLinkUp(p.netns, p.ifname, up, &t));
       if (effective) *effective = t.effective_wall_ns;
     }
     return OkStatus();
   }
 
   LinkKind k_;
+  RtNetlinkPool pool_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Flapper>> flappers_;
 };

@@ -113,6 +113,38 @@ StatusOr<LinkState> RtNetlink::GetLink(const std::string& ifname) {
   return st;
 }
 
+StatusOr<RtNetlink*> RtNetlinkPool::Get(const std::string& netns) {
+  auto it = sockets_.find(netns);
+  if (it != sockets_.end()) return it->second.get();
+  FL_ASSIGN_OR_RETURN(auto nl, RtNetlink::Open(netns));
+  RtNetlink* raw = nl.get();
+  sockets_[netns] = std::move(nl);
+  return raw;
+}
+
+Status RtNetlinkPool::SetLinkUp(const std::string& netns, const std::string& ifname, bool up,
+                                AckTiming* timing) {
+  std::lock_guard<std::mutex> l(mu_);
+  FL_ASSIGN_OR_RETURN(RtNetlink * nl, Get(netns));
+  Status s = nl->SetLinkUp(ifname, up, timing);
+  if (s.ok()) return s;
+  // A cached socket may belong to a namespace that was deleted and re-created under the same
+  // name: retry once on a fresh socket.
+  sockets_.erase(netns);
+  FL_ASSIGN_OR_RETURN(nl, Get(netns));
+  return nl->SetLinkUp(ifname, up, timing);
+}
+
+StatusOr<LinkState> RtNetlinkPool::GetLink(const std::string& netns, const std::string& ifname) {
+  std::lock_guard<std::mutex> l(mu_);
+  FL_ASSIGN_OR_RETURN(RtNetlink * nl, Get(netns));
+  auto st = nl->GetLink(ifname);
+  if (st.ok()) return st;
+  sockets_.erase(netns);
+  FL_ASSIGN_OR_RETURN(nl, Get(netns));
+  return nl->GetLink(ifname);
+}
+
 Status SetLinkUp(const std::string& netns, const std::string& ifname, bool up, AckTiming* timing) {
   FL_ASSIGN_OR_RETURN(auto nl, RtNetlink::Open(netns));
   return nl->SetLinkUp(ifname, up, timing);

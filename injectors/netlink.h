@@ -5,7 +5,9 @@
 // Blocking: every call waits for the kernel's answer, bounded by a deadline (1 s default).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/clock.h"
@@ -42,6 +44,21 @@ class RtNetlink {
   Status Transact(void* buf, size_t len, LinkState* reply);
   mnl_socket* nl_;
   unsigned seq_ = 1;
+};
+
+// Sockets per namespace, opened on first use and kept: for injectors that act repeatedly and
+// must act fast (a flap's request-to-effective time excludes opening a socket in a namespace).
+// Thread-safety: calls are serialised by an internal mutex.
+class RtNetlinkPool {
+ public:
+  Status SetLinkUp(const std::string& netns, const std::string& ifname, bool up,
+                   AckTiming* timing = nullptr);
+  StatusOr<LinkState> GetLink(const std::string& netns, const std::string& ifname);
+
+ private:
+  StatusOr<RtNetlink*> Get(const std::string& netns);
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<RtNetlink>> sockets_;
 };
 
 // One-shot helpers that open a socket in netns.

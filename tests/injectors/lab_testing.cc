@@ -53,6 +53,15 @@ std::string TestLab::Addr(const std::string& host, const std::string& ifname) co
   return a.ok() ? *a : "";
 }
 
+Status InjectorEnv::Init(const char* topology) {
+  FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry));
+  FL_ASSIGN_OR_RETURN(lab, TestLab::Up(topology));
+  h0 = lab->lab().NetnsOf("h0");
+  h1 = lab->lab().NetnsOf("h1");
+  h1_addr = lab->Addr("h1", "nic0");
+  return OkStatus();
+}
+
 namespace {
 
 sockaddr_in Sockaddr(const std::string& addr, uint16_t port) {

@@ -10,6 +10,8 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "harness/lab/local_lab.h"
+#include "injectors/injector.h"
+#include "injectors/journal.h"
 
 namespace fl::testing {
 
@@ -66,6 +68,22 @@ class TcpPair {
   uint32_t seq_ = 0;
   std::atomic<bool> stop_{false};
   std::thread server_;
+};
+
+// What an injector test needs: a private state directory, the built-in injectors, a journal
+// and a small lab (h0, h1 and the address of h1.nic0).
+struct InjectorEnv {
+  ScopedStateDir state;
+  injectors::InjectorRegistry registry{"injector"};
+  injectors::FaultJournal journal;
+  std::unique_ptr<TestLab> lab;
+  std::string h0, h1, h1_addr;
+
+  Status Init(const char* topology);
+  StatusOr<std::unique_ptr<injectors::Injector>> Make(const std::string& kind) const {
+    return registry.Create(kind);
+  }
+  const injectors::Fabric& fabric() const { return lab->lab().fabric(); }
 };
 
 // A fresh connection and one round trip; OK when it completes within timeout.

@@ -14,24 +14,10 @@ using testing::TcpPair;
 using testing::TcpWorks;
 using testing::TestLab;
 
-struct Env {
-  testing::ScopedStateDir state;
-  InjectorRegistry registry{"injector"};
-  FaultJournal journal;
-  std::unique_ptr<TestLab> lab;
-  std::string h0, h1, h1_addr;
-
-  explicit Env(const char* topology) {
-    REQUIRE(RegisterBuiltinInjectors(registry).ok());
-    auto l = TestLab::Up(topology);
-    REQUIRE(l.ok());
-    lab = std::move(*l);
-    h0 = lab->lab().NetnsOf("h0");
-    h1 = lab->lab().NetnsOf("h1");
-    h1_addr = lab->Addr("h1", "nic0");
-  }
+struct Env : testing::InjectorEnv {
+  explicit Env(const char* topology) { REQUIRE(Init(topology).ok()); }
   std::unique_ptr<Injector> Make(const std::string& kind) {
-    auto inj = registry.Create(kind);
+    auto inj = InjectorEnv::Make(kind);
     REQUIRE(inj.ok());
     return std::move(*inj);
   }

@@ -112,3 +112,41 @@ TEST_CASE("lab inject: holds for --for then reverts and leaves nothing", "[.root
 
 }  // namespace
 }  // namespace fl::injectors
+
+namespace fl::injectors {
+namespace {
+
+TEST_CASE("lab inject: Ctrl-C reverts the held fault", "[.root][integration]") {
+  testing::ScopedStateDir state;
+  auto l = testing::TestLab::Up(testing::kSmallRail);
+  REQUIRE(l.ok());
+  auto& lab = (*l)->lab();
+  FaultJournal journal;
+  pid_t owner = Spawn({"lab", "inject", lab.name(), "link_blackhole", "--target", "h1.nic0"});
+  REQUIRE(owner > 0);
+  bool applied = WaitUntil(
+      [&] {
+        auto e = journal.List();
+        return e.ok() && e->size() == 1 && (*e)[0].phase == "applied";
+      },
+      Deadline::After(10 * kNsPerSec), 5 * kNsPerMs);
+  CHECK(applied);
+  REQUIRE(kill(owner, SIGINT) == 0);
+  int status = 0;
+  bool exited = WaitUntil([&] { return waitpid(owner, &status, WNOHANG) == owner; },
+                          Deadline::After(10 * kNsPerSec), 5 * kNsPerMs);
+  if (!exited) {
+    kill(owner, SIGKILL);
+    waitpid(owner, &status, 0);
+  }
+  REQUIRE(exited);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(journal.List()->empty());
+  CHECK(testing::TcpWorks(lab.NetnsOf("h0"), lab.NetnsOf("h1"), (*l)->Addr("h1", "nic0"),
+                          5 * kNsPerSec)
+            .ok());
+}
+
+}  // namespace
+}  // namespace fl::injectors

@@ -12,28 +12,17 @@ namespace {
 using testing::TcpPair;
 using testing::TcpWorks;
 
-struct Env {
-  testing::ScopedStateDir state;
-  InjectorRegistry registry{"injector"};
-  FaultJournal journal;
-  std::unique_ptr<testing::TestLab> lab;
-  std::string h0, h1, h1_addr, tor0;
+struct Env : testing::InjectorEnv {
+  std::string tor0;
   Env() {
-    REQUIRE(RegisterBuiltinInjectors(registry).ok());
-    auto l = testing::TestLab::Up(testing::kSmallRail);
-    REQUIRE(l.ok());
-    lab = std::move(*l);
-    h0 = lab->lab().NetnsOf("h0");
-    h1 = lab->lab().NetnsOf("h1");
+    REQUIRE(Init(testing::kSmallRail).ok());
     tor0 = lab->lab().NetnsOf("tor0");
-    h1_addr = lab->Addr("h1", "nic0");
   }
   std::unique_ptr<Injector> Make(const std::string& kind) {
-    auto inj = registry.Create(kind);
+    auto inj = InjectorEnv::Make(kind);
     REQUIRE(inj.ok());
     return std::move(*inj);
   }
-  const Fabric& fabric() { return lab->lab().fabric(); }
 };
 
 TEST_CASE("bandwidth_throttle: a 2 MiB message no longer fits in a second",
@@ -66,7 +55,7 @@ TEST_CASE("packet_loss: measured loss over 4000 datagrams is within tolerance",
   Env env;
   auto base = testing::UdpDelivered(env.h0, env.h1, env.h1_addr, 2000);
   REQUIRE(base.ok());
-  CHECK(*base == 2000);  // no loss without the fault
+  CHECK(*base >= 1990);  // (almost) no loss without the fault: the loss below is the fault's
   auto inj = env.Make("packet_loss");
   FaultSpec spec{"packet_loss", "h0.nic0", {{"percent", "20"}}, 0, 1};
   auto h = InjectFault(*inj, spec, env.fabric(), &env.journal);
@@ -82,7 +71,7 @@ TEST_CASE("packet_loss: measured loss over 4000 datagrams is within tolerance",
   REQUIRE(RevertFault(*inj, *h, &env.journal).ok());
   auto after = testing::UdpDelivered(env.h0, env.h1, env.h1_addr, 2000);
   REQUIRE(after.ok());
-  CHECK(*after == 2000);
+  CHECK(*after >= 1990);
   CHECK(TcpWorks(env.h0, env.h1, env.h1_addr, 5 * kNsPerSec).ok());
   CHECK(RevertFault(*inj, *h, &env.journal).ok());
 }
