@@ -122,7 +122,8 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-TEST_CASE("ftccl: 8 ranks, every collective, op and type, 1 element to 64 MiB", "[integration]") {
+TEST_CASE("ftccl: 8 ranks - every collective - op and type - 1 element to 64 MiB",
+          "[integration]") {
   const int n = 8;
   MemoryStore store;
   ftccl::FtcclOptions opts;

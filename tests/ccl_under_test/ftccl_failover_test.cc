@@ -119,7 +119,7 @@ void RequireAllCorrect(const LoopResult& r, int iters) {
   }
 }
 
-TEST_CASE("ftccl: a path that dies in the middle of a chunk fails over, results exact",
+TEST_CASE("ftccl: a path that dies in the middle of a chunk fails over - results exact",
           "[integration]") {
   Group g;
   g.Create(FastOptions());
@@ -140,7 +140,7 @@ TEST_CASE("ftccl: a path that dies in the middle of a chunk fails over, results 
   CHECK(requeued > 0);
 }
 
-TEST_CASE("ftccl: lost acknowledgements make peers resend; duplicates are applied once",
+TEST_CASE("ftccl: lost acknowledgements make peers resend - duplicates are applied once",
           "[integration]") {
   Group g;
   g.Create(FastOptions());
@@ -159,7 +159,7 @@ TEST_CASE("ftccl: lost acknowledgements make peers resend; duplicates are applie
   CHECK(dups > 0);
 }
 
-TEST_CASE("ftccl: a slow path carries less, chunks arrive out of order, results exact",
+TEST_CASE("ftccl: a slow path carries less - chunks arrive out of order - results exact",
           "[integration]") {
   Group g;
   g.Create(FastOptions());
@@ -176,7 +176,7 @@ TEST_CASE("ftccl: a slow path carries less, chunks arrive out of order, results 
   CHECK(fast > slow);
 }
 
-TEST_CASE("ftccl: a silent blackhole (no error, no carrier loss) is found by keep-alives",
+TEST_CASE("ftccl: a silent blackhole (no error - no carrier loss) is found by keep-alives",
           "[integration]") {
   Group g;
   g.Create(FastOptions());
@@ -214,7 +214,7 @@ TEST_CASE("ftccl: a failed path comes back and carries traffic again (failback)"
   CHECK(g.faults->BytesSent(nic) > at_restore + 64 * 1024);
 }
 
-TEST_CASE("ftccl: every path to a peer dead ends in Unavailable, not a hang", "[integration]") {
+TEST_CASE("ftccl: every path to a peer dead ends in Unavailable - not a hang", "[integration]") {
   Group g;
   auto o = FastOptions();
   o.peer_dead_timeout = 500 * kNsPerMs;

@@ -60,7 +60,7 @@ TEST_CASE("cuda: reduce kernels agree with the host reductions", "[.gpu]") {
   }
 }
 
-TEST_CASE("ftccl: AllReduce on CUDA device buffers, 2 ranks", "[.gpu]") {
+TEST_CASE("ftccl: AllReduce on CUDA device buffers - 2 ranks", "[.gpu]") {
   if (ftccl::CudaDevices().empty()) {
     WARN("skipped: no CUDA device");
     return;

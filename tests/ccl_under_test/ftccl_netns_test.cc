@@ -116,11 +116,11 @@ void ExpectFailStop(const std::string& ccl, std::vector<std::string> extra) {
   CHECK(took < 30 * kNsPerSec);
 }
 
-TEST_CASE("ftccl lab: fail-stop mode fails with an error, not a hang", "[.root]") {
+TEST_CASE("ftccl lab: fail-stop mode fails with an error - not a hang", "[.root]") {
   ExpectFailStop("ftccl", {"--no-failover"});
 }
 
-TEST_CASE("gloo lab: a NIC down fails gloo with an error, not a hang", "[.root]") {
+TEST_CASE("gloo lab: a NIC down fails gloo with an error - not a hang", "[.root]") {
   ExpectFailStop("gloo", {});
 }
 
