@@ -124,4 +124,40 @@ void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceO
   }
 }
 
+double GetElement(const void* buf, size_t i, DataType t) {
+  switch (t) {
+    case DataType::kFloat32:
+      return static_cast<const float*>(buf)[i];
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(buf)[i];
+    case DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case DataType::kFloat16:
+      return HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case DataType::kBFloat16:
+      return BFloat16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+  }
+  return 0;
+}
+
+void SetElement(void* buf, size_t i, DataType t, double v) {
+  switch (t) {
+    case DataType::kFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case DataType::kInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case DataType::kFloat16:
+      static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kBFloat16:
+      static_cast<uint16_t*>(buf)[i] = FloatToBFloat16(static_cast<float>(v));
+      break;
+  }
+}
+
 }  // namespace fl::ccl::ftccl

@@ -12,6 +12,10 @@ namespace fl::ccl::ftccl {
 
 void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceOp op);
 
+// Element i of a buffer of `type`, as a double (for checks and test data).
+double GetElement(const void* buf, size_t i, DataType type);
+void SetElement(void* buf, size_t i, DataType type, double value);
+
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
 float BFloat16ToFloat(uint16_t b);

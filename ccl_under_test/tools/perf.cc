@@ -37,41 +37,9 @@ double Value(int rank, size_t i) {
   return static_cast<double>(static_cast<int64_t>((rank + 1) * 31 + i * 7) % 17) - 8;
 }
 
-void SetElem(void* buf, size_t i, DataType t, double v) {
-  switch (t) {
-    case DataType::kFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case DataType::kInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(buf)[i] = ftccl::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(buf)[i] = ftccl::FloatToBFloat16(static_cast<float>(v));
-      break;
-  }
-}
+void SetElem(void* buf, size_t i, DataType t, double v) { ftccl::SetElement(buf, i, t, v); }
 
-double GetElem(const void* buf, size_t i, DataType t) {
-  switch (t) {
-    case DataType::kFloat32:
-      return static_cast<const float*>(buf)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case DataType::kFloat16:
-      return ftccl::HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBFloat16:
-      return ftccl::BFloat16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-  }
-  return 0;
-}
+double GetElem(const void* buf, size_t i, DataType t) { return ftccl::GetElement(buf, i, t); }
 
 double Expected(const PerfOptions& o, int n, int r, size_t i, size_t block) {
   auto reduce = [&](size_t idx) {
