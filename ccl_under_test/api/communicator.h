@@ -23,8 +23,14 @@
 //   Cancelled         Abort() was called
 //   InvalidArgument   bad arguments (type not supported by this library, root out of range)
 //   FailedPrecondition  the buffer kind is not supported by this build (CUDA without CUDA)
-// After a collective has failed the group is out of step: later collectives return the same
-// error (see GetAsyncError) until the Communicator is destroyed and re-created.
+// Argument errors found before any communication (InvalidArgument) leave the communicator
+// usable. After a collective has failed in flight the group is out of step: later
+// collectives return the same error (see GetAsyncError) until the Communicator is destroyed
+// and re-created.
+//
+// Creating one: fill a CclRegistry with RegisterBuiltinCcls (ccl_under_test/tools/
+// ccl_builtin.h) and Create("ftccl" | "gloo" | "nccl", config); Create blocks until every
+// peer is connected or config.init_timeout passes. docs/ftccl.md has an example.
 #pragma once
 
 #include <cstddef>
