@@ -26,9 +26,12 @@ function(fl_test name)
   add_executable(${name} ${A_SOURCES} ${A_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE fl_build_flags fl_test_main ${A_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
-  catch_discover_tests(${name} TEST_PREFIX "${name}:" PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit")
+  # "-w NoTests": a ctest entry whose filter matches no test case fails instead of passing
+  # silently (test names must not contain ';', which CMake splits lists on).
+  catch_discover_tests(${name} TEST_PREFIX "${name}:" EXTRA_ARGS -w NoTests
+                       PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit")
   foreach(tag root gpu rdma)
-    catch_discover_tests(${name} TEST_SPEC "[.${tag}]" TEST_PREFIX "${name}:${tag}:"
+    catch_discover_tests(${name} TEST_SPEC "[.${tag}]" TEST_PREFIX "${name}:${tag}:" EXTRA_ARGS -w NoTests
                          PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${tag}" RUN_SERIAL TRUE)
   endforeach()
 endfunction()

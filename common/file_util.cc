@@ -81,6 +81,14 @@ Status MakeDirs(const std::string& path, unsigned mode) {
   return OkStatus();
 }
 
+std::string SelfExeDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
 std::pair<int, int> LineColOf(std::string_view text, size_t byte_offset) {
   int line = 1, col = 1;
   for (size_t i = 0; i < text.size() && i < byte_offset; ++i) {

@@ -17,6 +17,10 @@ Status WriteFileAtomic(const std::string& path, std::string_view content);
 // mkdir -p; existing directories are fine.
 Status MakeDirs(const std::string& path, unsigned mode = 0755);
 
+// The directory of this process's executable (from /proc/self/exe), "." when unknown: where
+// faultline finds its sibling binaries (faultline-agent, faultline-worker).
+std::string SelfExeDir();
+
 // 1-based line and column of a byte offset (0-based) in text.
 std::pair<int, int> LineColOf(std::string_view text, size_t byte_offset);
 

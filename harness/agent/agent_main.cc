@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 
+#include "common/file_util.h"
 #include "common/log.h"
 #include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
@@ -15,14 +16,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
-
-std::string SelfDir() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
 
 }  // namespace
 
@@ -84,7 +77,7 @@ int main(int argc, char** argv) {
     rt.policy = *p;
   }
   rt.host = opts.host;
-  if (rt.worker_binary.empty()) rt.worker_binary = SelfDir() + "/faultline-worker";
+  if (rt.worker_binary.empty()) rt.worker_binary = SelfExeDir() + "/faultline-worker";
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);

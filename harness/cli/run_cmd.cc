@@ -60,12 +60,18 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
         ->capture_default_str();
   };
   add_common(run);
-  run->callback([args, exit_code, run] {
+  // run and replay share every option; replay takes the scenario and seed from the store.
+  auto run_with = [args, exit_code](CLI::App* cmd, bool replay) {
     QuietLogsUnlessAsked();
     RunOptions o;
-    o.scenario_path = args->scenario;
+    if (replay) {
+      o.replay_of = args->run_id;
+      o.scenario_path = "replay of " + args->run_id;
+    } else {
+      o.scenario_path = args->scenario;
+    }
     o.db_path = args->db;
-    if (run->count("--seed")) o.seed = args->seed;
+    if (cmd->count("--seed")) o.seed = args->seed;
     if (!ParseTags(args->tags, &o.tags)) {
       *exit_code = 2;
       return;
@@ -77,30 +83,13 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       o.policy_path = "configs/policies/local_lab.yaml";
     o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
     *exit_code = RunScenario(o);
-  });
+  };
+  run->callback([run_with, run] { run_with(run, false); });
 
   auto* replay = app.add_subcommand("replay", "rerun a stored run's scenario with its seed (same targets, same times)");
   replay->add_option("run_id", args->run_id, "run id (see faultline runs)")->required();
   add_common(replay);
-  replay->callback([args, exit_code, replay] {
-    QuietLogsUnlessAsked();
-    RunOptions o;
-    o.replay_of = args->run_id;
-    o.scenario_path = "replay of " + args->run_id;
-    o.db_path = args->db;
-    if (replay->count("--seed")) o.seed = args->seed;
-    if (!ParseTags(args->tags, &o.tags)) {
-      *exit_code = 2;
-      return;
-    }
-    o.json = args->json;
-    o.dry_run = args->dry_run;
-    o.policy_path = args->policy;
-    if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
-      o.policy_path = "configs/policies/local_lab.yaml";
-    o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
-    *exit_code = RunScenario(o);
-  });
+  replay->callback([run_with, replay] { run_with(replay, true); });
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database, newest first");
   runs->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();

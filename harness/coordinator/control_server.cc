@@ -164,7 +164,7 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     if (it != sessions_.end() && it->second == session) {
       sessions_.erase(it);
       agents_[session->host].connected = false;
-      FL_LOG(kWarn, "coord") << "agent " << session->host << " disconnected";
+      FL_LOG(kInfo, "coord") << "agent " << session->host << " disconnected";
     }
   }
 

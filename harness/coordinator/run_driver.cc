@@ -42,13 +42,6 @@ void OnInterrupt(int) { g_interrupted = true; }
 
 constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3, kExitInterrupted = 130;
 
-std::string SelfDir() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -498,10 +491,12 @@ void Runner::PrintProgress(const std::string& phase, bool force) {
     else next = f.plan.id + " " + f.plan.kind + " after warm-up";
     break;
   }
-  std::string total = scenario_.job.iterations ? std::to_string(scenario_.job.iterations) : FormatDuration(scenario_.job.duration_ns);
+  std::string done = "iteration " + std::to_string(it + 1);
+  if (scenario_.job.iterations) done += "/" + std::to_string(scenario_.job.iterations);
+  else if (steady_mono_ > 0) done += " (" + FormatDuration(now - steady_mono_) + " of steady state)";
   char line[512];
-  std::snprintf(line, sizeof line, "[%s] iteration %lld/%s  %.1f it/s  next fault: %s", phase.c_str(),
-                static_cast<long long>(it + 1), total.c_str(), rate, next.c_str());
+  std::snprintf(line, sizeof line, "[%s] %s  %.1f it/s  next fault: %s", phase.c_str(), done.c_str(), rate,
+                next.c_str());
   if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
   else std::fprintf(stderr, "%s\n", line);
 }
@@ -598,7 +593,7 @@ int Runner::Timeline() {
       if (back) {
         restart_cost_ms_ = static_cast<double>(MonoNowNs() - failure_mono) / 1e6;
         Event("job_restarted", {{"attempt", restarts_}, {"resume_iteration", resume},
-                                {"restart_cost_ms", *restart_cost_ms_},
+                                {"failure_to_first_sample_ms", *restart_cost_ms_},
                                 {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
       }
       failure_mono = 0;
@@ -660,7 +655,8 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
   in.faults = data->faults;
   in.num_ranks = world_;
   if (scenario_.job.iterations) in.expected_iterations = static_cast<int64_t>(scenario_.job.iterations);
-  if (auto fail = progress_.FirstFailure(); fail && restarts_ >= static_cast<int>(scenario_.restart.max_restarts) ) {
+  // Exit codes are cleared at each relaunch: a failure here is one of the last attempt.
+  if (auto fail = progress_.FirstFailure()) {
     in.job_failed = true;
     in.job_failure = "rank " + std::to_string(fail->first) + " exited with " + std::to_string(fail->second);
   }
@@ -673,7 +669,6 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
     return kExitInfra;
   }
   std::vector<reports::MetricRecord> rows = metrics->ToRecords();
-  if (restart_cost_ms_) rows.push_back({run_id_, std::nullopt, "restart_cost", *restart_cost_ms_, "ms"});
   for (auto& r : rows) r.run_id = run_id_;
   store_->ReplaceMetrics(run_id_, rows).IgnoreError();
   reports::Expectations ex;
@@ -684,6 +679,18 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
   ex.max_throughput_loss_s = scenario_.expect.max_throughput_loss_s;
   ex.exact_correctness = scenario_.expect.exact_correctness;
   std::vector<reports::VerdictRecord> verdicts = reports::EvaluateExpectations(*metrics, ex);
+  // A planned fault that never fired (the job ended first) tested nothing: say so, and fail.
+  for (const auto& pf : plan_.faults) {
+    bool fired = false;
+    for (const auto& f : faults_) fired = fired || (f.plan.id == pf.id && f.injected);
+    if (fired) continue;
+    reports::VerdictRecord v;
+    v.fault_id = pf.id;
+    v.expectation = "fault_fired";
+    v.passed = false;
+    v.message = "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
+    verdicts.push_back(v);
+  }
   for (auto& v : verdicts) v.run_id = run_id_;
   store_->ReplaceVerdicts(run_id_, verdicts).IgnoreError();
   bool all_passed = true;
@@ -734,7 +741,10 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
                 static_cast<long long>(m.correctness.verified_collectives), static_cast<long long>(m.correctness.mismatches),
                 static_cast<long long>(m.correctness.lost_iterations),
                 static_cast<long long>(m.correctness.duplicated_iterations));
-    if (restart_cost_ms_) std::printf("restarts: %d, restart cost %.0f ms\n", restarts_, *restart_cost_ms_);
+    for (const auto& f : m.faults)
+      if (f.restart_cost_ms)
+        std::printf("restarts: %d; fault %s cost %.0f ms until the job was past where it stood\n", restarts_,
+                    f.fault_id.c_str(), *f.restart_cost_ms);
     if (!m.outcome.reason.empty()) std::printf("outcome: %s\n", m.outcome.reason.c_str());
     std::printf("\nverdicts:\n");
     for (const auto& v : verdicts)
@@ -747,7 +757,7 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
 }
 
 int Runner::Run() {
-  bin_dir_ = opts_.bin_dir.empty() ? SelfDir() : opts_.bin_dir;
+  bin_dir_ = opts_.bin_dir.empty() ? SelfExeDir() : opts_.bin_dir;
   if (opts_.dry_run) {
     auto plan = PlanOnly();
     if (!plan.ok()) return BadInput(plan.status());
@@ -755,16 +765,30 @@ int Runner::Run() {
                 topology_.hosts, static_cast<unsigned long long>(seed_), plan_.faults.size(), plan->c_str());
     return kExitPass;
   }
-  CleanUpDeadRuns(opts_.db_path);
-  auto store = reports::Store::Open(opts_.db_path);
-  if (!store.ok()) {
-    std::fprintf(stderr, "faultline run: cannot open %s: %s\n", opts_.db_path.c_str(), store.status().ToUserString().c_str());
+  // Bad input must change nothing, not even create the results file: validate first (a
+  // replay reads its scenario from an existing results file).
+  if (!opts_.replay_of.empty()) {
+    auto store = reports::Store::Open(opts_.db_path, {.create = false});
+    if (!store.ok()) {
+      Status st = store.status();
+      return BadInput(st.Prepend("results file " + opts_.db_path));
+    }
+    store_ = std::move(*store);
+  }
+  if (Status s = Prepare(); !s.ok()) {
+    if (s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound) return BadInput(s);
+    std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
     return kExitInfra;
   }
-  store_ = std::move(*store);
-  if (Status s = Prepare(); !s.ok()) {
-    if (s.code() == Code::kNotFound && opts_.replay_of.empty()) return BadInput(s);
-    return s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ? BadInput(s) : (std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str()), kExitInfra);
+  CleanUpDeadRuns(opts_.db_path);
+  if (!store_) {
+    auto store = reports::Store::Open(opts_.db_path);
+    if (!store.ok()) {
+      std::fprintf(stderr, "faultline run: cannot open %s: %s\n", opts_.db_path.c_str(),
+                   store.status().ToUserString().c_str());
+      return kExitInfra;
+    }
+    store_ = std::move(*store);
   }
   if (geteuid() != 0) {
     std::fprintf(stderr, "faultline run: the local lab needs root (network namespaces, cgroups)\n");

@@ -30,7 +30,7 @@ TEST_CASE("registry: create by name, with arguments", "[unit]") {
   CHECK(reg.Names() == std::vector<std::string>{"poly"});
 }
 
-TEST_CASE("registry: unknown names list the known ones; duplicates are refused", "[unit]") {
+TEST_CASE("registry: unknown names list the known ones, duplicates are refused", "[unit]") {
   Registry<Shape> reg("injector");
   auto factory = []() -> StatusOr<std::unique_ptr<Shape>> { return std::unique_ptr<Shape>(new Poly(4)); };
   REQUIRE(reg.Register("nic_port_flap", factory).ok());

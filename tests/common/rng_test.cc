@@ -8,7 +8,7 @@
 namespace fl {
 namespace {
 
-TEST_CASE("rng: the same seed gives the same sequence; forks are independent", "[unit]") {
+TEST_CASE("rng: the same seed gives the same sequence, forks are independent", "[unit]") {
   Rng a(42), b(42), c(43);
   std::vector<uint64_t> va, vb, vc;
   for (int i = 0; i < 16; ++i) {

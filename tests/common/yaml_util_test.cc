@@ -43,7 +43,7 @@ TEST_CASE("yaml: typed getters point at the bad value", "[unit]") {
   CHECK(word.status().message() == "scenario.yaml:5:11: 'nic_port_flap' is not a valid kind");
 }
 
-TEST_CASE("yaml: syntax errors carry a location; missing files are NotFound", "[unit]") {
+TEST_CASE("yaml: syntax errors carry a location, missing files are NotFound", "[unit]") {
   auto bad = YamlDoc::Parse("a: [1, 2\nb: 3\n", "broken.yaml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().rfind("broken.yaml:", 0) == 0);

@@ -46,7 +46,7 @@ void StallCycle(Env& env, const FaultSpec& spec, bool expect_error_ok = true) {
   CHECK(env.journal.List()->empty());
 }
 
-TEST_CASE("nic_port_flap: host NIC down stalls TCP; revert restores it", "[.root][integration]") {
+TEST_CASE("nic_port_flap: host NIC down stalls TCP, revert restores it", "[.root][integration]") {
   Env env(testing::kSmallRail);
   FaultSpec spec{"nic_port_flap", "h0.nic0", {}, 0, 1};
   StallCycle(env, spec);
@@ -116,6 +116,32 @@ TEST_CASE("injectors: an unknown target is NotFound and creates nothing", "[.roo
   auto inj2 = env.Make("tor_uplink_down");
   CHECK(InjectFault(*inj2, up, env.lab->lab().fabric(), &env.journal).status().code() ==
         Code::kNotFound);  // no spine in this topology
+}
+
+}  // namespace
+}  // namespace fl::injectors
+
+namespace fl::injectors {
+namespace {
+
+TEST_CASE("injectors: a dry run resolves the target and changes nothing", "[.root][integration]") {
+  Env env(testing::kSmallRail);
+  for (const char* kind : {"tor_port_down", "link_blackhole", "bandwidth_throttle"}) {
+    FaultSpec spec{kind, "rail0", {}, 0, 1};
+    if (std::string(kind) == "bandwidth_throttle") spec.params["rate"] = "10mbit";
+    auto inj = env.Make(kind);
+    auto h = DryRunFault(*inj, spec, env.fabric());
+    REQUIRE(h.ok());
+    CHECK(h->effective_wall_ns == 0);
+    CHECK(env.journal.List()->empty());
+  }
+  auto h = DryRunFault(*env.Make("tor_port_down"), FaultSpec{"tor_port_down", "rail0", {}, 0, 1},
+                       env.fabric());
+  REQUIRE(h.ok());
+  CHECK(h->state["ports"].size() == 2);  // tor0.h0 and tor0.h1
+  CHECK(GetLink(env.lab->lab().NetnsOf("tor0"), "h0")->admin_up);
+  CHECK(GetLink(env.h0, "nic0")->carrier);
+  CHECK(TcpWorks(env.h0, env.h1, env.h1_addr, 5 * kNsPerSec).ok());
 }
 
 }  // namespace

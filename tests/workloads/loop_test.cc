@@ -94,7 +94,7 @@ TEST_CASE("loop: a correct run verifies every k-th iteration and reports every s
   CHECK(sink.samples[9].end_wall_ns >= sink.samples[9].start_wall_ns);
 }
 
-TEST_CASE("loop: a wrong element is a mismatch, not a crash; a failed collective ends the loop", "[unit]") {
+TEST_CASE("loop: a wrong element is a mismatch, not a crash, a failed collective ends the loop", "[unit]") {
   FakeComm comm(0, 8);
   comm.corrupt_at_ = 2;
   comm.fail_at_ = 5;
@@ -115,7 +115,7 @@ TEST_CASE("loop: a wrong element is a mismatch, not a crash; a failed collective
   CHECK(sink.worker_events == std::vector<std::string>{"collective_failed"});
 }
 
-TEST_CASE("loop: alltoall verification knows each block's sender; stop ends the loop", "[unit]") {
+TEST_CASE("loop: alltoall verification knows each block's sender, stop ends the loop", "[unit]") {
   FakeComm comm(1, 4);
   auto w = Make("moe_alltoall");
   WorkloadConfig c;

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
+#include "tests/test_util.h"
 #include "common/file_util.h"
 #include "harness/control/auth.h"
 #include "harness/control/clock_sync.h"
@@ -48,17 +49,7 @@ class Child {
   bool reaped_ = false;
 };
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/fl_control_XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf " + path;  // test-only cleanup of our own temp dir
-    if (std::system(cmd.c_str()) != 0) {}
-  }
-};
+using testing::TempDir;
 
 std::string Bin(const std::string& name) { return std::string(FL_BUILD_DIR) + "/bin/" + name; }
 
@@ -81,8 +72,8 @@ TEST_CASE("control: clock offset uses the probe with the shortest round trip", "
 
 TEST_CASE("control: an agent process registers, reports its fingerprint, syncs its clock and obeys shutdown",
           "[integration]") {
-  TempDir dir;
-  auto token = CreateTokenFile(dir.path + "/token");
+  TempDir dir("fl_control");
+  auto token = CreateTokenFile(dir.path() + "/token");
   REQUIRE(token.ok());
   ControlServerOptions o;
   o.token = *token;
@@ -92,7 +83,7 @@ TEST_CASE("control: an agent process registers, reports its fingerprint, syncs i
   auto server = ControlServer::Start(o);
   REQUIRE(server.ok());
   Child agent({Bin("faultline-agent"), "--coordinator", (*server)->address(), "--token-file",
-               dir.path + "/token", "--host", "h0"});
+               dir.path() + "/token", "--host", "h0"});
   REQUIRE(agent.pid() > 0);
   REQUIRE((*server)->WaitForAgents({"h0"}, Deadline::After(20 * kNsPerSec)).ok());
   auto info = (*server)->Agent("h0");
@@ -119,15 +110,15 @@ TEST_CASE("control: an agent process registers, reports its fingerprint, syncs i
 }
 
 TEST_CASE("control: an agent with the wrong token is refused", "[integration]") {
-  TempDir dir;
-  REQUIRE(CreateTokenFile(dir.path + "/token").ok());
-  REQUIRE(WriteFileAtomic(dir.path + "/wrong", "not-the-token\n").ok());
+  TempDir dir("fl_control");
+  REQUIRE(CreateTokenFile(dir.path() + "/token").ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/wrong", "not-the-token\n").ok());
   ControlServerOptions o;
-  o.token = *ReadTokenFile(dir.path + "/token");
+  o.token = *ReadTokenFile(dir.path() + "/token");
   auto server = ControlServer::Start(o);
   REQUIRE(server.ok());
   Child agent({Bin("faultline-agent"), "--coordinator", (*server)->address(), "--token-file",
-               dir.path + "/wrong", "--host", "h0"});
+               dir.path() + "/wrong", "--host", "h0"});
   CHECK(agent.Wait(Deadline::After(20 * kNsPerSec)) == 3);
   CHECK((*server)->stats().rejected == 1);
   CHECK((*server)->Agents().empty());
@@ -135,15 +126,15 @@ TEST_CASE("control: an agent with the wrong token is refused", "[integration]") 
 
 TEST_CASE("control: when the coordinator is SIGKILLed the agent reverts its faults within the lease",
           "[integration]") {
-  TempDir dir;
-  REQUIRE(CreateTokenFile(dir.path + "/token").ok());
+  TempDir dir("fl_control");
+  REQUIRE(CreateTokenFile(dir.path() + "/token").ok());
   const Nanos lease = 600 * kNsPerMs;
-  Child coordinator({std::string(FL_BUILD_DIR) + "/tests/control_peer", "coordinator", dir.path + "/port",
-                     dir.path + "/token", std::to_string(lease / kNsPerMs)});
-  REQUIRE(WaitUntil([&] { return ReadFile(dir.path + "/port").ok(); }, Deadline::After(20 * kNsPerSec)));
-  std::string addr = "127.0.0.1:" + *ReadFile(dir.path + "/port");
-  Child agent({std::string(FL_BUILD_DIR) + "/tests/control_peer", "agent", addr, dir.path + "/token", dir.path});
-  const std::string marker = dir.path + "/f0";
+  Child coordinator({std::string(FL_BUILD_DIR) + "/tests/control_peer", "coordinator", dir.path() + "/port",
+                     dir.path() + "/token", std::to_string(lease / kNsPerMs)});
+  REQUIRE(WaitUntil([&] { return ReadFile(dir.path() + "/port").ok(); }, Deadline::After(20 * kNsPerSec)));
+  std::string addr = "127.0.0.1:" + *ReadFile(dir.path() + "/port");
+  Child agent({std::string(FL_BUILD_DIR) + "/tests/control_peer", "agent", addr, dir.path() + "/token", dir.path()});
+  const std::string marker = dir.path() + "/f0";
   REQUIRE(WaitUntil([&] { return access(marker.c_str(), F_OK) == 0; }, Deadline::After(20 * kNsPerSec)));
 
   // The fault stays while the coordinator lives: several leases long.

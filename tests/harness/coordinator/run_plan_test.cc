@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
+#include "tests/test_util.h"
 #include "common/file_util.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/store/store.h"
@@ -12,17 +13,7 @@
 namespace fl::harness {
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/fl_plan_XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf " + path;
-    if (std::system(cmd.c_str()) != 0) {}
-  }
-};
+using testing::TempDir;
 
 std::string Scenario(const std::string& fault_lines) {
   return "name: drawn\nseed: 11\nlab:\n  topology: " + std::string(FL_SOURCE_DIR) +
@@ -40,11 +31,11 @@ constexpr const char* kDrawn = R"(  - kind: nic_port_flap
     after_iteration: 30
 )";
 
-TEST_CASE("run plan: the same seed gives the same plan; another seed another one", "[unit]") {
-  TempDir dir;
-  REQUIRE(WriteFileAtomic(dir.path + "/s.yaml", Scenario(kDrawn)).ok());
+TEST_CASE("run plan: the same seed gives the same plan, another seed another one", "[unit]") {
+  TempDir dir("fl_plan");
+  REQUIRE(WriteFileAtomic(dir.path() + "/s.yaml", Scenario(kDrawn)).ok());
   RunOptions o;
-  o.scenario_path = dir.path + "/s.yaml";
+  o.scenario_path = dir.path() + "/s.yaml";
   auto a = DescribeRunPlan(o);
   REQUIRE(a.ok());
   auto b = DescribeRunPlan(o);
@@ -58,16 +49,16 @@ TEST_CASE("run plan: the same seed gives the same plan; another seed another one
 }
 
 TEST_CASE("run plan: a replay of a stored run draws the same targets and times", "[unit]") {
-  TempDir dir;
+  TempDir dir("fl_plan");
   std::string text = Scenario(kDrawn);
-  REQUIRE(WriteFileAtomic(dir.path + "/s.yaml", text).ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/s.yaml", text).ok());
   RunOptions original;
-  original.scenario_path = dir.path + "/s.yaml";
+  original.scenario_path = dir.path() + "/s.yaml";
   original.seed = 424242;
   auto plan = DescribeRunPlan(original);
   REQUIRE(plan.ok());
   {
-    auto store = reports::Store::Open(dir.path + "/r.db");
+    auto store = reports::Store::Open(dir.path() + "/r.db");
     REQUIRE(store.ok());
     reports::RunRecord r;
     r.id = "r20261130-000000-abcdef";
@@ -78,11 +69,11 @@ TEST_CASE("run plan: a replay of a stored run draws the same targets and times",
     REQUIRE((*store)->CreateRun(r).ok());
   }
   // The scenario file may have changed or gone since: the replay uses the stored text.
-  REQUIRE(WriteFileAtomic(dir.path + "/s.yaml", Scenario("  - kind: tor_port_down\n    target: tor0.h0\n    at: 1s\n")).ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/s.yaml", Scenario("  - kind: tor_port_down\n    target: tor0.h0\n    at: 1s\n")).ok());
   RunOptions replay;
   replay.replay_of = "r20261130-000000-abcdef";
   replay.scenario_path = "replay";
-  replay.db_path = dir.path + "/r.db";
+  replay.db_path = dir.path() + "/r.db";
   auto again = DescribeRunPlan(replay);
   REQUIRE(again.ok());
   CHECK(*again == *plan);
@@ -91,9 +82,9 @@ TEST_CASE("run plan: a replay of a stored run draws the same targets and times",
 }
 
 TEST_CASE("run plan: bad targets and parameters are reported at their place in the file", "[unit]") {
-  TempDir dir;
+  TempDir dir("fl_plan");
   RunOptions o;
-  o.scenario_path = dir.path + "/bad.yaml";
+  o.scenario_path = dir.path() + "/bad.yaml";
   REQUIRE(WriteFileAtomic(o.scenario_path, Scenario("  - kind: nic_port_flap\n    target: h9.nic0\n    at: 1s\n")).ok());
   auto s = DescribeRunPlan(o);
   REQUIRE(s.status().code() == Code::kInvalidArgument);
