@@ -99,7 +99,7 @@ class TrainingStep : public AllReduceLoop {
           float aik = a_[i * kN + k];
           for (int j = 0; j < kN; ++j) c_[i * kN + j] += aik * b_[k * kN + j];
         }
-      sink_ += c_[0];
+      sink_ = sink_ + c_[0];
     } while (std::chrono::steady_clock::now() < until);
   }
 
