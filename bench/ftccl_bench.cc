@@ -58,6 +58,7 @@ double NumberAfter(const std::string& text, const std::string& anchor, const std
 
 struct Ctx {
   NetnsLab* lab;
+  std::vector<std::string> rank_env;  // NAME=value for every ftccl-perf rank
   std::string perf;
   std::string rate;
   int hosts, nics;
@@ -129,7 +130,7 @@ std::vector<double> PerfBusbw(Ctx& c, const std::string& ccl, std::vector<int> r
                rails,
                {"-b", b, "-e", e, "-f", "4", "-n", std::to_string(iters), "-w", "2", "-c", "1",
                 "--timeout", "120s", "--json", json},
-               {}};
+               c.rank_env};
   LabJob run2(*c.lab, spec);
   if (!run2.Start().ok()) return {};
   auto codes = run2.WaitAll(Deadline::After(600 * kNsPerSec));
@@ -214,13 +215,17 @@ int main(int argc, char** argv) {
   std::string rate = "500mbit";
   int runs = 5, repeats = 20;
   std::string perf;
-  bool skip_bw = false, skip_failover = false;
+  bool skip_bw = false, skip_failover = false, only_2nic = false;
+  std::vector<std::string> rank_env;
   app.add_option("--rate", rate, "tc tbf rate per link");
   app.add_option("--runs", runs, "runs per bandwidth figure (median reported)");
   app.add_option("--repeats", repeats, "fault repeats per failover figure");
   app.add_option("--perf", perf, "ftccl-perf binary (default: next to this one)");
   app.add_flag("--skip-bandwidth", skip_bw);
   app.add_flag("--skip-failover", skip_failover);
+  app.add_flag("--only-2nic", only_2nic, "link limit and the 2-NIC 64 MiB figure only");
+  app.add_option("--rank-env", rank_env,
+                 "NAME=value for every rank (e.g. FTCCL_CHUNK_BYTES=1048576)");
   CLI11_PARSE(app, argc, argv);
   if (perf.empty()) {
     std::string self = argv[0];
@@ -232,7 +237,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_lab = lab->get();
-  Ctx c{lab->get(), perf, rate, 4, 2};
+  Ctx c{lab->get(), rank_env, perf, rate, 4, 2};
   std::printf("# lab: 4 hosts x 2 ranks x 2 NICs, tbf %s burst 256kb both ends, runs %d\n",
               rate.c_str(), runs);
   std::printf("| figure | median | runs | target | command |\n|---|---|---|---|---|\n");
@@ -265,6 +270,7 @@ int main(int argc, char** argv) {
         "%s |\n",
         mbs(Median(ft2)), 100 * Median(ft2) / (2 * limit), ft2.size(), cmd.c_str());
     std::fflush(stdout);
+    if (only_2nic) return 0;
 
     const char* sizes[] = {"1MiB", "4MiB", "16MiB", "64MiB"};
     std::vector<std::vector<double>> gl(4), f1(4);
