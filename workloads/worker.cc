@@ -16,10 +16,24 @@ StatusOr<LoopResult> RunLoop(Workload& workload, int rank, const LoopOptions& op
   const uint64_t check_every = options.check_every == 0 ? 1 : options.check_every;
   const Nanos end_mono = options.duration_ns > 0 ? MonoNowNs() + options.duration_ns : 0;
   LoopResult result;
+  const uint64_t agree_every = options.agree_every == 0 ? 1 : options.agree_every;
   for (uint64_t it = options.first_iteration;; ++it) {
     if (options.iterations > 0 && it >= options.iterations) break;
-    if (end_mono > 0 && MonoNowNs() >= end_mono) break;
-    if (stop.load()) break;
+    if (options.comm == nullptr) {
+      if (end_mono > 0 && MonoNowNs() >= end_mono) break;
+      if (stop.load()) break;
+    } else if ((it - options.first_iteration) % agree_every == 0) {
+      // Every rank reaches this point at the same iteration index: agree on stopping.
+      int32_t flag = (end_mono > 0 && MonoNowNs() >= end_mono) || stop.load() ? 1 : 0;
+      ccl::CollectiveOptions co;
+      co.timeout = 30 * kNsPerSec;
+      Status st = options.comm->AllReduce(&flag, &flag, 1, ccl::DataType::kInt32, ccl::ReduceOp::kMax, co);
+      if (!st.ok()) {
+        st.Prepend("agreeing on the end of the job before iteration " + std::to_string(it));
+        return st;
+      }
+      if (flag != 0) break;
+    }
     IterationSample s;
     s.rank = rank;
     s.iteration = it;

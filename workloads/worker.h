@@ -45,6 +45,12 @@ struct LoopOptions {
   uint64_t check_every = 1;
   // A restarted job resumes here (its last checkpoint): iteration numbers stay global.
   uint64_t first_iteration = 0;
+  // With a duration (or a stop request), the ranks must agree on the last iteration, or the
+  // ones that go on wait forever for the ones that stopped. Every agree_every iterations
+  // they AllReduce(max) a stop flag over comm, and all stop after the same iteration.
+  // REQUIRES: comm when duration_ns > 0 and the job has more than one rank.
+  ccl::Communicator* comm = nullptr;
+  uint64_t agree_every = 10;
 };
 
 struct LoopResult {

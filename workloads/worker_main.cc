@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
   lo.duration_ns = *dur;
   lo.check_every = check_every;
   lo.first_iteration = first_iteration;
+  lo.comm = comm->get();
   auto result = workloads::RunLoop(**workload, rank, lo, sink, g_stop);
   int code = result.ok() ? 0 : 1;
   if (!result.ok()) FL_LOG(kError, "worker") << result.status().ToString();

@@ -22,10 +22,12 @@ class CountingSink : public TelemetrySink {
   int samples = 0, mismatches = 0, verified = 0;
 };
 
+// iterations 0: run for 300 ms, the ranks agreeing on the last iteration over the communicator.
 void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, int world, uint64_t iterations) {
   ccl::MemoryStore store;
   CountingSink sink;
   std::vector<Status> results(world);
+  std::vector<uint64_t> per_rank_iterations;
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -55,8 +57,15 @@ void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, in
         return;
       }
       std::atomic<bool> stop{false};
-      auto res = RunLoop(*w, r, {iterations, 0, 1}, sink, stop);
+      LoopOptions lo{iterations, iterations ? 0 : 300 * kNsPerMs, 1};
+      lo.comm = comm->get();
+      lo.agree_every = 3;
+      auto res = RunLoop(*w, r, lo, sink, stop);
       results[r] = res.status();
+      if (res.ok()) {
+        std::lock_guard lock(sink.mu);
+        per_rank_iterations.push_back(res->iterations);
+      }
     });
   }
   for (auto& t : threads) t.join();
@@ -64,7 +73,10 @@ void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, in
     INFO("rank " << r);
     CHECK(results[r].ToString() == "OK");
   }
-  CHECK(sink.samples == world * static_cast<int>(iterations));
+  REQUIRE(per_rank_iterations.size() == static_cast<size_t>(world));
+  for (uint64_t n : per_rank_iterations) CHECK(n == per_rank_iterations[0]);  // same last iteration
+  if (iterations) CHECK(per_rank_iterations[0] == iterations);
+  CHECK(sink.samples == world * static_cast<int>(per_rank_iterations[0]));
   CHECK(sink.verified == sink.samples);
   CHECK(sink.mismatches == 0);
 }
@@ -73,6 +85,10 @@ TEST_CASE("workloads over ftccl: every workload verifies exactly on 4 ranks", "[
   RunJob("allreduce_loop", ccl::DataType::kFloat32, 1 << 20, 4, 6);
   RunJob("training_step", ccl::DataType::kInt32, 100'003 * 4, 4, 4);
   RunJob("moe_alltoall", ccl::DataType::kInt64, 64 << 10, 4, 5);
+}
+
+TEST_CASE("workloads over ftccl: a timed job ends on the same iteration on every rank", "[integration]") {
+  RunJob("allreduce_loop", ccl::DataType::kFloat32, 64 << 10, 4, 0);
 }
 
 }  // namespace
