@@ -321,7 +321,10 @@ class AgentRuntime::Impl {
       for (const auto& pre : p.target_prefixes) ok = ok || f.target().rfind(pre, 0) == 0;
       if (!ok) return FailedPreconditionError("policy: target '" + f.target() + "' is outside what " + opts_.host + " may touch");
     }
-    if (p.max_fault_duration_ns > 0 && (f.duration_ms() == 0 || f.duration_ms() * kNsPerMs > p.max_fault_duration_ns))
+    // A kill is instantaneous: there is nothing to hold, so no duration to limit.
+    const bool instantaneous = f.kind() == "container_kill";
+    if (!instantaneous && p.max_fault_duration_ns > 0 &&
+        (f.duration_ms() == 0 || f.duration_ms() * kNsPerMs > p.max_fault_duration_ns))
       return FailedPreconditionError("policy: faults on " + opts_.host + " last at most " +
                                      std::to_string(p.max_fault_duration_ns / kNsPerMs) + " ms");
     return OkStatus();
