@@ -84,7 +84,8 @@ struct Result {
 double CpuSeconds() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec / 1e6;
 }
 
 Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep) {
@@ -113,8 +114,8 @@ Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep)
     std::vector<reports::SampleRecord> rows;
     rows.reserve(b.samples_size());
     for (const auto& s : b.samples())
-      rows.push_back({"bench", s.rank(), static_cast<int64_t>(s.iteration()), s.start_wall_ns(), s.end_wall_ns(),
-                      s.bytes(), s.verified(), s.mismatch()});
+      rows.push_back({"bench", s.rank(), static_cast<int64_t>(s.iteration()), s.start_wall_ns(),
+                      s.end_wall_ns(), s.bytes(), s.verified(), s.mismatch()});
     received += rows.size();
     (*writer)->PushSamples(rows, Deadline::After(5 * kNsPerSec)).IgnoreError();
   });
@@ -122,7 +123,8 @@ Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep)
   if (child == 0) {
     std::string exe = SelfExe();
     execl(exe.c_str(), exe.c_str(), "--agents-process", (*server)->address().c_str(), token.c_str(),
-          std::to_string(n).c_str(), std::to_string(rate).c_str(), std::to_string(seconds).c_str(), nullptr);
+          std::to_string(n).c_str(), std::to_string(rate).c_str(), std::to_string(seconds).c_str(),
+          nullptr);
     _exit(127);
   }
   std::vector<std::string> hosts;
@@ -160,7 +162,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Coordinator CPU and memory under N simulated agents streaming telemetry."};
   int agents = 256, rate = 100, repeat = 5;
   double seconds = 10;
-  app.add_option("--agents", agents, "simulated agents (one gRPC session each)")->capture_default_str();
+  app.add_option("--agents", agents, "simulated agents (one gRPC session each)")
+      ->capture_default_str();
   app.add_option("--rate", rate, "samples per second per agent")->capture_default_str();
   app.add_option("--seconds", seconds, "streaming time per repetition")->capture_default_str();
   app.add_option("--repeat", repeat, "repetitions (the median is reported)")->capture_default_str();
@@ -170,14 +173,19 @@ int main(int argc, char** argv) {
   std::vector<double> cpu, rss, rx;
   for (int i = 0; i < repeat; ++i) {
     Result r = RunOnce(agents, rate, seconds, dir, i);
-    std::fprintf(stderr, "rep %d: coordinator cpu %.1f%% of a core, peak rss %.1f MiB, %.0f samples/s received, %llu committed\n",
-                 i + 1, r.cpu_percent, r.rss_mb, r.received_per_s, static_cast<unsigned long long>(r.committed));
+    std::fprintf(stderr,
+                 "rep %d: coordinator cpu %.1f%% of a core, peak rss %.1f MiB, %.0f samples/s "
+                 "received, %llu committed\n",
+                 i + 1, r.cpu_percent, r.rss_mb, r.received_per_s,
+                 static_cast<unsigned long long>(r.committed));
     cpu.push_back(r.cpu_percent);
     rss.push_back(r.rss_mb);
     rx.push_back(r.received_per_s);
   }
-  std::printf("agents %d x %d samples/s: coordinator cpu median %.1f%% of one core, peak rss %.1f MiB, %.0f samples/s ingested (median of %d)\n",
-              agents, rate, Median(cpu), *std::max_element(rss.begin(), rss.end()), Median(rx), repeat);
+  std::printf(
+      "agents %d x %d samples/s: coordinator cpu median %.1f%% of one core, peak rss %.1f MiB, "
+      "%.0f samples/s ingested (median of %d)\n",
+      agents, rate, Median(cpu), *std::max_element(rss.begin(), rss.end()), Median(rx), repeat);
   std::string cmd = "rm -rf " + dir;
   return std::system(cmd.c_str()) == 0 ? 0 : 0;
 }

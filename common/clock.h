@@ -71,8 +71,7 @@ class Deadline {
 
 // Polls cond every poll_ns until it returns true or the deadline passes. Returns cond's last
 // value. For waiting on conditions outside the process (a link state, a file) with a bound.
-bool WaitUntil(const std::function<bool()>& cond, Deadline deadline,
-               Nanos poll_ns = kNsPerMs);
+bool WaitUntil(const std::function<bool()>& cond, Deadline deadline, Nanos poll_ns = kNsPerMs);
 
 // "2026-11-30T01:02:03.456Z"
 std::string FormatWallIso(Nanos wall_ns);

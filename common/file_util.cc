@@ -57,7 +57,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view content) {
     return ErrnoStatus(err, "cannot rename " + tmp + " to " + path);
   }
   std::string dir = ".";
-  if (auto slash = path.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
+  if (auto slash = path.rfind('/'); slash != std::string::npos)
+    dir = slash == 0 ? "/" : path.substr(0, slash);
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);

@@ -33,12 +33,18 @@ State& GetState() {
 
 char LevelLetter(Level l) {
   switch (l) {
-    case Level::kTrace: return 'T';
-    case Level::kDebug: return 'D';
-    case Level::kInfo: return 'I';
-    case Level::kWarn: return 'W';
-    case Level::kError: return 'E';
-    case Level::kOff: return '-';
+    case Level::kTrace:
+      return 'T';
+    case Level::kDebug:
+      return 'D';
+    case Level::kInfo:
+      return 'I';
+    case Level::kWarn:
+      return 'W';
+    case Level::kError:
+      return 'E';
+    case Level::kOff:
+      return '-';
   }
   return '?';
 }
@@ -53,19 +59,25 @@ std::string_view Trim(std::string_view s) {
 
 std::string_view LevelName(Level level) {
   switch (level) {
-    case Level::kTrace: return "trace";
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    case Level::kOff: return "off";
+    case Level::kTrace:
+      return "trace";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    case Level::kOff:
+      return "off";
   }
   return "?";
 }
 
 StatusOr<Level> ParseLevel(std::string_view name) {
-  for (Level l : {Level::kTrace, Level::kDebug, Level::kInfo, Level::kWarn, Level::kError,
-                  Level::kOff}) {
+  for (Level l :
+       {Level::kTrace, Level::kDebug, Level::kInfo, Level::kWarn, Level::kError, Level::kOff}) {
     if (name == LevelName(l)) return l;
   }
   if (name == "warning") return Level::kWarn;
@@ -152,7 +164,8 @@ void Emit(std::string_view subsystem, Level level, const char* file, int line,
     prefix = "[";
     if (!ctx.run.empty()) prefix += "run=" + ctx.run;
     if (!ctx.host.empty()) prefix += (prefix.size() > 1 ? " host=" : "host=") + ctx.host;
-    if (ctx.rank >= 0) prefix += (prefix.size() > 1 ? " rank=" : "rank=") + std::to_string(ctx.rank);
+    if (ctx.rank >= 0)
+      prefix += (prefix.size() > 1 ? " rank=" : "rank=") + std::to_string(ctx.rank);
     prefix += "] ";
   }
   s.logger->log(spdlog::level::info, "{} {} {}{}  ({}:{})", LevelLetter(level), subsystem, prefix,

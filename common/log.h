@@ -81,8 +81,8 @@ struct Voidify {
 
 // FL_LOG(kInfo, "lab") << "namespace " << name << " created";
 // Arguments are not evaluated when the level is disabled.
-#define FL_LOG(level, subsystem)                                 \
-  !::fl::log::Enabled(subsystem, ::fl::log::Level::level)        \
-      ? (void)0                                                  \
-      : ::fl::log::Voidify() &                                   \
+#define FL_LOG(level, subsystem)                          \
+  !::fl::log::Enabled(subsystem, ::fl::log::Level::level) \
+      ? (void)0                                           \
+      : ::fl::log::Voidify() &                            \
             ::fl::log::Line(subsystem, ::fl::log::Level::level, __FILE__, __LINE__).stream()

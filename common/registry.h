@@ -45,8 +45,8 @@ class Registry {
     if (it == factories_.end()) {
       std::string known;
       for (const auto& [n, f] : factories_) known += (known.empty() ? "" : ", ") + n;
-      return NotFoundError("unknown " + kind_ + " '" + std::string(name) + "' (known: " +
-                           (known.empty() ? "none" : known) + ")");
+      return NotFoundError("unknown " + kind_ + " '" + std::string(name) +
+                           "' (known: " + (known.empty() ? "none" : known) + ")");
     }
     return it->second(std::forward<Args>(args)...);
   }

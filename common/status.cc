@@ -7,15 +7,24 @@ namespace fl {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kDeadlineExceeded: return "DeadlineExceeded";
-    case Code::kDataLoss: return "DataLoss";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case Code::kDataLoss:
+      return "DataLoss";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
@@ -60,20 +69,36 @@ Status CancelledError(std::string m) { return {Code::kCancelled, std::move(m)}; 
 Status InternalError(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 Status ErrnoStatus(int err, std::string_view what) {
-  std::string msg = std::string(what) + ": " + std::strerror(err) + " (errno " +
-                    std::to_string(err) + ")";
+  std::string msg =
+      std::string(what) + ": " + std::strerror(err) + " (errno " + std::to_string(err) + ")";
   switch (err) {
-    case ENETDOWN: case ENETUNREACH: case EHOSTUNREACH: case EHOSTDOWN: case ECONNRESET:
-    case ECONNREFUSED: case ECONNABORTED: case EPIPE: case ENOTCONN: case ENETRESET:
+    case ENETDOWN:
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case EHOSTDOWN:
+    case ECONNRESET:
+    case ECONNREFUSED:
+    case ECONNABORTED:
+    case EPIPE:
+    case ENOTCONN:
+    case ENETRESET:
     case ENOLINK:
       return {Code::kUnavailable, std::move(msg)};
     case ETIMEDOUT:
       return {Code::kDeadlineExceeded, std::move(msg)};
-    case EINVAL: case ERANGE: case E2BIG:
+    case EINVAL:
+    case ERANGE:
+    case E2BIG:
       return {Code::kInvalidArgument, std::move(msg)};
-    case EPERM: case EACCES: case EBUSY: case EEXIST:
+    case EPERM:
+    case EACCES:
+    case EBUSY:
+    case EEXIST:
       return {Code::kFailedPrecondition, std::move(msg)};
-    case ENOENT: case ENODEV: case ESRCH: case ENXIO:
+    case ENOENT:
+    case ENODEV:
+    case ESRCH:
+    case ENXIO:
       return {Code::kNotFound, std::move(msg)};
     case EINTR:
       return {Code::kCancelled, std::move(msg)};

@@ -91,12 +91,12 @@ Status ErrnoStatus(int err, std::string_view what);
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const T& value) : v_(value) {}                // NOLINT: implicit by design
-  StatusOr(T&& value) : v_(std::move(value)) {}           // NOLINT
-  StatusOr(const Status& status) : v_(status) {           // NOLINT
+  StatusOr(const T& value) : v_(value) {}        // NOLINT: implicit by design
+  StatusOr(T&& value) : v_(std::move(value)) {}  // NOLINT
+  StatusOr(const Status& status) : v_(status) {  // NOLINT
     assert(!status.ok() && "StatusOr needs a value or a non-OK status");
   }
-  StatusOr(Status&& status) : v_(std::move(status)) {     // NOLINT
+  StatusOr(Status&& status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "StatusOr needs a value or a non-OK status");
   }
 
@@ -135,13 +135,13 @@ inline Status AsStatus(const Status& s) { return s; }
 
 // Evaluates expr (a Status); on error returns it from the current function with this
 // location appended to its trail.
-#define FL_RETURN_IF_ERROR(expr)                                   \
-  do {                                                             \
-    ::fl::Status fl_status_ = (expr);                              \
-    if (!fl_status_.ok()) {                                        \
-      fl_status_.AddTrail(__FILE__, __LINE__);                     \
-      return fl_status_;                                           \
-    }                                                              \
+#define FL_RETURN_IF_ERROR(expr)               \
+  do {                                         \
+    ::fl::Status fl_status_ = (expr);          \
+    if (!fl_status_.ok()) {                    \
+      fl_status_.AddTrail(__FILE__, __LINE__); \
+      return fl_status_;                       \
+    }                                          \
   } while (0)
 
 // FL_ASSIGN_OR_RETURN(auto x, Foo()); evaluates a StatusOr, returns its status (with a trail

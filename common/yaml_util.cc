@@ -16,7 +16,8 @@ StatusOr<YamlDoc> YamlDoc::Parse(std::string_view text, std::string name) {
     return YamlDoc(std::move(name), std::string(text), std::move(root));
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+                                std::to_string(e.mark.column + 1) +
+                                ": YAML syntax error: " + e.msg);
   }
 }
 
@@ -37,7 +38,8 @@ Status YamlDoc::ExpectMap(const YAML::Node& node, std::string_view what) const {
 }
 
 Status YamlDoc::ExpectSequence(const YAML::Node& node, std::string_view what) const {
-  if (!node.IsDefined() || !node.IsSequence()) return Error(node, std::string(what) + " must be a list");
+  if (!node.IsDefined() || !node.IsSequence())
+    return Error(node, std::string(what) + " must be a list");
   return OkStatus();
 }
 
@@ -51,14 +53,16 @@ Status YamlDoc::CheckKeys(const YAML::Node& map, std::initializer_list<std::stri
     if (!ok) {
       std::string list;
       for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      return Error(it->first, "unknown key '" + key + "' in " + std::string(what) + " (allowed: " + list + ")");
+      return Error(it->first, "unknown key '" + key + "' in " + std::string(what) +
+                                  " (allowed: " + list + ")");
     }
   }
   return OkStatus();
 }
 
 StatusOr<Nanos> YamlDoc::AsDuration(const YAML::Node& node, std::string_view what) const {
-  if (!node.IsScalar()) return Error(node, std::string(what) + " must be a duration such as 500ms or 2s");
+  if (!node.IsScalar())
+    return Error(node, std::string(what) + " must be a duration such as 500ms or 2s");
   auto d = ParseDuration(node.Scalar());
   if (!d.ok()) return Error(node, std::string(what) + ": " + d.status().message());
   return *d;
@@ -78,7 +82,8 @@ StatusOr<uint64_t> YamlDoc::AsBitRate(const YAML::Node& node, std::string_view w
   return *r;
 }
 
-StatusOr<Nanos> YamlDoc::GetDurationOr(const YAML::Node& map, std::string_view key, Nanos fallback) const {
+StatusOr<Nanos> YamlDoc::GetDurationOr(const YAML::Node& map, std::string_view key,
+                                       Nanos fallback) const {
   YAML::Node n = map[std::string(key)];
   if (!n.IsDefined() || n.IsNull()) return fallback;
   return AsDuration(n, key);

@@ -59,7 +59,8 @@ class YamlDoc {
   template <typename T>
   StatusOr<T> Get(const YAML::Node& map, std::string_view key) const {
     YAML::Node n = map[std::string(key)];
-    if (!n.IsDefined() || n.IsNull()) return Error(map, "missing required key '" + std::string(key) + "'");
+    if (!n.IsDefined() || n.IsNull())
+      return Error(map, "missing required key '" + std::string(key) + "'");
     return As<T>(n, key);
   }
   // An optional key of a map.

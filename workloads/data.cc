@@ -70,27 +70,42 @@ uint32_t ExpectedSum(int world_size, uint64_t index, uint64_t iteration, uint32_
 
 void Store(void* buf, size_t i, ccl::DataType t, uint32_t v) {
   switch (t) {
-    case ccl::DataType::kFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case ccl::DataType::kFloat16: static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v)); break;
-    case ccl::DataType::kBFloat16: static_cast<uint16_t*>(buf)[i] = FloatToBf16(static_cast<float>(v)); break;
-    case ccl::DataType::kInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case ccl::DataType::kInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case ccl::DataType::kFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case ccl::DataType::kFloat16:
+      static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v));
+      break;
+    case ccl::DataType::kBFloat16:
+      static_cast<uint16_t*>(buf)[i] = FloatToBf16(static_cast<float>(v));
+      break;
+    case ccl::DataType::kInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case ccl::DataType::kInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
   }
 }
 
 double Load(const void* buf, size_t i, ccl::DataType t) {
   switch (t) {
-    case ccl::DataType::kFloat32: return static_cast<const float*>(buf)[i];
-    case ccl::DataType::kFloat16: return HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case ccl::DataType::kBFloat16: return Bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case ccl::DataType::kInt32: return static_cast<const int32_t*>(buf)[i];
-    case ccl::DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case ccl::DataType::kFloat32:
+      return static_cast<const float*>(buf)[i];
+    case ccl::DataType::kFloat16:
+      return HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case ccl::DataType::kBFloat16:
+      return Bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case ccl::DataType::kInt32:
+      return static_cast<const int32_t*>(buf)[i];
+    case ccl::DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
   }
   return 0;
 }
 
-void Fill(void* buf, size_t count, ccl::DataType t, int rank, uint64_t first_index, uint64_t iteration,
-          uint32_t m) {
+void Fill(void* buf, size_t count, ccl::DataType t, int rank, uint64_t first_index,
+          uint64_t iteration, uint32_t m) {
   for (size_t k = 0; k < count; ++k) Store(buf, k, t, Value(rank, first_index + k, iteration, m));
 }
 

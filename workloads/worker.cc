@@ -27,7 +27,8 @@ StatusOr<LoopResult> RunLoop(Workload& workload, int rank, const LoopOptions& op
       int32_t flag = (end_mono > 0 && MonoNowNs() >= end_mono) || stop.load() ? 1 : 0;
       ccl::CollectiveOptions co;
       co.timeout = 30 * kNsPerSec;
-      Status st = options.comm->AllReduce(&flag, &flag, 1, ccl::DataType::kInt32, ccl::ReduceOp::kMax, co);
+      Status st =
+          options.comm->AllReduce(&flag, &flag, 1, ccl::DataType::kInt32, ccl::ReduceOp::kMax, co);
       if (!st.ok()) {
         st.Prepend("agreeing on the end of the job before iteration " + std::to_string(it));
         return st;
@@ -41,7 +42,8 @@ StatusOr<LoopResult> RunLoop(Workload& workload, int rank, const LoopOptions& op
     Status st = workload.Step(it);
     s.end_wall_ns = WallNowNs();
     if (!st.ok()) {
-      sink.OnWorkerEvent("collective_failed", "{\"iteration\":" + std::to_string(it) + ",\"code\":\"" +
+      sink.OnWorkerEvent("collective_failed", "{\"iteration\":" + std::to_string(it) +
+                                                  ",\"code\":\"" +
                                                   std::string(CodeName(st.code())) + "\"}");
       st.Prepend("iteration " + std::to_string(it));
       return st;
@@ -80,22 +82,25 @@ void JsonLinesSink::WriteLine(const std::string& line) {
 
 void JsonLinesSink::OnSample(const IterationSample& s) {
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "{\"t\":\"sample\",\"rank\":%d,\"it\":%llu,\"start\":%lld,\"end\":%lld,\"bytes\":%llu,"
-                "\"verified\":%s,\"mismatch\":%s}\n",
-                s.rank, static_cast<unsigned long long>(s.iteration), static_cast<long long>(s.start_wall_ns),
-                static_cast<long long>(s.end_wall_ns), static_cast<unsigned long long>(s.bytes),
-                s.verified ? "true" : "false", s.mismatch ? "true" : "false");
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"t\":\"sample\",\"rank\":%d,\"it\":%llu,\"start\":%lld,\"end\":%lld,\"bytes\":%llu,"
+      "\"verified\":%s,\"mismatch\":%s}\n",
+      s.rank, static_cast<unsigned long long>(s.iteration), static_cast<long long>(s.start_wall_ns),
+      static_cast<long long>(s.end_wall_ns), static_cast<unsigned long long>(s.bytes),
+      s.verified ? "true" : "false", s.mismatch ? "true" : "false");
   WriteLine(buf);
 }
 
 void JsonLinesSink::OnEvent(const ccl::Event& e) {
-  WriteLine("{\"t\":\"ccl\",\"rank\":" + std::to_string(rank_) + ",\"e\":" + ccl::ToJson(e) + "}\n");
+  WriteLine("{\"t\":\"ccl\",\"rank\":" + std::to_string(rank_) + ",\"e\":" + ccl::ToJson(e) +
+            "}\n");
 }
 
 void JsonLinesSink::OnWorkerEvent(const std::string& kind, const std::string& detail_json) {
-  WriteLine("{\"t\":\"worker\",\"rank\":" + std::to_string(rank_) + ",\"wall\":" + std::to_string(WallNowNs()) +
-            ",\"kind\":\"" + kind + "\",\"detail\":" + (detail_json.empty() ? "{}" : detail_json) + "}\n");
+  WriteLine("{\"t\":\"worker\",\"rank\":" + std::to_string(rank_) +
+            ",\"wall\":" + std::to_string(WallNowNs()) + ",\"kind\":\"" + kind +
+            "\",\"detail\":" + (detail_json.empty() ? "{}" : detail_json) + "}\n");
 }
 
 }  // namespace fl::workloads

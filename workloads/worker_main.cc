@@ -57,20 +57,28 @@ int main(int argc, char** argv) {
   app.add_option("--job-id", job_id, "job id: keys in the rendezvous store")->capture_default_str();
   app.add_option("--store-dir", store_dir, "rendezvous directory shared by all ranks")->required();
   app.add_option("--nics", nics, "local NIC addresses, one per rail, rail order")->delimiter(',');
-  app.add_option("--ccl", ccl_name, "collective library: ftccl | gloo | nccl")->capture_default_str();
+  app.add_option("--ccl", ccl_name, "collective library: ftccl | gloo | nccl")
+      ->capture_default_str();
   app.add_option("--workload", workload_name, "allreduce_loop | training_step | moe_alltoall")
       ->capture_default_str();
   app.add_option("--size", size, "per-rank message size")->capture_default_str();
-  app.add_option("--dtype", dtype, "float32 | float16 | bfloat16 | int32 | int64")->capture_default_str();
+  app.add_option("--dtype", dtype, "float32 | float16 | bfloat16 | int32 | int64")
+      ->capture_default_str();
   app.add_option("--iterations", iterations, "iterations to run (or --duration)");
   app.add_option("--duration", duration, "how long to run, e.g. 30s (or --iterations)");
-  app.add_option("--first-iteration", first_iteration, "resume at this iteration (after a restart)");
-  app.add_option("--check-every", check_every, "verify the result every k iterations")->capture_default_str();
-  app.add_option("--collective-timeout", coll_timeout, "deadline of one collective")->capture_default_str();
-  app.add_option("--init-timeout", init_timeout, "deadline for joining the group")->capture_default_str();
-  app.add_option("--compute", compute, "training_step: compute time per step")->capture_default_str();
+  app.add_option("--first-iteration", first_iteration,
+                 "resume at this iteration (after a restart)");
+  app.add_option("--check-every", check_every, "verify the result every k iterations")
+      ->capture_default_str();
+  app.add_option("--collective-timeout", coll_timeout, "deadline of one collective")
+      ->capture_default_str();
+  app.add_option("--init-timeout", init_timeout, "deadline for joining the group")
+      ->capture_default_str();
+  app.add_option("--compute", compute, "training_step: compute time per step")
+      ->capture_default_str();
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
-  app.add_option("--telemetry", telemetry, "Unix socket of the agent (default: JSON lines on stdout)");
+  app.add_option("--telemetry", telemetry,
+                 "Unix socket of the agent (default: JSON lines on stdout)");
   CLI11_PARSE(app, argc, argv);
   log::SetContext({"", "", rank});
 
@@ -81,7 +89,8 @@ int main(int argc, char** argv) {
   auto ct = ParseDuration(coll_timeout);
   auto it = ParseDuration(init_timeout);
   auto cp = ParseDuration(compute);
-  for (const Status* s : {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(), &cp.status()}) {
+  for (const Status* s :
+       {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(), &cp.status()}) {
     if (!s->ok()) {
       std::fprintf(stderr, "faultline-worker: %s\n", s->message().c_str());
       return 2;
@@ -100,8 +109,8 @@ int main(int argc, char** argv) {
   if (!telemetry.empty()) {
     out_fd = ConnectUnix(telemetry);
     if (out_fd < 0) {
-      std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n", telemetry.c_str(),
-                   std::strerror(errno));
+      std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n",
+                   telemetry.c_str(), std::strerror(errno));
       return 3;
     }
   }

@@ -12,7 +12,8 @@ namespace {
 
 using ccl::DataType;
 
-Status Mismatch(const std::string& what, size_t index, double got, double want, uint64_t iteration) {
+Status Mismatch(const std::string& what, size_t index, double got, double want,
+                uint64_t iteration) {
   return DataLossError(what + ": iteration " + std::to_string(iteration) + ", element " +
                        std::to_string(index) + " is " + std::to_string(got) + ", expected " +
                        std::to_string(want));
@@ -38,7 +39,8 @@ class AllReduceLoop : public Workload {
     Fill(buf_.data(), count_, config_.dtype, comm_->rank(), 0, iteration, m_);
     ccl::CollectiveOptions o;
     o.timeout = config_.collective_timeout;
-    return comm_->AllReduce(buf_.data(), buf_.data(), count_, config_.dtype, ccl::ReduceOp::kSum, o);
+    return comm_->AllReduce(buf_.data(), buf_.data(), count_, config_.dtype, ccl::ReduceOp::kSum,
+                            o);
   }
 
   Status Verify(uint64_t iteration) override {
@@ -140,7 +142,8 @@ class MoeAllToAll : public Workload {
         size_t at = static_cast<size_t>(src) * block_ + k;
         double want = Value(src, static_cast<uint64_t>(me) * block_ + k, iteration, m_);
         double got = Load(recv_.data(), at, config_.dtype);
-        if (got != want) return Mismatch("alltoall from rank " + std::to_string(src), at, got, want, iteration);
+        if (got != want)
+          return Mismatch("alltoall from rank " + std::to_string(src), at, got, want, iteration);
       }
     }
     return OkStatus();

@@ -36,12 +36,16 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", opts.coordinator, "coordinator address host:port");
   app.add_option("--token-file", token_file, "file holding the shared authentication token")
       ->check(CLI::ExistingFile);
-  app.add_option("--host", opts.host, "the topology host name this agent serves (\"fabric\" for switches)");
+  app.add_option("--host", opts.host,
+                 "the topology host name this agent serves (\"fabric\" for switches)");
   app.add_option("--lab", rt.lab, "the local lab whose hosts and fabric this agent acts on");
-  app.add_option("--journal-dir", rt.journal_dir, "fault journal directory (default $FAULTLINE_STATE_DIR/journal)");
+  app.add_option("--journal-dir", rt.journal_dir,
+                 "fault journal directory (default $FAULTLINE_STATE_DIR/journal)");
   app.add_option("--run-dir", rt.run_dir, "directory for the workers' telemetry socket");
-  app.add_option("--worker", rt.worker_binary, "faultline-worker binary (default: beside this one)");
-  app.add_option("--policy", policy_file, "local policy file: what this agent may do")->check(CLI::ExistingFile);
+  app.add_option("--worker", rt.worker_binary,
+                 "faultline-worker binary (default: beside this one)");
+  app.add_option("--policy", policy_file, "local policy file: what this agent may do")
+      ->check(CLI::ExistingFile);
   app.add_option("--connect-timeout", connect_timeout_s, "seconds to wait for the coordinator")
       ->capture_default_str();
   app.add_flag("--print-fingerprint", print_fingerprint,

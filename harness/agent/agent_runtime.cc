@@ -34,8 +34,9 @@ using UnixProto = asio::local::stream_protocol;
 StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
   const YAML::Node root = doc.root();
-  FL_RETURN_IF_ERROR(doc.CheckKeys(root, {"allow_kinds", "target_prefixes", "max_fault_duration", "allow_ranks"},
-                                   "agent policy"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(root, {"allow_kinds", "target_prefixes", "max_fault_duration", "allow_ranks"},
+                    "agent policy"));
   AgentPolicy p;
   for (const char* key : {"allow_kinds", "target_prefixes"}) {
     if (!doc.Has(root, key)) continue;
@@ -85,8 +86,10 @@ class AgentRuntime::Impl {
     }
     FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry_));
     injectors::RecoveryReport rec = journal_.RecoverDead(registry_);
-    for (const auto& id : rec.reverted) FL_LOG(kWarn, "agent") << "reverted fault " << id << " left by a dead owner";
-    for (const auto& f : rec.failed) FL_LOG(kError, "agent") << "could not revert a dead owner's fault: " << f;
+    for (const auto& id : rec.reverted)
+      FL_LOG(kWarn, "agent") << "reverted fault " << id << " left by a dead owner";
+    for (const auto& f : rec.failed)
+      FL_LOG(kError, "agent") << "could not revert a dead owner's fault: " << f;
     if (!opts_.run_dir.empty()) {
       socket_path_ = opts_.run_dir + "/" + opts_.host + ".sock";
       unlink(socket_path_.c_str());
@@ -127,13 +130,15 @@ class AgentRuntime::Impl {
   };
 
   void ReadLine(std::shared_ptr<Conn> c) {
-    asio::async_read_until(c->sock, c->buf, '\n', [this, c](const boost::system::error_code& ec, size_t n) {
-      if (ec) return;  // worker closed its end
-      std::string line(asio::buffers_begin(c->buf.data()), asio::buffers_begin(c->buf.data()) + n);
-      c->buf.consume(n);
-      Ingest(line);
-      ReadLine(c);
-    });
+    asio::async_read_until(c->sock, c->buf, '\n',
+                           [this, c](const boost::system::error_code& ec, size_t n) {
+                             if (ec) return;  // worker closed its end
+                             std::string line(asio::buffers_begin(c->buf.data()),
+                                              asio::buffers_begin(c->buf.data()) + n);
+                             c->buf.consume(n);
+                             Ingest(line);
+                             ReadLine(c);
+                           });
   }
 
   void Ingest(const std::string& line) {
@@ -217,10 +222,14 @@ class AgentRuntime::Impl {
 
   pb::Ack Handle(const pb::CoordinatorMessage& m) {
     switch (m.body_case()) {
-      case pb::CoordinatorMessage::kLaunch: return Launch(m.launch());
-      case pb::CoordinatorMessage::kStop: return Stop(m.stop());
-      case pb::CoordinatorMessage::kInject: return Inject(m.inject());
-      case pb::CoordinatorMessage::kRevert: return Revert(m.revert());
+      case pb::CoordinatorMessage::kLaunch:
+        return Launch(m.launch());
+      case pb::CoordinatorMessage::kStop:
+        return Stop(m.stop());
+      case pb::CoordinatorMessage::kInject:
+        return Inject(m.inject());
+      case pb::CoordinatorMessage::kRevert:
+        return Revert(m.revert());
       case pb::CoordinatorMessage::kShutdown: {
         RevertAllAndStop("coordinator asked to shut down");
         pb::Ack ack;
@@ -233,10 +242,13 @@ class AgentRuntime::Impl {
   }
 
   pb::Ack Launch(const pb::LaunchRanks& l) {
-    if (!opts_.policy.allow_ranks) return Fail(FailedPreconditionError("policy: this agent does not start ranks"));
-    if (!lab_) return Fail(FailedPreconditionError("agent has no local lab to start containers in"));
+    if (!opts_.policy.allow_ranks)
+      return Fail(FailedPreconditionError("policy: this agent does not start ranks"));
+    if (!lab_)
+      return Fail(FailedPreconditionError("agent has no local lab to start containers in"));
     nlohmann::json extra = nlohmann::json::parse(l.worker_args_json(), nullptr, false);
-    if (!extra.is_array()) return Fail(InvalidArgumentError("worker_args_json must be a JSON array of strings"));
+    if (!extra.is_array())
+      return Fail(InvalidArgumentError("worker_args_json must be a JSON array of strings"));
     std::lock_guard lock(mu_);
     for (const auto& spec : l.ranks()) {
       std::vector<std::string> argv = {opts_.worker_binary, "--rank", std::to_string(spec.rank()),
@@ -260,8 +272,8 @@ class AgentRuntime::Impl {
       Rank* raw = r.get();
       r->reaper = std::thread([this, raw] { Reap(raw); });
       ranks_.push_back(std::move(r));
-      FL_LOG(kInfo, "agent") << "rank " << spec.rank() << " started in container " << info->name << " (pid "
-                             << info->init_pid << ")";
+      FL_LOG(kInfo, "agent") << "rank " << spec.rank() << " started in container " << info->name
+                             << " (pid " << info->init_pid << ")";
     }
     pb::Ack ack;
     ack.set_ok(true);
@@ -297,15 +309,19 @@ class AgentRuntime::Impl {
     for (auto& r : ranks)
       if (!r->exited) kill(r->container.init_pid, SIGTERM);
     Deadline d = Deadline::After(grace);
-    WaitUntil([&] {
-      for (auto& r : ranks)
-        if (!r->exited) return false;
-      return true;
-    }, d, 5 * kNsPerMs);
+    WaitUntil(
+        [&] {
+          for (auto& r : ranks)
+            if (!r->exited) return false;
+          return true;
+        },
+        d, 5 * kNsPerMs);
     injectors::LocalContainerRuntime rt;
     for (auto& r : ranks) {
       Status k = rt.Kill(r->container.cgroup_path, Deadline::After(5 * kNsPerSec));
-      if (!k.ok()) FL_LOG(kError, "agent") << "cannot kill container " << r->container.name << ": " << k.message();
+      if (!k.ok())
+        FL_LOG(kError, "agent") << "cannot kill container " << r->container.name << ": "
+                                << k.message();
       if (r->reaper.joinable()) r->reaper.join();
       rt.Remove(r->container.cgroup_path).IgnoreError();
     }
@@ -314,12 +330,16 @@ class AgentRuntime::Impl {
 
   Status CheckPolicy(const pb::InjectFault& f) const {
     const AgentPolicy& p = opts_.policy;
-    if (!p.allow_kinds.empty() && std::find(p.allow_kinds.begin(), p.allow_kinds.end(), f.kind()) == p.allow_kinds.end())
-      return FailedPreconditionError("policy: fault kind '" + f.kind() + "' is not allowed on " + opts_.host);
+    if (!p.allow_kinds.empty() &&
+        std::find(p.allow_kinds.begin(), p.allow_kinds.end(), f.kind()) == p.allow_kinds.end())
+      return FailedPreconditionError("policy: fault kind '" + f.kind() + "' is not allowed on " +
+                                     opts_.host);
     if (!p.target_prefixes.empty()) {
       bool ok = false;
       for (const auto& pre : p.target_prefixes) ok = ok || f.target().rfind(pre, 0) == 0;
-      if (!ok) return FailedPreconditionError("policy: target '" + f.target() + "' is outside what " + opts_.host + " may touch");
+      if (!ok)
+        return FailedPreconditionError("policy: target '" + f.target() + "' is outside what " +
+                                       opts_.host + " may touch");
     }
     // A kill is instantaneous: there is nothing to hold, so no duration to limit.
     const bool instantaneous = f.kind() == "container_kill";
@@ -371,7 +391,8 @@ class AgentRuntime::Impl {
     pb::Ack ack;
     ack.set_ok(true);
     ack.set_handle(af.handle.id);
-    ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns : WallNowNs());
+    ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns
+                                                         : WallNowNs());
     return ack;
   }
 
@@ -383,8 +404,11 @@ class AgentRuntime::Impl {
     }
     for (auto& [id, af] : faults) {
       Status st = injectors::RevertFault(*af.injector, af.handle, &journal_);
-      if (st.ok()) FL_LOG(kInfo, "agent") << "reverted fault " << id << " (" << why << ")";
-      else FL_LOG(kError, "agent") << "revert of fault " << id << " failed (journal keeps it): " << st.message();
+      if (st.ok())
+        FL_LOG(kInfo, "agent") << "reverted fault " << id << " (" << why << ")";
+      else
+        FL_LOG(kError, "agent") << "revert of fault " << id
+                                << " failed (journal keeps it): " << st.message();
     }
     StopRanks(2 * kNsPerSec);
   }
@@ -423,9 +447,7 @@ StatusOr<std::unique_ptr<AgentRuntime>> AgentRuntime::Create(AgentRuntimeOptions
 }
 
 AgentRuntime::AgentRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-AgentRuntime::~AgentRuntime() {
-  impl_->session_ = nullptr;
-}
+AgentRuntime::~AgentRuntime() { impl_->session_ = nullptr; }
 void AgentRuntime::AttachSession(AgentSession* session) { impl_->session_ = session; }
 pb::Ack AgentRuntime::Handle(const pb::CoordinatorMessage& msg) { return impl_->Handle(msg); }
 pb::Heartbeat AgentRuntime::Heartbeat() { return impl_->Heartbeat(); }

@@ -33,10 +33,10 @@ namespace fl::harness {
 class AgentSession;
 
 struct AgentPolicy {
-  std::vector<std::string> allow_kinds;     // empty: every registered kind
-  std::vector<std::string> target_prefixes; // empty: every target
-  Nanos max_fault_duration_ns = 0;          // 0: no limit
-  bool allow_ranks = true;                  // may start ranks
+  std::vector<std::string> allow_kinds;      // empty: every registered kind
+  std::vector<std::string> target_prefixes;  // empty: every target
+  Nanos max_fault_duration_ns = 0;           // 0: no limit
+  bool allow_ranks = true;                   // may start ranks
 };
 
 // Errors are InvalidArgument with file:line:col.

@@ -1,8 +1,8 @@
 #include "harness/agent/agent_session.h"
 
+#include <grpcpp/grpcpp.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -30,8 +30,10 @@ class AgentSession::Impl {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
-    channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
-    auto deadline = std::chrono::system_clock::now() + std::chrono::nanoseconds(options_.connect_timeout_ns);
+    channel_ =
+        grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+    auto deadline =
+        std::chrono::system_clock::now() + std::chrono::nanoseconds(options_.connect_timeout_ns);
     if (!channel_->WaitForConnected(deadline))
       return UnavailableError("coordinator " + options_.coordinator + " not reachable within " +
                               std::to_string(options_.connect_timeout_ns / kNsPerMs) + " ms");
@@ -63,14 +65,16 @@ class AgentSession::Impl {
 
   Status Finish(const std::string& what) {
     grpc::Status st = stream_->Finish();
-    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED || st.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        st.error_code() == grpc::StatusCode::PERMISSION_DENIED)
       return FailedPreconditionError("coordinator refused this agent: " + st.error_message());
     return UnavailableError(what + ": " + (st.ok() ? "stream closed" : st.error_message()));
   }
 
   Status Write(const pb::AgentMessage& m) {
     std::lock_guard lock(write_mu_);
-    if (!connected_ || !stream_->Write(m)) return UnavailableError("control stream to coordinator is down");
+    if (!connected_ || !stream_->Write(m))
+      return UnavailableError("control stream to coordinator is down");
     return OkStatus();
   }
 
@@ -112,7 +116,8 @@ class AgentSession::Impl {
   }
 
   void ScheduleTick() {
-    timer_.expires_after(std::chrono::nanoseconds(std::min(options_.heartbeat_interval_ns, lease_ns_ / 4)));
+    timer_.expires_after(
+        std::chrono::nanoseconds(std::min(options_.heartbeat_interval_ns, lease_ns_ / 4)));
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping_) return;
       Tick();
@@ -188,7 +193,7 @@ class AgentSession::Impl {
 };
 
 StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(AgentSessionOptions options,
-                                                               AgentHandlers handlers) {
+                                                              AgentHandlers handlers) {
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handlers));
   FL_RETURN_IF_ERROR(impl->Connect());
   return std::unique_ptr<AgentSession>(new AgentSession(std::move(impl)));

@@ -24,9 +24,9 @@
 namespace fl::harness {
 
 struct AgentSessionOptions {
-  std::string coordinator;      // host:port
+  std::string coordinator;  // host:port
   std::string token;
-  std::string host;             // topology host name
+  std::string host;  // topology host name
   faultline::v1::Fingerprint fingerprint;
   Nanos connect_timeout_ns = 10 * kNsPerSec;
   Nanos heartbeat_interval_ns = 500 * kNsPerMs;

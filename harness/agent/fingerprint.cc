@@ -54,7 +54,8 @@ void FillDriverInfo(const std::string& ifname, faultline::v1::NicInfo* nic) {
   if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) {
     char mac[20];
     auto* m = reinterpret_cast<unsigned char*>(ifr.ifr_hwaddr.sa_data);
-    std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                  m[5]);
     nic->set_mac(mac);
   }
   close(fd);
@@ -78,10 +79,12 @@ faultline::v1::Fingerprint CollectFingerprint() {
     }
     if_freenameindex(ifs);
   }
-  for (const auto& r : ccl::ftccl::ListRdmaDevices()) fp.add_rdma_devices(r.name + " " + r.node_guid);
+  for (const auto& r : ccl::ftccl::ListRdmaDevices())
+    fp.add_rdma_devices(r.name + " " + r.node_guid);
   for (const auto& g : ccl::ftccl::CudaDevices()) fp.add_gpus(g.name);
   fp.set_cuda_driver(ReadTrimmed("/sys/module/nvidia/version"));
-  fp.set_ccl_build(std::string("ftccl 0.1.0") + (ccl::ftccl::CudaBuilt() ? " +cuda" : "") + " +verbs");
+  fp.set_ccl_build(std::string("ftccl 0.1.0") + (ccl::ftccl::CudaBuilt() ? " +cuda" : "") +
+                   " +verbs");
   return fp;
 }
 

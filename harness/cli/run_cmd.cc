@@ -45,18 +45,24 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   };
   auto args = std::make_shared<Args>();
 
-  auto* run = app.add_subcommand("run",
+  auto* run = app.add_subcommand(
+      "run",
       "run a resilience scenario on the local lab: provision, start agents, launch the job,\n"
       "inject the scenario's faults on their timeline, measure, judge, tear down");
-  run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")->required();
+  run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")
+      ->required();
   auto add_common = [&](CLI::App* c) {
     c->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
-    c->add_option("--seed", args->seed, "seed for target draws and jitter (default: the scenario's)");
+    c->add_option("--seed", args->seed,
+                  "seed for target draws and jitter (default: the scenario's)");
     c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
     c->add_flag("--json", args->json, "print the summary as JSON");
-    c->add_flag("--dry-run", args->dry_run, "validate and print the seeded fault plan; create nothing");
-    c->add_option("--policy", args->policy, "agent policy file (default configs/policies/local_lab.yaml)");
-    c->add_option("--lease", args->lease_s, "fault lease in seconds: agents revert when the coordinator is silent this long")
+    c->add_flag("--dry-run", args->dry_run,
+                "validate and print the seeded fault plan; create nothing");
+    c->add_option("--policy", args->policy,
+                  "agent policy file (default configs/policies/local_lab.yaml)");
+    c->add_option("--lease", args->lease_s,
+                  "fault lease in seconds: agents revert when the coordinator is silent this long")
         ->capture_default_str();
   };
   add_common(run);
@@ -86,7 +92,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   };
   run->callback([run_with, run] { run_with(run, false); });
 
-  auto* replay = app.add_subcommand("replay", "rerun a stored run's scenario with its seed (same targets, same times)");
+  auto* replay = app.add_subcommand(
+      "replay", "rerun a stored run's scenario with its seed (same targets, same times)");
   replay->add_option("run_id", args->run_id, "run id (see faultline runs)")->required();
   add_common(replay);
   replay->callback([run_with, replay] { run_with(replay, true); });
@@ -110,13 +117,15 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       *exit_code = 3;
       return;
     }
-    std::printf("%-24s %-20s %-8s %-24s %8s  %s\n", "run", "scenario", "status", "started", "seed", "tags");
+    std::printf("%-24s %-20s %-8s %-24s %8s  %s\n", "run", "scenario", "status", "started", "seed",
+                "tags");
     for (const auto& r : *list) {
       std::string tags;
       for (const auto& [k, v] : r.tags) tags += (tags.empty() ? "" : ",") + k + "=" + v;
       std::printf("%-24s %-20s %-8s %-24s %8llu  %s\n", r.id.c_str(), r.scenario_name.c_str(),
-                  std::string(reports::RunStatusName(r.status)).c_str(), FormatWallIso(r.start_wall_ns).c_str(),
-                  static_cast<unsigned long long>(r.seed), tags.c_str());
+                  std::string(reports::RunStatusName(r.status)).c_str(),
+                  FormatWallIso(r.start_wall_ns).c_str(), static_cast<unsigned long long>(r.seed),
+                  tags.c_str());
     }
     *exit_code = 0;
   });

@@ -14,7 +14,8 @@ namespace fl::harness {
 
 StatusOr<std::string> ReadTokenFile(const std::string& path) {
   FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
   size_t start = text.find_first_not_of(" \t\r\n");
   text = start == std::string::npos ? "" : text.substr(start);
   if (text.empty()) return InvalidArgumentError("token file " + path + " is empty");

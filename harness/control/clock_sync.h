@@ -18,8 +18,8 @@ struct ClockProbeSample {
 };
 
 struct ClockOffset {
-  Nanos offset_ns = 0;        // agent clock minus coordinator clock
-  Nanos uncertainty_ns = 0;   // +/- bound on offset_ns
+  Nanos offset_ns = 0;       // agent clock minus coordinator clock
+  Nanos uncertainty_ns = 0;  // +/- bound on offset_ns
   int probes = 0;
   Nanos ToCoordinator(Nanos agent_wall_ns) const { return agent_wall_ns - offset_ns; }
 };

@@ -87,7 +87,8 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     {
       std::lock_guard lock(mu_);
       if (auto old = sessions_.find(hello.host()); old != sessions_.end()) {
-        FL_LOG(kWarn, "coord") << "agent " << hello.host() << " reconnected; closing its old session";
+        FL_LOG(kWarn, "coord") << "agent " << hello.host()
+                               << " reconnected; closing its old session";
         old->second->context->TryCancel();
       }
       sessions_[hello.host()] = session;
@@ -155,7 +156,8 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
       std::lock_guard lock(session->mu);
       session->alive = false;
       for (auto& [id, p] : session->pending)
-        p.set_value(UnavailableError("agent " + session->host + " disconnected before acknowledging"));
+        p.set_value(
+            UnavailableError("agent " + session->host + " disconnected before acknowledging"));
       session->pending.clear();
       session->probes.clear();
     }
@@ -236,7 +238,9 @@ ControlServer::ControlServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 ControlServer::~ControlServer() { Shutdown(); }
 
 int ControlServer::port() const { return impl_->port_; }
-std::string ControlServer::address() const { return impl_->host_part_ + ":" + std::to_string(impl_->port_); }
+std::string ControlServer::address() const {
+  return impl_->host_part_ + ":" + std::to_string(impl_->port_);
+}
 
 void ControlServer::SetTelemetryHandler(TelemetryHandler handler) {
   std::lock_guard lock(impl_->mu_);
@@ -250,7 +254,8 @@ Status ControlServer::WaitForAgents(const std::vector<std::string>& hosts, Deadl
       if (!impl_->sessions_.count(h)) return false;
     return true;
   };
-  if (impl_->cv_.wait_for(lock, std::chrono::nanoseconds(deadline.Remaining()), all_there)) return OkStatus();
+  if (impl_->cv_.wait_for(lock, std::chrono::nanoseconds(deadline.Remaining()), all_there))
+    return OkStatus();
   std::string missing;
   for (const auto& h : hosts)
     if (!impl_->sessions_.count(h)) missing += (missing.empty() ? "" : ", ") + h;
@@ -267,11 +272,13 @@ std::vector<AgentInfo> ControlServer::Agents() const {
 StatusOr<AgentInfo> ControlServer::Agent(const std::string& host) const {
   std::lock_guard lock(impl_->mu_);
   auto it = impl_->agents_.find(host);
-  if (it == impl_->agents_.end()) return NotFoundError("no agent for host '" + host + "' ever registered");
+  if (it == impl_->agents_.end())
+    return NotFoundError("no agent for host '" + host + "' ever registered");
   return it->second;
 }
 
-StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMessage cmd, Deadline deadline) {
+StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMessage cmd,
+                                      Deadline deadline) {
   auto session = impl_->Find(host);
   if (!session) return UnavailableError("agent " + host + " is not connected");
   uint64_t id = impl_->next_id_++;
@@ -290,12 +297,14 @@ StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMe
   if (fut.wait_for(std::chrono::nanoseconds(deadline.Remaining())) != std::future_status::ready) {
     std::lock_guard lock(session->mu);
     session->pending.erase(id);
-    return DeadlineExceededError("agent " + host + " did not acknowledge command " + std::to_string(id) + " in time");
+    return DeadlineExceededError("agent " + host + " did not acknowledge command " +
+                                 std::to_string(id) + " in time");
   }
   return fut.get();
 }
 
-StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int probes, Deadline deadline) {
+StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int probes,
+                                               Deadline deadline) {
   auto session = impl_->Find(host);
   if (!session) return UnavailableError("agent " + host + " is not connected");
   std::vector<ClockProbeSample> samples;
@@ -321,7 +330,8 @@ StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int prob
     Nanos t1 = fut.get();
     samples.push_back({t0, t1, WallNowNs()});
   }
-  if (samples.empty()) return DeadlineExceededError("no clock probe to " + host + " was answered in time");
+  if (samples.empty())
+    return DeadlineExceededError("no clock probe to " + host + " was answered in time");
   ClockOffset off = EstimateClockOffset(samples);
   std::lock_guard lock(impl_->mu_);
   impl_->agents_[host].clock = off;

@@ -40,8 +40,8 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
 
-constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3, kExitInterrupted = 130;
-
+constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3,
+              kExitInterrupted = 130;
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -61,7 +61,8 @@ struct Proc {
 // before they revert: the coordinator stops them itself), optionally inside a named network
 // namespace. Only the network namespace changes: the agent keeps the machine's /sys and
 // cgroup mounts, which it needs for containers (ip netns exec would remount /sys).
-StatusOr<Proc> Spawn(const std::vector<std::string>& argv, const std::string& what, const std::string& netns = "") {
+StatusOr<Proc> Spawn(const std::vector<std::string>& argv, const std::string& what,
+                     const std::string& netns = "") {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -97,7 +98,8 @@ StatusOr<Proc> Spawn(const std::vector<std::string>& argv, const std::string& wh
 bool Reap(Proc& p, Deadline d) {
   if (p.pid <= 0) return true;
   int status;
-  bool done = WaitUntil([&] { return waitpid(p.pid, &status, WNOHANG) == p.pid; }, d, 10 * kNsPerMs);
+  bool done =
+      WaitUntil([&] { return waitpid(p.pid, &status, WNOHANG) == p.pid; }, d, 10 * kNsPerMs);
   if (done) p.pid = -1;
   return done;
 }
@@ -114,8 +116,8 @@ void EndProc(Proc& p) {
 // What the telemetry tells us about the job while it runs.
 struct Progress {
   std::mutex mu;
-  std::map<int, int64_t> last_iteration;   // rank -> last completed iteration
-  std::map<int, int> exit_code;            // rank -> code (-signal) once its process ended
+  std::map<int, int64_t> last_iteration;  // rank -> last completed iteration
+  std::map<int, int> exit_code;           // rank -> code (-signal) once its process ended
   Nanos last_sample_mono = 0;
   uint64_t samples = 0;
   uint64_t mismatches = 0;
@@ -168,7 +170,9 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-std::string Opt(const std::optional<double>& v, int digits = 1) { return v ? Fixed(*v, digits) : "-"; }
+std::string Opt(const std::optional<double>& v, int digits = 1) {
+  return v ? Fixed(*v, digits) : "-";
+}
 
 class Runner {
  public:
@@ -251,7 +255,9 @@ Status Runner::Prepare() {
     seed_ = opts_.seed.value_or(scenario_.seed);
   }
   if (scenario_.lab.topology.empty())
-    return InvalidArgumentError(scenario_.lab.where + ": inventory labs are not supported by this build yet; use 'topology'");
+    return InvalidArgumentError(
+        scenario_.lab.where +
+        ": inventory labs are not supported by this build yet; use 'topology'");
   FL_ASSIGN_OR_RETURN(topology_, lab::LoadTopology(scenario_.lab.topology));
   world_ = topology_.hosts * topology_.gpus_per_host;
   injectors::InjectorRegistry registry("injector");
@@ -265,10 +271,12 @@ Status Runner::Prepare() {
     FL_ASSIGN_OR_RETURN(auto inj, registry.Create(pf.kind));
     injectors::FaultSpec spec{pf.kind, pf.target, pf.params, pf.duration_ns, seed_};
     Status v = inj->Validate(spec);
-    if (!v.ok()) return InvalidArgumentError(scenario_.faults[pf.spec_index].where + ": " + v.message());
+    if (!v.ok())
+      return InvalidArgumentError(scenario_.faults[pf.spec_index].where + ": " + v.message());
   }
   if (scenario_.job.ccl == "nccl")
-    return InvalidArgumentError(scenario_.path + ": ccl nccl needs GPUs; the local lab runs CPU ranks");
+    return InvalidArgumentError(scenario_.path +
+                                ": ccl nccl needs GPUs; the local lab runs CPU ranks");
   return OkStatus();
 }
 
@@ -289,17 +297,19 @@ Status Runner::StartAgents() {
   so.lease_ns = opts_.lease_ns;
   so.heartbeat_interval_ns = std::max<Nanos>(opts_.lease_ns / 6, 50 * kNsPerMs);
   FL_ASSIGN_OR_RETURN(server_, ControlServer::Start(so));
-  server_->SetTelemetryHandler([this](const std::string& h, const pb::TelemetryBatch& b) { OnTelemetry(h, b); });
+  server_->SetTelemetryHandler(
+      [this](const std::string& h, const pb::TelemetryBatch& b) { OnTelemetry(h, b); });
 
   std::string policy = opts_.policy_path;
   for (int h = 0; h <= topology_.hosts; ++h) {
     bool fabric = h == topology_.hosts;
     std::string host = fabric ? "fabric" : "h" + std::to_string(h);
     std::vector<std::string> argv;
-    for (const std::string& a : {bin_dir_ + "/faultline-agent", std::string("--coordinator"), server_->address(),
-                                 std::string("--token-file"), run_dir_ + "/token", std::string("--host"), host,
-                                 std::string("--lab"), lab_name_, std::string("--run-dir"), run_dir_,
-                                 std::string("--worker"), bin_dir_ + "/faultline-worker"})
+    for (const std::string& a :
+         {bin_dir_ + "/faultline-agent", std::string("--coordinator"), server_->address(),
+          std::string("--token-file"), run_dir_ + "/token", std::string("--host"), host,
+          std::string("--lab"), lab_name_, std::string("--run-dir"), run_dir_,
+          std::string("--worker"), bin_dir_ + "/faultline-worker"})
       argv.push_back(a);
     if (!policy.empty()) argv.insert(argv.end(), {"--policy", policy});
     FL_ASSIGN_OR_RETURN(Proc p, Spawn(argv, "agent " + host, fabric ? "" : lab_->NetnsOf(host)));
@@ -308,7 +318,8 @@ Status Runner::StartAgents() {
   }
   FL_RETURN_IF_ERROR(server_->WaitForAgents(agent_hosts_, Deadline::After(30 * kNsPerSec)));
   for (const auto& host : agent_hosts_) {
-    FL_ASSIGN_OR_RETURN(ClockOffset off, server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
+    FL_ASSIGN_OR_RETURN(ClockOffset off,
+                        server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
     offsets_[host] = off;
     FL_ASSIGN_OR_RETURN(AgentInfo info, server_->Agent(host));
     reports::HostRecord hr;
@@ -317,15 +328,20 @@ Status Runner::StartAgents() {
     hr.address = info.peer;
     hr.clock_offset_ns = off.offset_ns;
     hr.clock_uncertainty_ns = off.uncertainty_ns;
-    nlohmann::json fp = {{"kernel", info.fingerprint.kernel()},
-                         {"ccl_build", info.fingerprint.ccl_build()},
-                         {"cuda_driver", info.fingerprint.cuda_driver()},
-                         {"gpus", std::vector<std::string>(info.fingerprint.gpus().begin(), info.fingerprint.gpus().end())},
-                         {"rdma_devices", std::vector<std::string>(info.fingerprint.rdma_devices().begin(),
-                                                                   info.fingerprint.rdma_devices().end())}};
+    nlohmann::json fp = {
+        {"kernel", info.fingerprint.kernel()},
+        {"ccl_build", info.fingerprint.ccl_build()},
+        {"cuda_driver", info.fingerprint.cuda_driver()},
+        {"gpus",
+         std::vector<std::string>(info.fingerprint.gpus().begin(), info.fingerprint.gpus().end())},
+        {"rdma_devices", std::vector<std::string>(info.fingerprint.rdma_devices().begin(),
+                                                  info.fingerprint.rdma_devices().end())}};
     nlohmann::json nics = nlohmann::json::array();
     for (const auto& n : info.fingerprint.nics())
-      nics.push_back({{"name", n.name()}, {"driver", n.driver()}, {"firmware", n.firmware()}, {"mac", n.mac()},
+      nics.push_back({{"name", n.name()},
+                      {"driver", n.driver()},
+                      {"firmware", n.firmware()},
+                      {"mac", n.mac()},
                       {"speed_mbps", n.speed_mbps()}});
     fp["nics"] = nics;
     hr.fingerprint_json = fp.dump();
@@ -367,7 +383,9 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
       events.push_back(r);
       if (e.kind() == "rank_exit") {
         auto d = nlohmann::json::parse(e.detail(), nullptr, false);
-        int code = d.is_object() ? (d.contains("code") ? d["code"].get<int>() : -d.value("signal", 9)) : -1;
+        int code = d.is_object()
+                       ? (d.contains("code") ? d["code"].get<int>() : -d.value("signal", 9))
+                       : -1;
         progress_.exit_code[e.rank()] = code;
       }
     }
@@ -383,14 +401,28 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   }
   job_id_ = run_id_ + "-" + std::to_string(attempt);
   const JobSpec& j = scenario_.job;
-  std::vector<std::string> args = {"--job-id", job_id_, "--store-dir", run_dir_ + "/store",
-                                   "--ccl", j.ccl, "--workload", j.workload,
-                                   "--size", std::to_string(j.size_bytes), "--dtype", j.dtype,
-                                   "--check-every", std::to_string(j.check_every),
-                                   "--collective-timeout", std::to_string(j.collective_timeout_ns) + "ns",
-                                   "--first-iteration", std::to_string(first_iteration)};
-  if (j.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(j.iterations)});
-  else args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
+  std::vector<std::string> args = {"--job-id",
+                                   job_id_,
+                                   "--store-dir",
+                                   run_dir_ + "/store",
+                                   "--ccl",
+                                   j.ccl,
+                                   "--workload",
+                                   j.workload,
+                                   "--size",
+                                   std::to_string(j.size_bytes),
+                                   "--dtype",
+                                   j.dtype,
+                                   "--check-every",
+                                   std::to_string(j.check_every),
+                                   "--collective-timeout",
+                                   std::to_string(j.collective_timeout_ns) + "ns",
+                                   "--first-iteration",
+                                   std::to_string(first_iteration)};
+  if (j.iterations > 0)
+    args.insert(args.end(), {"--iterations", std::to_string(j.iterations)});
+  else
+    args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
   if (!j.failover) args.push_back("--no-failover");
   nlohmann::json extra = args;
   for (int h = 0; h < topology_.hosts; ++h) {
@@ -406,11 +438,14 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
       r->set_rank(h * topology_.gpus_per_host + g);
       r->set_world_size(world_);
       // gloo binds one NIC per rank (local rank g on rail g); ftccl uses every NIC, rail order.
-      if (j.ccl == "gloo" && !nics.empty()) r->add_nics(nics[g % nics.size()]);
-      else for (const auto& n : nics) r->add_nics(n);
+      if (j.ccl == "gloo" && !nics.empty())
+        r->add_nics(nics[g % nics.size()]);
+      else
+        for (const auto& n : nics) r->add_nics(n);
     }
     FL_ASSIGN_OR_RETURN(pb::Ack ack, server_->Call(host, m, Deadline::After(30 * kNsPerSec)));
-    if (!ack.ok()) return Status(static_cast<Code>(ack.error_code()), host + ": launch failed: " + ack.error());
+    if (!ack.ok())
+      return Status(static_cast<Code>(ack.error_code()), host + ": launch failed: " + ack.error());
   }
   Event("job_launch", {{"attempt", attempt}, {"first_iteration", first_iteration}});
   return OkStatus();
@@ -439,7 +474,8 @@ Status Runner::InjectDue(ActiveFault& f) {
   f.record.requested_wall_ns = sent;
   f.injected = true;
   auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
-  Status st = ack.ok() ? (ack->ok() ? OkStatus() : Status(static_cast<Code>(ack->error_code()), ack->error()))
+  Status st = ack.ok() ? (ack->ok() ? OkStatus()
+                                    : Status(static_cast<Code>(ack->error_code()), ack->error()))
                        : ack.status();
   if (!st.ok()) {
     f.failed = true;
@@ -448,9 +484,11 @@ Status Runner::InjectDue(ActiveFault& f) {
   }
   Nanos off = offsets_[f.agent].offset_ns;
   if (ack->requested_wall_ns()) f.record.requested_wall_ns = ack->requested_wall_ns() - off;
-  f.record.effective_wall_ns = ack->effective_wall_ns() ? ack->effective_wall_ns() - off : WallNowNs();
+  f.record.effective_wall_ns =
+      ack->effective_wall_ns() ? ack->effective_wall_ns() - off : WallNowNs();
   if (f.plan.duration_ns > 0)
-    f.revert_at_mono = MonoNowNs() + f.plan.duration_ns - (WallNowNs() - *f.record.effective_wall_ns);
+    f.revert_at_mono =
+        MonoNowNs() + f.plan.duration_ns - (WallNowNs() - *f.record.effective_wall_ns);
   FL_RETURN_IF_ERROR(store_->PutFault(f.record));
   return OkStatus();
 }
@@ -461,11 +499,13 @@ Status Runner::RevertFault(ActiveFault& f) {
   pb::CoordinatorMessage m;
   m.mutable_revert()->set_fault_id(f.plan.id);
   auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
-  Status st = ack.ok() ? (ack->ok() ? OkStatus() : Status(static_cast<Code>(ack->error_code()), ack->error()))
+  Status st = ack.ok() ? (ack->ok() ? OkStatus()
+                                    : Status(static_cast<Code>(ack->error_code()), ack->error()))
                        : ack.status();
   f.record.revert_verified = st.ok();
-  f.record.reverted_wall_ns = st.ok() && ack->effective_wall_ns() ? ack->effective_wall_ns() - offsets_[f.agent].offset_ns
-                                                                 : WallNowNs();
+  f.record.reverted_wall_ns = st.ok() && ack->effective_wall_ns()
+                                  ? ack->effective_wall_ns() - offsets_[f.agent].offset_ns
+                                  : WallNowNs();
   store_->PutFault(f.record).IgnoreError();
   return st.Prepend("reverting fault " + f.plan.id);
 }
@@ -478,33 +518,46 @@ void Runner::PrintProgress(const std::string& phase, bool force) {
   {
     std::lock_guard lock(progress_.mu);
     progress_.rate.emplace_back(now, progress_.samples);
-    while (progress_.rate.size() > 2 && now - progress_.rate.front().first > 2 * kNsPerSec) progress_.rate.pop_front();
+    while (progress_.rate.size() > 2 && now - progress_.rate.front().first > 2 * kNsPerSec)
+      progress_.rate.pop_front();
     auto& [t0, s0] = progress_.rate.front();
-    if (now > t0) rate = static_cast<double>(progress_.samples - s0) / (static_cast<double>(now - t0) / 1e9) / std::max(1, world_);
+    if (now > t0)
+      rate = static_cast<double>(progress_.samples - s0) / (static_cast<double>(now - t0) / 1e9) /
+             std::max(1, world_);
   }
   int64_t it = progress_.MinIteration(world_);
   std::string next = "none";
   for (const auto& f : faults_) {
     if (f.injected) continue;
-    if (f.plan.after_iteration_trigger) next = f.plan.id + " " + f.plan.kind + " after iteration " + std::to_string(f.plan.after_iteration);
-    else if (steady_mono_ > 0) next = f.plan.id + " " + f.plan.kind + " in " + FormatDuration(std::max<Nanos>(0, steady_mono_ + f.plan.at_ns - now));
-    else next = f.plan.id + " " + f.plan.kind + " after warm-up";
+    if (f.plan.after_iteration_trigger)
+      next = f.plan.id + " " + f.plan.kind + " after iteration " +
+             std::to_string(f.plan.after_iteration);
+    else if (steady_mono_ > 0)
+      next = f.plan.id + " " + f.plan.kind + " in " +
+             FormatDuration(std::max<Nanos>(0, steady_mono_ + f.plan.at_ns - now));
+    else
+      next = f.plan.id + " " + f.plan.kind + " after warm-up";
     break;
   }
   std::string done = "iteration " + std::to_string(it + 1);
-  if (scenario_.job.iterations) done += "/" + std::to_string(scenario_.job.iterations);
-  else if (steady_mono_ > 0) done += " (" + FormatDuration(now - steady_mono_) + " of steady state)";
+  if (scenario_.job.iterations)
+    done += "/" + std::to_string(scenario_.job.iterations);
+  else if (steady_mono_ > 0)
+    done += " (" + FormatDuration(now - steady_mono_) + " of steady state)";
   char line[512];
-  std::snprintf(line, sizeof line, "[%s] %s  %.1f it/s  next fault: %s", phase.c_str(), done.c_str(), rate,
-                next.c_str());
-  if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
-  else std::fprintf(stderr, "%s\n", line);
+  std::snprintf(line, sizeof line, "[%s] %s  %.1f it/s  next fault: %s", phase.c_str(),
+                done.c_str(), rate, next.c_str());
+  if (tty_)
+    std::fprintf(stderr, "\r\033[K%s", line);
+  else
+    std::fprintf(stderr, "%s\n", line);
 }
 
 int Runner::Timeline() {
   const JobSpec& j = scenario_.job;
   // Warm-up: every rank past warmup_iterations (or the whole job, if it is shorter).
-  uint64_t warm = std::min<uint64_t>(j.warmup_iterations, j.iterations ? j.iterations - 1 : j.warmup_iterations);
+  uint64_t warm = std::min<uint64_t>(j.warmup_iterations,
+                                     j.iterations ? j.iterations - 1 : j.warmup_iterations);
   Nanos start = MonoNowNs();
   Nanos limit = 120 * kNsPerSec + j.hang_timeout_ns;
   while (progress_.MinIteration(world_) < static_cast<int64_t>(warm)) {
@@ -512,7 +565,8 @@ int Runner::Timeline() {
     if (progress_.FirstFailure() || progress_.Exited() == world_) break;
     if (MonoNowNs() - start > limit) {
       Event("warmup_timeout", {{"limit_ns", limit}});
-      std::fprintf(stderr, "\nfaultline run: ranks did not finish warm-up within %s\n", FormatDuration(limit).c_str());
+      std::fprintf(stderr, "\nfaultline run: ranks did not finish warm-up within %s\n",
+                   FormatDuration(limit).c_str());
       return kExitInfra;
     }
     PrintProgress("warm-up");
@@ -541,8 +595,9 @@ int Runner::Timeline() {
     int64_t min_it = progress_.MinIteration(world_);
     for (auto& f : faults_) {
       if (f.injected) continue;
-      bool due = f.plan.after_iteration_trigger ? min_it >= static_cast<int64_t>(f.plan.after_iteration)
-                                                : now >= steady_mono_ + f.plan.at_ns;
+      bool due = f.plan.after_iteration_trigger
+                     ? min_it >= static_cast<int64_t>(f.plan.after_iteration)
+                     : now >= steady_mono_ + f.plan.at_ns;
       if (!due) continue;
       if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
       Status st = InjectDue(f);
@@ -551,7 +606,8 @@ int Runner::Timeline() {
         Event("inject_failed", {{"fault", f.plan.id}, {"error", st.ToUserString()}});
         return kExitInfra;
       }
-      FL_LOG(kInfo, "coord") << "injected " << f.plan.id << " " << f.plan.kind << " on " << f.plan.target;
+      FL_LOG(kInfo, "coord") << "injected " << f.plan.id << " " << f.plan.kind << " on "
+                             << f.plan.target;
     }
     for (auto& f : faults_) {
       if (f.injected && !f.reverted && f.revert_at_mono > 0 && now >= f.revert_at_mono) {
@@ -566,12 +622,14 @@ int Runner::Timeline() {
     if (progress_.Exited() == world_ && !progress_.FirstFailure()) return kExitPass;
     if (auto fail = progress_.FirstFailure()) {
       if (failure_mono == 0) failure_mono = now;
-      bool restart = scenario_.restart.enabled && restarts_ < static_cast<int>(scenario_.restart.max_restarts);
+      bool restart =
+          scenario_.restart.enabled && restarts_ < static_cast<int>(scenario_.restart.max_restarts);
       if (!restart) return kExitPass;  // analysed as a failed job
       Event("job_failed", {{"rank", fail->first}, {"code", fail->second}});
       StopRanks().IgnoreError();
       // revert faults that target processes (they are gone with the job); network faults stay
-      if (scenario_.restart.delay_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(scenario_.restart.delay_ns));
+      if (scenario_.restart.delay_ns > 0)
+        std::this_thread::sleep_for(std::chrono::nanoseconds(scenario_.restart.delay_ns));
       int64_t resume = progress_.MinIteration(world_) + 1;
       restarts_++;
       Nanos relaunch = MonoNowNs();
@@ -586,15 +644,19 @@ int Runner::Timeline() {
         std::fprintf(stderr, "\nfaultline run: restart failed: %s\n", st.ToUserString().c_str());
         return kExitInfra;
       }
-      bool back = WaitUntil([&] {
-        std::lock_guard lock(progress_.mu);
-        return progress_.samples > samples_before;
-      }, Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
+      bool back = WaitUntil(
+          [&] {
+            std::lock_guard lock(progress_.mu);
+            return progress_.samples > samples_before;
+          },
+          Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
       if (back) {
         restart_cost_ms_ = static_cast<double>(MonoNowNs() - failure_mono) / 1e6;
-        Event("job_restarted", {{"attempt", restarts_}, {"resume_iteration", resume},
-                                {"failure_to_first_sample_ms", *restart_cost_ms_},
-                                {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
+        Event("job_restarted",
+              {{"attempt", restarts_},
+               {"resume_iteration", resume},
+               {"failure_to_first_sample_ms", *restart_cost_ms_},
+               {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
       }
       failure_mono = 0;
       continue;
@@ -631,7 +693,8 @@ void Runner::Teardown() {
   if (server_) server_->Shutdown();
   if (lab_) {
     Status st = lab_->Teardown();
-    if (!st.ok()) std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
+    if (!st.ok())
+      std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
   }
   if (!run_dir_.empty()) {
     unlink((run_dir_ + "/token").c_str());
@@ -645,7 +708,8 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
   if (writer_) writer_->Flush(Deadline::After(30 * kNsPerSec)).IgnoreError();
   auto data = store_->LoadRun(run_id_);
   if (!data.ok()) {
-    std::fprintf(stderr, "faultline run: cannot read the run back: %s\n", data.status().ToUserString().c_str());
+    std::fprintf(stderr, "faultline run: cannot read the run back: %s\n",
+                 data.status().ToUserString().c_str());
     return kExitInfra;
   }
   reports::AnalysisInput in;
@@ -654,18 +718,21 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
   in.events = data->events;
   in.faults = data->faults;
   in.num_ranks = world_;
-  if (scenario_.job.iterations) in.expected_iterations = static_cast<int64_t>(scenario_.job.iterations);
+  if (scenario_.job.iterations)
+    in.expected_iterations = static_cast<int64_t>(scenario_.job.iterations);
   // Exit codes are cleared at each relaunch: a failure here is one of the last attempt.
   if (auto fail = progress_.FirstFailure()) {
     in.job_failed = true;
-    in.job_failure = "rank " + std::to_string(fail->first) + " exited with " + std::to_string(fail->second);
+    in.job_failure =
+        "rank " + std::to_string(fail->first) + " exited with " + std::to_string(fail->second);
   }
   reports::AnalysisOptions ao;
   ao.warmup_iterations = static_cast<int64_t>(scenario_.job.warmup_iterations);
   ao.hang_timeout = scenario_.job.hang_timeout_ns;
   auto metrics = reports::ComputeMetrics(in, ao);
   if (!metrics.ok()) {
-    std::fprintf(stderr, "faultline run: analysis failed: %s\n", metrics.status().ToUserString().c_str());
+    std::fprintf(stderr, "faultline run: analysis failed: %s\n",
+                 metrics.status().ToUserString().c_str());
     return kExitInfra;
   }
   std::vector<reports::MetricRecord> rows = metrics->ToRecords();
@@ -688,63 +755,82 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
     v.fault_id = pf.id;
     v.expectation = "fault_fired";
     v.passed = false;
-    v.message = "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
+    v.message =
+        "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
     verdicts.push_back(v);
   }
   for (auto& v : verdicts) v.run_id = run_id_;
   store_->ReplaceVerdicts(run_id_, verdicts).IgnoreError();
   bool all_passed = true;
   for (const auto& v : verdicts) all_passed = all_passed && v.passed;
-  reports::RunStatus status = infra_status != reports::RunStatus::kRunning
-                                  ? infra_status
-                                  : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
+  reports::RunStatus status =
+      infra_status != reports::RunStatus::kRunning
+          ? infra_status
+          : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
   store_->FinishRun(run_id_, status, WallNowNs(), end_reason).IgnoreError();
 
   const reports::RunMetrics& m = *metrics;
   if (opts_.json) {
-    nlohmann::json out = {{"run_id", run_id_}, {"scenario", scenario_.name}, {"seed", seed_},
+    nlohmann::json out = {{"run_id", run_id_},
+                          {"scenario", scenario_.name},
+                          {"seed", seed_},
                           {"outcome", std::string(reports::OutcomeName(m.outcome.kind))},
                           {"status", all_passed ? "passed" : "failed"}};
     nlohmann::json fs = nlohmann::json::array();
     for (const auto& f : m.faults) {
-      auto o = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-      fs.push_back({{"fault", f.fault_id}, {"detection_ms", o(f.detection_latency_ms)},
-                    {"first_progress_ms", o(f.time_to_first_progress_ms)}, {"recovery_ms", o(f.recovery_ms)},
-                    {"degraded_ratio", o(f.degraded_ratio)}, {"throughput_loss_s", o(f.throughput_loss_s)}});
+      auto o = [](const std::optional<double>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      };
+      fs.push_back({{"fault", f.fault_id},
+                    {"detection_ms", o(f.detection_latency_ms)},
+                    {"first_progress_ms", o(f.time_to_first_progress_ms)},
+                    {"recovery_ms", o(f.recovery_ms)},
+                    {"degraded_ratio", o(f.degraded_ratio)},
+                    {"throughput_loss_s", o(f.throughput_loss_s)}});
     }
     out["faults"] = fs;
-    out["correctness"] = {{"verified", m.correctness.verified_collectives}, {"mismatches", m.correctness.mismatches},
-                          {"lost", m.correctness.lost_iterations}, {"duplicated", m.correctness.duplicated_iterations}};
+    out["correctness"] = {{"verified", m.correctness.verified_collectives},
+                          {"mismatches", m.correctness.mismatches},
+                          {"lost", m.correctness.lost_iterations},
+                          {"duplicated", m.correctness.duplicated_iterations}};
     nlohmann::json vs = nlohmann::json::array();
     for (const auto& v : verdicts)
-      vs.push_back({{"expectation", v.expectation}, {"fault", v.fault_id ? *v.fault_id : ""}, {"passed", v.passed},
+      vs.push_back({{"expectation", v.expectation},
+                    {"fault", v.fault_id ? *v.fault_id : ""},
+                    {"passed", v.passed},
                     {"message", v.message}});
     out["verdicts"] = vs;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     if (tty_) std::fprintf(stderr, "\n");
-    std::printf("\nrun %s  scenario %s  seed %llu  outcome %s\n", run_id_.c_str(), scenario_.name.c_str(),
-                static_cast<unsigned long long>(seed_), std::string(reports::OutcomeName(m.outcome.kind)).c_str());
-    if (m.baseline_algbw) std::printf("baseline algbw %.1f MB/s over %lld iterations\n", *m.baseline_algbw / 1e6,
-                                      static_cast<long long>(m.baseline_iterations));
-    std::printf("\n%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", "fault", "kind", "target", "detect ms",
-                "1st prog ms", "recover ms", "degraded", "loss s");
+    std::printf("\nrun %s  scenario %s  seed %llu  outcome %s\n", run_id_.c_str(),
+                scenario_.name.c_str(), static_cast<unsigned long long>(seed_),
+                std::string(reports::OutcomeName(m.outcome.kind)).c_str());
+    if (m.baseline_algbw)
+      std::printf("baseline algbw %.1f MB/s over %lld iterations\n", *m.baseline_algbw / 1e6,
+                  static_cast<long long>(m.baseline_iterations));
+    std::printf("\n%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", "fault", "kind", "target",
+                "detect ms", "1st prog ms", "recover ms", "degraded", "loss s");
     for (const auto& f : m.faults) {
       const ActiveFault* af = nullptr;
-      for (const auto& x : faults_) if (x.plan.id == f.fault_id) af = &x;
-      std::printf("%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", f.fault_id.c_str(), af ? af->plan.kind.c_str() : "?",
-                  af ? af->plan.target.c_str() : "?", Opt(f.detection_latency_ms).c_str(),
-                  Opt(f.time_to_first_progress_ms).c_str(), Opt(f.recovery_ms).c_str(),
-                  Opt(f.degraded_ratio, 2).c_str(), Opt(f.throughput_loss_s, 2).c_str());
+      for (const auto& x : faults_)
+        if (x.plan.id == f.fault_id) af = &x;
+      std::printf("%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", f.fault_id.c_str(),
+                  af ? af->plan.kind.c_str() : "?", af ? af->plan.target.c_str() : "?",
+                  Opt(f.detection_latency_ms).c_str(), Opt(f.time_to_first_progress_ms).c_str(),
+                  Opt(f.recovery_ms).c_str(), Opt(f.degraded_ratio, 2).c_str(),
+                  Opt(f.throughput_loss_s, 2).c_str());
     }
-    std::printf("\ncorrectness: %lld verified, %lld mismatches, %lld lost, %lld duplicated iterations\n",
-                static_cast<long long>(m.correctness.verified_collectives), static_cast<long long>(m.correctness.mismatches),
-                static_cast<long long>(m.correctness.lost_iterations),
-                static_cast<long long>(m.correctness.duplicated_iterations));
+    std::printf(
+        "\ncorrectness: %lld verified, %lld mismatches, %lld lost, %lld duplicated iterations\n",
+        static_cast<long long>(m.correctness.verified_collectives),
+        static_cast<long long>(m.correctness.mismatches),
+        static_cast<long long>(m.correctness.lost_iterations),
+        static_cast<long long>(m.correctness.duplicated_iterations));
     for (const auto& f : m.faults)
       if (f.restart_cost_ms)
-        std::printf("restarts: %d; fault %s cost %.0f ms until the job was past where it stood\n", restarts_,
-                    f.fault_id.c_str(), *f.restart_cost_ms);
+        std::printf("restarts: %d; fault %s cost %.0f ms until the job was past where it stood\n",
+                    restarts_, f.fault_id.c_str(), *f.restart_cost_ms);
     if (!m.outcome.reason.empty()) std::printf("outcome: %s\n", m.outcome.reason.c_str());
     std::printf("\nverdicts:\n");
     for (const auto& v : verdicts)
@@ -761,8 +847,9 @@ int Runner::Run() {
   if (opts_.dry_run) {
     auto plan = PlanOnly();
     if (!plan.ok()) return BadInput(plan.status());
-    std::printf("scenario %s: %d ranks on %d hosts, seed %llu, %zu fault firing(s)\n%s", scenario_.name.c_str(), world_,
-                topology_.hosts, static_cast<unsigned long long>(seed_), plan_.faults.size(), plan->c_str());
+    std::printf("scenario %s: %d ranks on %d hosts, seed %llu, %zu fault firing(s)\n%s",
+                scenario_.name.c_str(), world_, topology_.hosts,
+                static_cast<unsigned long long>(seed_), plan_.faults.size(), plan->c_str());
     return kExitPass;
   }
   // Bad input must change nothing, not even create the results file: validate first (a
@@ -815,7 +902,10 @@ int Runner::Run() {
   auto writer = reports::BatchWriter::Open(opts_.db_path);
   if (!writer.ok()) {
     std::fprintf(stderr, "faultline run: %s\n", writer.status().ToUserString().c_str());
-    store_->FinishRun(run_id_, reports::RunStatus::kError, WallNowNs(), writer.status().ToUserString()).IgnoreError();
+    store_
+        ->FinishRun(run_id_, reports::RunStatus::kError, WallNowNs(),
+                    writer.status().ToUserString())
+        .IgnoreError();
     return kExitInfra;
   }
   writer_ = std::move(*writer);
@@ -824,8 +914,10 @@ int Runner::Run() {
   sa.sa_handler = OnInterrupt;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  std::fprintf(stderr, "faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)\n", run_id_.c_str(),
-               scenario_.name.c_str(), static_cast<unsigned long long>(seed_), world_, topology_.hosts, plan_.faults.size());
+  std::fprintf(stderr,
+               "faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)\n",
+               run_id_.c_str(), scenario_.name.c_str(), static_cast<unsigned long long>(seed_),
+               world_, topology_.hosts, plan_.faults.size());
   std::fputs(DescribePlan(plan_).c_str(), stderr);
 
   std::string failure;
@@ -837,7 +929,8 @@ int Runner::Run() {
     }
     return s.ok();
   };
-  std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(), scenario_.lab.topology.c_str());
+  std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(),
+               scenario_.lab.topology.c_str());
   bool ok = phase("provisioning the lab", Provision()) && !g_interrupted;
   if (ok) {
     std::fprintf(stderr, "[agents] starting %d agents\n", topology_.hosts + 1);
@@ -861,13 +954,16 @@ int Runner::Run() {
   if (rc == kExitPass) {
     exit_code = Analyse("", reports::RunStatus::kRunning);
   } else {
-    if (!failure.empty() && rc != kExitInterrupted) std::fprintf(stderr, "\nfaultline run: %s\n", failure.c_str());
-    reports::RunStatus st = rc == kExitInterrupted ? reports::RunStatus::kAborted : reports::RunStatus::kError;
+    if (!failure.empty() && rc != kExitInterrupted)
+      std::fprintf(stderr, "\nfaultline run: %s\n", failure.c_str());
+    reports::RunStatus st =
+        rc == kExitInterrupted ? reports::RunStatus::kAborted : reports::RunStatus::kError;
     if (writer_) writer_->Flush(Deadline::After(10 * kNsPerSec)).IgnoreError();
     store_->FinishRun(run_id_, st, WallNowNs(), failure).IgnoreError();
     exit_code = rc;
   }
-  std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n", lab_name_.c_str());
+  std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n",
+               lab_name_.c_str());
   Teardown();
   if (writer_) writer_->Close(Deadline::After(30 * kNsPerSec)).IgnoreError();
   return exit_code;
@@ -882,7 +978,9 @@ std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
   auto marked = (*store)->MarkDeadRunsAborted(Hostname());
   if (!marked.ok()) return {};
   for (const auto& id : *marked) {
-    std::fprintf(stderr, "faultline: run %s was left running by a coordinator that died: marked aborted\n", id.c_str());
+    std::fprintf(stderr,
+                 "faultline: run %s was left running by a coordinator that died: marked aborted\n",
+                 id.c_str());
     auto lab = lab::LocalLab::Open(LabNameOf(id));
     if (lab.ok()) {
       Status st = (*lab)->Teardown();

@@ -35,7 +35,7 @@ struct RunOptions {
   std::string bin_dir;      // where faultline-agent and faultline-worker are; empty: beside us
   std::string policy_path;  // agent policy; empty: configs/policies/local_lab.yaml if present
   Nanos lease_ns = 3 * kNsPerSec;
-  bool dry_run = false;     // validate and print the plan; provision nothing, store nothing
+  bool dry_run = false;  // validate and print the plan; provision nothing, store nothing
 };
 
 int RunScenario(const RunOptions& options);

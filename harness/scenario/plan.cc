@@ -17,7 +17,8 @@ StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, u
     if (target.empty()) {
       std::vector<std::string> candidates = catalog.Targets(spec.target_class);
       if (candidates.empty())
-        return InvalidArgumentError(spec.where + ": no targets of class '" + spec.target_class + "'");
+        return InvalidArgumentError(spec.where + ": no targets of class '" + spec.target_class +
+                                    "'");
       Rng pick = root.Fork("fault/" + std::to_string(i) + "/target");
       target = candidates[pick.Below(candidates.size())];
     }
@@ -36,7 +37,8 @@ StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, u
       } else {
         Nanos at = spec.timing.at_ns + static_cast<Nanos>(k) * spec.timing.every_ns;
         if (spec.timing.jitter_ns > 0) {
-          Rng jitter = root.Fork("fault/" + std::to_string(i) + "/firing/" + std::to_string(k) + "/jitter");
+          Rng jitter =
+              root.Fork("fault/" + std::to_string(i) + "/firing/" + std::to_string(k) + "/jitter");
           at += jitter.Between(-spec.timing.jitter_ns, spec.timing.jitter_ns);
         }
         pf.at_ns = std::max<Nanos>(at, 0);
@@ -44,11 +46,13 @@ StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, u
       plan.faults.push_back(std::move(pf));
     }
   }
-  std::stable_sort(plan.faults.begin(), plan.faults.end(), [](const PlannedFault& a, const PlannedFault& b) {
-    if (a.after_iteration_trigger != b.after_iteration_trigger) return !a.after_iteration_trigger;
-    if (a.after_iteration_trigger) return a.after_iteration < b.after_iteration;
-    return a.at_ns < b.at_ns;
-  });
+  std::stable_sort(plan.faults.begin(), plan.faults.end(),
+                   [](const PlannedFault& a, const PlannedFault& b) {
+                     if (a.after_iteration_trigger != b.after_iteration_trigger)
+                       return !a.after_iteration_trigger;
+                     if (a.after_iteration_trigger) return a.after_iteration < b.after_iteration;
+                     return a.at_ns < b.at_ns;
+                   });
   return plan;
 }
 
@@ -56,8 +60,10 @@ std::string DescribePlan(const Plan& plan) {
   std::string s;
   for (const PlannedFault& f : plan.faults) {
     s += f.id + " " + f.kind + " " + f.target;
-    if (f.after_iteration_trigger) s += " after_iteration=" + std::to_string(f.after_iteration);
-    else s += " at=" + FormatDuration(f.at_ns);
+    if (f.after_iteration_trigger)
+      s += " after_iteration=" + std::to_string(f.after_iteration);
+    else
+      s += " at=" + FormatDuration(f.at_ns);
     s += f.duration_ns ? " for=" + FormatDuration(f.duration_ns) : " for=rest";
     for (const auto& [k, v] : f.params) s += " " + k + "=" + v;
     s += "\n";

@@ -17,16 +17,16 @@
 namespace fl::harness {
 
 struct PlannedFault {
-  std::string id;            // "f0" or, for repeated firings, "f0.2"
-  size_t spec_index = 0;     // index into Scenario::faults
-  uint32_t firing = 0;       // 0 .. count-1
+  std::string id;         // "f0" or, for repeated firings, "f0.2"
+  size_t spec_index = 0;  // index into Scenario::faults
+  uint32_t firing = 0;    // 0 .. count-1
   std::string kind;
   std::string target;
   std::map<std::string, std::string> params;
   bool after_iteration_trigger = false;
-  Nanos at_ns = 0;           // offset from the start of the steady state
+  Nanos at_ns = 0;  // offset from the start of the steady state
   uint64_t after_iteration = 0;
-  Nanos duration_ns = 0;     // 0: until the end of the job
+  Nanos duration_ns = 0;  // 0: until the end of the job
 };
 
 struct Plan {

@@ -26,34 +26,34 @@ struct JobSpec {
   std::string ccl = "ftccl";                // ftccl | gloo | nccl
   uint64_t size_bytes = 16ull << 20;
   std::string dtype = "float32";
-  uint64_t iterations = 0;                  // 0: run for `duration`
+  uint64_t iterations = 0;  // 0: run for `duration`
   Nanos duration_ns = 0;
   uint64_t warmup_iterations = 20;
-  uint64_t check_every = 1;                 // verify the result every k iterations
-  bool failover = true;                     // ftccl: false = fail-stop mode
+  uint64_t check_every = 1;  // verify the result every k iterations
+  bool failover = true;      // ftccl: false = fail-stop mode
   Nanos collective_timeout_ns = 10 * kNsPerSec;
-  Nanos hang_timeout_ns = 30 * kNsPerSec;   // no progress on any rank for this long = hung
+  Nanos hang_timeout_ns = 30 * kNsPerSec;  // no progress on any rank for this long = hung
 };
 
 // When a fault fires, relative to the start of the steady state (after warm-up).
 struct FaultTiming {
   enum class Kind { kAt, kAfterIteration, kEvery };
   Kind kind = Kind::kAt;
-  Nanos at_ns = 0;            // kAt: offset; kEvery: first firing
+  Nanos at_ns = 0;  // kAt: offset; kEvery: first firing
   uint64_t after_iteration = 0;
-  Nanos every_ns = 0;         // kEvery: period
-  uint32_t count = 1;         // kEvery: number of firings
-  Nanos jitter_ns = 0;        // each firing moved by a seeded draw in [-jitter, +jitter]
+  Nanos every_ns = 0;   // kEvery: period
+  uint32_t count = 1;   // kEvery: number of firings
+  Nanos jitter_ns = 0;  // each firing moved by a seeded draw in [-jitter, +jitter]
 };
 
 struct FaultSpec {
-  std::string kind;                         // injector name
-  std::string target;                       // a topology name, or empty when target_class is set
-  std::string target_class;                 // draw the target from this class with the seed
+  std::string kind;          // injector name
+  std::string target;        // a topology name, or empty when target_class is set
+  std::string target_class;  // draw the target from this class with the seed
   FaultTiming timing;
-  Nanos duration_ns = 0;                    // 0: until the end of the job
+  Nanos duration_ns = 0;  // 0: until the end of the job
   std::map<std::string, std::string> params;
-  std::string where;                        // file:line:col of this fault in the scenario
+  std::string where;  // file:line:col of this fault in the scenario
 };
 
 struct Expectations {
@@ -62,7 +62,7 @@ struct Expectations {
   std::optional<double> max_recovery_ms;
   std::optional<double> min_degraded_ratio;
   std::optional<double> max_throughput_loss_s;
-  bool exact_correctness = true;            // mismatches must be 0
+  bool exact_correctness = true;  // mismatches must be 0
 };
 
 struct RestartPolicy {
@@ -74,9 +74,9 @@ struct RestartPolicy {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string path;          // file it was loaded from
-  std::string text;          // the file's exact text (stored with the run)
-  std::string text_hash;     // FNV-1a 64 of the text, hex: identifies the scenario, not security
+  std::string path;       // file it was loaded from
+  std::string text;       // the file's exact text (stored with the run)
+  std::string text_hash;  // FNV-1a 64 of the text, hex: identifies the scenario, not security
   uint64_t seed = 1;
   LabSpec lab;
   JobSpec job;

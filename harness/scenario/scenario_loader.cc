@@ -42,14 +42,17 @@ Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
 }
 
 Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"workload", "ccl", "size", "dtype", "iterations", "duration",
-                                       "warmup_iterations", "check_every", "failover",
-                                       "collective_timeout", "hang_timeout"},
-                                   "job"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      n,
+      {"workload", "ccl", "size", "dtype", "iterations", "duration", "warmup_iterations",
+       "check_every", "failover", "collective_timeout", "hang_timeout"},
+      "job"));
   FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
-  static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step", "moe_alltoall"};
+  static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step",
+                                                      "moe_alltoall"};
   if (std::find(kWorkloads.begin(), kWorkloads.end(), job->workload) == kWorkloads.end())
-    return doc.Error(n["workload"], "unknown workload '" + job->workload + "' (" + Join(kWorkloads) + ")");
+    return doc.Error(n["workload"],
+                     "unknown workload '" + job->workload + "' (" + Join(kWorkloads) + ")");
   FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
   static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
   if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
@@ -59,7 +62,8 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
     if (job->size_bytes == 0) return doc.Error(n["size"], "size must be at least 1 byte");
   }
   FL_ASSIGN_OR_RETURN(job->dtype, doc.GetOr<std::string>(n, "dtype", job->dtype));
-  static const std::vector<std::string> kTypes = {"float32", "float16", "bfloat16", "int32", "int64"};
+  static const std::vector<std::string> kTypes = {"float32", "float16", "bfloat16", "int32",
+                                                  "int64"};
   if (std::find(kTypes.begin(), kTypes.end(), job->dtype) == kTypes.end())
     return doc.Error(n["dtype"], "unknown dtype '" + job->dtype + "' (" + Join(kTypes) + ")");
   FL_ASSIGN_OR_RETURN(job->iterations, doc.GetOr<uint64_t>(n, "iterations", 0));
@@ -73,15 +77,17 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   FL_ASSIGN_OR_RETURN(job->failover, doc.GetOr<bool>(n, "failover", job->failover));
   FL_ASSIGN_OR_RETURN(job->collective_timeout_ns,
                       doc.GetDurationOr(n, "collective_timeout", job->collective_timeout_ns));
-  FL_ASSIGN_OR_RETURN(job->hang_timeout_ns, doc.GetDurationOr(n, "hang_timeout", job->hang_timeout_ns));
+  FL_ASSIGN_OR_RETURN(job->hang_timeout_ns,
+                      doc.GetDurationOr(n, "hang_timeout", job->hang_timeout_ns));
   if (job->collective_timeout_ns == 0 || job->hang_timeout_ns == 0)
     return doc.Error(n, "timeouts must be greater than 0");
   return OkStatus();
 }
 
 Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"kind", "target", "target_class", "at", "after_iteration",
-                                       "every", "count", "jitter", "duration", "params"},
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n,
+                                   {"kind", "target", "target_class", "at", "after_iteration",
+                                    "every", "count", "jitter", "duration", "params"},
                                    "fault"));
   f->where = doc.Where(n);
   FL_ASSIGN_OR_RETURN(f->kind, doc.Get<std::string>(n, "kind"));
@@ -90,7 +96,8 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
   if (!f->target.empty() && !f->target_class.empty())
     return doc.Error(n, "a fault takes 'target' or 'target_class', not both");
   int when = doc.Has(n, "at") + doc.Has(n, "after_iteration") + doc.Has(n, "every");
-  if (when != 1) return doc.Error(n, "a fault needs exactly one of 'at', 'after_iteration' or 'every'");
+  if (when != 1)
+    return doc.Error(n, "a fault needs exactly one of 'at', 'after_iteration' or 'every'");
   FaultTiming& t = f->timing;
   if (doc.Has(n, "at")) {
     t.kind = FaultTiming::Kind::kAt;
@@ -116,7 +123,8 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
     const YAML::Node p = n["params"];
     FL_RETURN_IF_ERROR(doc.ExpectMap(p, "params"));
     for (auto it = p.begin(); it != p.end(); ++it) {
-      if (!it->second.IsScalar()) return doc.Error(it->second, "parameter values must be single values");
+      if (!it->second.IsScalar())
+        return doc.Error(it->second, "parameter values must be single values");
       f->params[it->first.Scalar()] = it->second.Scalar();
     }
   }
@@ -124,11 +132,14 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
 }
 
 Status ParseExpect(const YamlDoc& doc, const YAML::Node& n, Expectations* e) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"survives", "max_detection_ms", "max_recovery_ms",
-                                       "min_degraded_ratio", "max_throughput_loss_s",
-                                       "exact_correctness"},
-                                   "expectations"));
-  if (doc.Has(n, "survives")) { FL_ASSIGN_OR_RETURN(e->survives, doc.Get<bool>(n, "survives")); }
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(n,
+                    {"survives", "max_detection_ms", "max_recovery_ms", "min_degraded_ratio",
+                     "max_throughput_loss_s", "exact_correctness"},
+                    "expectations"));
+  if (doc.Has(n, "survives")) {
+    FL_ASSIGN_OR_RETURN(e->survives, doc.Get<bool>(n, "survives"));
+  }
   auto non_negative = [&](const char* key, std::optional<double>* out) -> Status {
     if (!doc.Has(n, key)) return OkStatus();
     FL_ASSIGN_OR_RETURN(double v, doc.Get<double>(n, key));
@@ -141,7 +152,8 @@ Status ParseExpect(const YamlDoc& doc, const YAML::Node& n, Expectations* e) {
   FL_RETURN_IF_ERROR(non_negative("min_degraded_ratio", &e->min_degraded_ratio));
   FL_RETURN_IF_ERROR(non_negative("max_throughput_loss_s", &e->max_throughput_loss_s));
   if (e->min_degraded_ratio && *e->min_degraded_ratio > 1.0)
-    return doc.Error(n["min_degraded_ratio"], "min_degraded_ratio is a fraction of the baseline: at most 1");
+    return doc.Error(n["min_degraded_ratio"],
+                     "min_degraded_ratio is a fraction of the baseline: at most 1");
   FL_ASSIGN_OR_RETURN(e->exact_correctness, doc.GetOr<bool>(n, "exact_correctness", true));
   return OkStatus();
 }
@@ -172,9 +184,9 @@ uint64_t Fnv1a64(std::string_view text) {
 StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, name));
   const YAML::Node root = doc.root();
-  FL_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "description", "seed", "lab", "job", "faults",
-                                          "expectations", "restart"},
-                                   "scenario"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      root, {"name", "description", "seed", "lab", "job", "faults", "expectations", "restart"},
+      "scenario"));
   Scenario s;
   s.path = name;
   s.text = std::string(text);
@@ -199,10 +211,12 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
       s.faults.push_back(std::move(f));
     }
   }
-  if (doc.Has(root, "expectations")) FL_RETURN_IF_ERROR(ParseExpect(doc, root["expectations"], &s.expect));
+  if (doc.Has(root, "expectations"))
+    FL_RETURN_IF_ERROR(ParseExpect(doc, root["expectations"], &s.expect));
   if (doc.Has(root, "restart")) FL_RETURN_IF_ERROR(ParseRestart(doc, root["restart"], &s.restart));
   if (s.restart.enabled && s.job.failover && s.job.ccl == "ftccl")
-    return doc.Error(root["restart"], "restart applies to fail-stop jobs: set job.failover: false or use ccl: gloo");
+    return doc.Error(root["restart"],
+                     "restart applies to fail-stop jobs: set job.failover: false or use ccl: gloo");
   return s;
 }
 
@@ -215,7 +229,8 @@ Status ValidateAgainstCatalog(const Scenario& s, const FaultCatalog& catalog) {
   std::vector<std::string> kinds = catalog.Kinds();
   for (const FaultSpec& f : s.faults) {
     if (std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end())
-      return FaultError(f.where, "unknown fault kind '" + f.kind + "' (known: " + Join(kinds) + ")");
+      return FaultError(f.where,
+                        "unknown fault kind '" + f.kind + "' (known: " + Join(kinds) + ")");
     std::vector<std::string> classes = catalog.TargetClasses(f.kind);
     if (!f.target_class.empty()) {
       if (std::find(classes.begin(), classes.end(), f.target_class) == classes.end())
@@ -232,11 +247,12 @@ Status ValidateAgainstCatalog(const Scenario& s, const FaultCatalog& catalog) {
     for (const auto& cls : classes) {
       auto targets = catalog.Targets(cls);
       found = found || std::find(targets.begin(), targets.end(), f.target) != targets.end();
-      for (size_t i = 0; i < targets.size() && examples.size() < 6; ++i) examples.push_back(targets[i]);
+      for (size_t i = 0; i < targets.size() && examples.size() < 6; ++i)
+        examples.push_back(targets[i]);
     }
     if (!found)
-      return FaultError(f.where, "target '" + f.target + "' is not in the lab for fault kind '" + f.kind +
-                                     "' (e.g. " + Join(examples) + ")");
+      return FaultError(f.where, "target '" + f.target + "' is not in the lab for fault kind '" +
+                                     f.kind + "' (e.g. " + Join(examples) + ")");
   }
   return OkStatus();
 }

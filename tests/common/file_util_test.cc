@@ -1,8 +1,8 @@
 #include "common/file_util.h"
 
+#include <unistd.h>
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <unistd.h>
 
 namespace fl {
 namespace {

@@ -17,10 +17,12 @@ struct Poly : Shape {
 
 TEST_CASE("registry: create by name, with arguments", "[unit]") {
   Registry<Shape, int> reg("shape");
-  REQUIRE(reg.Register("poly", [](int n) -> StatusOr<std::unique_ptr<Shape>> {
-    if (n < 3) return InvalidArgumentError("a polygon has at least 3 sides");
-    return std::unique_ptr<Shape>(new Poly(n));
-  }).ok());
+  REQUIRE(reg.Register("poly",
+                       [](int n) -> StatusOr<std::unique_ptr<Shape>> {
+                         if (n < 3) return InvalidArgumentError("a polygon has at least 3 sides");
+                         return std::unique_ptr<Shape>(new Poly(n));
+                       })
+              .ok());
   auto s = reg.Create("poly", 5);
   REQUIRE(s.ok());
   CHECK((*s)->Sides() == 5);
@@ -32,7 +34,9 @@ TEST_CASE("registry: create by name, with arguments", "[unit]") {
 
 TEST_CASE("registry: unknown names list the known ones, duplicates are refused", "[unit]") {
   Registry<Shape> reg("injector");
-  auto factory = []() -> StatusOr<std::unique_ptr<Shape>> { return std::unique_ptr<Shape>(new Poly(4)); };
+  auto factory = []() -> StatusOr<std::unique_ptr<Shape>> {
+    return std::unique_ptr<Shape>(new Poly(4));
+  };
   REQUIRE(reg.Register("nic_port_flap", factory).ok());
   REQUIRE(reg.Register("container_kill", factory).ok());
   Status dup = reg.Register("nic_port_flap", factory);

@@ -25,7 +25,8 @@ class FakeComm : public ccl::Communicator {
     if (corrupt_at_ == calls_ - 1) Store(recv, count / 2, t, 999);
     return OkStatus();
   }
-  Status AllGather(const void*, void*, size_t, ccl::DataType, const ccl::CollectiveOptions&) override {
+  Status AllGather(const void*, void*, size_t, ccl::DataType,
+                   const ccl::CollectiveOptions&) override {
     return InternalError("unused");
   }
   Status ReduceScatter(const void*, void*, size_t, ccl::DataType, ccl::ReduceOp,
@@ -35,11 +36,13 @@ class FakeComm : public ccl::Communicator {
   Status Broadcast(void*, size_t, ccl::DataType, int, const ccl::CollectiveOptions&) override {
     return InternalError("unused");
   }
-  Status AllToAll(const void*, void* recv, size_t count, ccl::DataType t, const ccl::CollectiveOptions&) override {
+  Status AllToAll(const void*, void* recv, size_t count, ccl::DataType t,
+                  const ccl::CollectiveOptions&) override {
     uint32_t m = ValueModulus(1);
     for (int src = 0; src < world_; ++src)
       for (size_t k = 0; k < count; ++k)
-        Store(recv, src * count + k, t, Value(src, static_cast<uint64_t>(rank_) * count + k, calls_, m));
+        Store(recv, src * count + k, t,
+              Value(src, static_cast<uint64_t>(rank_) * count + k, calls_, m));
     ++calls_;
     return OkStatus();
   }
@@ -59,7 +62,9 @@ class VectorSink : public TelemetrySink {
  public:
   void OnSample(const IterationSample& s) override { samples.push_back(s); }
   void OnEvent(const ccl::Event&) override {}
-  void OnWorkerEvent(const std::string& kind, const std::string&) override { worker_events.push_back(kind); }
+  void OnWorkerEvent(const std::string& kind, const std::string&) override {
+    worker_events.push_back(kind);
+  }
   std::vector<IterationSample> samples;
   std::vector<std::string> worker_events;
 };
@@ -94,7 +99,8 @@ TEST_CASE("loop: a correct run verifies every k-th iteration and reports every s
   CHECK(sink.samples[9].end_wall_ns >= sink.samples[9].start_wall_ns);
 }
 
-TEST_CASE("loop: a wrong element is a mismatch, not a crash, a failed collective ends the loop", "[unit]") {
+TEST_CASE("loop: a wrong element is a mismatch, not a crash, a failed collective ends the loop",
+          "[unit]") {
   FakeComm comm(0, 8);
   comm.corrupt_at_ = 2;
   comm.fail_at_ = 5;

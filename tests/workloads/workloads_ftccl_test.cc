@@ -23,7 +23,8 @@ class CountingSink : public TelemetrySink {
 };
 
 // iterations 0: run for 300 ms, the ranks agreeing on the last iteration over the communicator.
-void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, int world, uint64_t iterations) {
+void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, int world,
+            uint64_t iterations) {
   ccl::MemoryStore store;
   CountingSink sink;
   std::vector<Status> results(world);
@@ -87,7 +88,8 @@ TEST_CASE("workloads over ftccl: every workload verifies exactly on 4 ranks", "[
   RunJob("moe_alltoall", ccl::DataType::kInt64, 64 << 10, 4, 5);
 }
 
-TEST_CASE("workloads over ftccl: a timed job ends on the same iteration on every rank", "[integration]") {
+TEST_CASE("workloads over ftccl: a timed job ends on the same iteration on every rank",
+          "[integration]") {
   RunJob("allreduce_loop", ccl::DataType::kFloat32, 64 << 10, 4, 0);
 }
 

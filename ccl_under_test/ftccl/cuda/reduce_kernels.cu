@@ -41,9 +41,15 @@ cudaError_t Launch(void* dst, const void* src, size_t n, ReduceOp op, cudaStream
   T* d = static_cast<T*>(dst);
   const T* x = static_cast<const T*>(src);
   switch (op) {
-    case ReduceOp::kSum: ReduceKernel<<<blocks, kThreads, 0, s>>>(d, x, n, Sum<T>{}); break;
-    case ReduceOp::kMax: ReduceKernel<<<blocks, kThreads, 0, s>>>(d, x, n, Max<T>{}); break;
-    case ReduceOp::kMin: ReduceKernel<<<blocks, kThreads, 0, s>>>(d, x, n, Min<T>{}); break;
+    case ReduceOp::kSum:
+      ReduceKernel<<<blocks, kThreads, 0, s>>>(d, x, n, Sum<T>{});
+      break;
+    case ReduceOp::kMax:
+      ReduceKernel<<<blocks, kThreads, 0, s>>>(d, x, n, Max<T>{});
+      break;
+    case ReduceOp::kMin:
+      ReduceKernel<<<blocks, kThreads, 0, s>>>(d, x, n, Min<T>{});
+      break;
   }
   return cudaGetLastError();
 }
@@ -76,12 +82,16 @@ Status CudaReduceInPlace(void* dst, const void* src, size_t count, DataType type
                          void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   switch (type) {
-    case DataType::kFloat32: return FromCuda(Launch<float>(dst, src, count, op, s), "reduce f32");
-    case DataType::kFloat16: return FromCuda(Launch<__half>(dst, src, count, op, s), "reduce f16");
+    case DataType::kFloat32:
+      return FromCuda(Launch<float>(dst, src, count, op, s), "reduce f32");
+    case DataType::kFloat16:
+      return FromCuda(Launch<__half>(dst, src, count, op, s), "reduce f16");
     case DataType::kBFloat16:
       return FromCuda(Launch<__nv_bfloat16>(dst, src, count, op, s), "reduce bf16");
-    case DataType::kInt32: return FromCuda(Launch<int32_t>(dst, src, count, op, s), "reduce i32");
-    case DataType::kInt64: return FromCuda(Launch<int64_t>(dst, src, count, op, s), "reduce i64");
+    case DataType::kInt32:
+      return FromCuda(Launch<int32_t>(dst, src, count, op, s), "reduce i32");
+    case DataType::kInt64:
+      return FromCuda(Launch<int64_t>(dst, src, count, op, s), "reduce i64");
   }
   return InvalidArgumentError("unknown data type");
 }

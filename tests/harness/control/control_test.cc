@@ -8,11 +8,11 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "tests/test_util.h"
 #include "common/file_util.h"
 #include "harness/control/auth.h"
 #include "harness/control/clock_sync.h"
 #include "harness/coordinator/control_server.h"
+#include "tests/test_util.h"
 
 extern char** environ;
 
@@ -38,7 +38,8 @@ class Child {
   // Exit code, -signal when killed, or nullopt when still running at the deadline.
   std::optional<int> Wait(Deadline deadline) {
     int status = 0;
-    bool done = WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, deadline, 5 * kNsPerMs);
+    bool done =
+        WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, deadline, 5 * kNsPerMs);
     if (!done) return std::nullopt;
     reaped_ = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
@@ -70,8 +71,10 @@ TEST_CASE("control: clock offset uses the probe with the shortest round trip", "
   CHECK_FALSE(TokensEqual("abc", "abcd"));
 }
 
-TEST_CASE("control: an agent process registers, reports its fingerprint, syncs its clock and obeys shutdown",
-          "[integration]") {
+TEST_CASE(
+    "control: an agent process registers, reports its fingerprint, syncs its clock and obeys "
+    "shutdown",
+    "[integration]") {
   TempDir dir("fl_control");
   auto token = CreateTokenFile(dir.path() + "/token");
   REQUIRE(token.ok());
@@ -105,8 +108,10 @@ TEST_CASE("control: an agent process registers, reports its fingerprint, syncs i
   REQUIRE(ack.ok());
   CHECK(ack->ok());
   CHECK(agent.Wait(Deadline::After(10 * kNsPerSec)) == 0);
-  CHECK(WaitUntil([&] { return !(*server)->Agent("h0")->connected; }, Deadline::After(5 * kNsPerSec)));
-  CHECK((*server)->Call("h0", bye, Deadline::After(kNsPerSec)).status().code() == Code::kUnavailable);
+  CHECK(WaitUntil([&] { return !(*server)->Agent("h0")->connected; },
+                  Deadline::After(5 * kNsPerSec)));
+  CHECK((*server)->Call("h0", bye, Deadline::After(kNsPerSec)).status().code() ==
+        Code::kUnavailable);
 }
 
 TEST_CASE("control: an agent with the wrong token is refused", "[integration]") {
@@ -124,18 +129,23 @@ TEST_CASE("control: an agent with the wrong token is refused", "[integration]") 
   CHECK((*server)->Agents().empty());
 }
 
-TEST_CASE("control: when the coordinator is SIGKILLed the agent reverts its faults within the lease",
-          "[integration]") {
+TEST_CASE(
+    "control: when the coordinator is SIGKILLed the agent reverts its faults within the lease",
+    "[integration]") {
   TempDir dir("fl_control");
   REQUIRE(CreateTokenFile(dir.path() + "/token").ok());
   const Nanos lease = 600 * kNsPerMs;
-  Child coordinator({std::string(FL_BUILD_DIR) + "/tests/control_peer", "coordinator", dir.path() + "/port",
-                     dir.path() + "/token", std::to_string(lease / kNsPerMs)});
-  REQUIRE(WaitUntil([&] { return ReadFile(dir.path() + "/port").ok(); }, Deadline::After(20 * kNsPerSec)));
+  Child coordinator({std::string(FL_BUILD_DIR) + "/tests/control_peer", "coordinator",
+                     dir.path() + "/port", dir.path() + "/token",
+                     std::to_string(lease / kNsPerMs)});
+  REQUIRE(WaitUntil([&] { return ReadFile(dir.path() + "/port").ok(); },
+                    Deadline::After(20 * kNsPerSec)));
   std::string addr = "127.0.0.1:" + *ReadFile(dir.path() + "/port");
-  Child agent({std::string(FL_BUILD_DIR) + "/tests/control_peer", "agent", addr, dir.path() + "/token", dir.path()});
+  Child agent({std::string(FL_BUILD_DIR) + "/tests/control_peer", "agent", addr,
+               dir.path() + "/token", dir.path()});
   const std::string marker = dir.path() + "/f0";
-  REQUIRE(WaitUntil([&] { return access(marker.c_str(), F_OK) == 0; }, Deadline::After(20 * kNsPerSec)));
+  REQUIRE(WaitUntil([&] { return access(marker.c_str(), F_OK) == 0; },
+                    Deadline::After(20 * kNsPerSec)));
 
   // The fault stays while the coordinator lives: several leases long.
   CHECK_FALSE(agent.Wait(Deadline::After(3 * lease)).has_value());

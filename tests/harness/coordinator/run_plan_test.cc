@@ -5,10 +5,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "tests/test_util.h"
 #include "common/file_util.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/store/store.h"
+#include "tests/test_util.h"
 
 namespace fl::harness {
 namespace {
@@ -69,7 +69,9 @@ TEST_CASE("run plan: a replay of a stored run draws the same targets and times",
     REQUIRE((*store)->CreateRun(r).ok());
   }
   // The scenario file may have changed or gone since: the replay uses the stored text.
-  REQUIRE(WriteFileAtomic(dir.path() + "/s.yaml", Scenario("  - kind: tor_port_down\n    target: tor0.h0\n    at: 1s\n")).ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/s.yaml",
+                          Scenario("  - kind: tor_port_down\n    target: tor0.h0\n    at: 1s\n"))
+              .ok());
   RunOptions replay;
   replay.replay_of = "r20261130-000000-abcdef";
   replay.scenario_path = "replay";
@@ -81,15 +83,22 @@ TEST_CASE("run plan: a replay of a stored run draws the same targets and times",
   CHECK(DescribeRunPlan(replay).status().code() == Code::kNotFound);
 }
 
-TEST_CASE("run plan: bad targets and parameters are reported at their place in the file", "[unit]") {
+TEST_CASE("run plan: bad targets and parameters are reported at their place in the file",
+          "[unit]") {
   TempDir dir("fl_plan");
   RunOptions o;
   o.scenario_path = dir.path() + "/bad.yaml";
-  REQUIRE(WriteFileAtomic(o.scenario_path, Scenario("  - kind: nic_port_flap\n    target: h9.nic0\n    at: 1s\n")).ok());
+  REQUIRE(WriteFileAtomic(o.scenario_path,
+                          Scenario("  - kind: nic_port_flap\n    target: h9.nic0\n    at: 1s\n"))
+              .ok());
   auto s = DescribeRunPlan(o);
   REQUIRE(s.status().code() == Code::kInvalidArgument);
-  CHECK(s.status().message().rfind(o.scenario_path + ":8:5: target 'h9.nic0' is not in the lab", 0) == 0);
-  REQUIRE(WriteFileAtomic(o.scenario_path, Scenario("  - kind: bandwidth_throttle\n    target: h0.nic0\n    at: 1s\n")).ok());
+  CHECK(s.status().message().rfind(o.scenario_path + ":8:5: target 'h9.nic0' is not in the lab",
+                                   0) == 0);
+  REQUIRE(
+      WriteFileAtomic(o.scenario_path,
+                      Scenario("  - kind: bandwidth_throttle\n    target: h0.nic0\n    at: 1s\n"))
+          .ok());
   s = DescribeRunPlan(o);
   REQUIRE(s.status().code() == Code::kInvalidArgument);
   CHECK(s.status().message().rfind(o.scenario_path + ":8:5: ", 0) == 0);

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <set>
 
-#include "tests/test_util.h"
 #include "common/file_util.h"
 #include "injectors/sys.h"
 #include "reports/store/store.h"
+#include "tests/test_util.h"
 
 extern char** environ;
 
@@ -51,7 +51,8 @@ int AgentsOfLab(const std::string& lab) {
       args.push_back(cmd->substr(i, z - i));
       i = z + 1;
     }
-    bool agent = !args.empty() && args[0].size() >= 15 && args[0].rfind("faultline-agent") == args[0].size() - 15;
+    bool agent = !args.empty() && args[0].size() >= 15 &&
+                 args[0].rfind("faultline-agent") == args[0].size() - 15;
     for (size_t i = 0; agent && i + 1 < args.size(); ++i)
       if (args[i] == "--lab" && args[i + 1] == lab) ++n;
   }
@@ -62,7 +63,8 @@ int AgentsOfLab(const std::string& lab) {
 // faultline with argv, stdout/stderr to files in dir; run from the source tree (configs/).
 class Faultline {
  public:
-  Faultline(const std::vector<std::string>& args, const std::string& dir) : out_(dir + "/out.txt"), err_(dir + "/err.txt") {
+  Faultline(const std::vector<std::string>& args, const std::string& dir)
+      : out_(dir + "/out.txt"), err_(dir + "/err.txt") {
     std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> a;
@@ -87,7 +89,8 @@ class Faultline {
   }
   std::optional<int> Wait(Deadline d) {
     int status = 0;
-    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, d, 20 * kNsPerMs)) return std::nullopt;
+    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, d, 20 * kNsPerMs))
+      return std::nullopt;
     done_ = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   }
@@ -104,29 +107,39 @@ class Faultline {
 // Two hosts x 2 ranks x 2 NICs: a small lab where a NIC fault can be survived.
 std::string WriteLab(const std::string& dir) {
   std::string p = dir + "/lab2.yaml";
-  REQUIRE(WriteFileAtomic(p, "name: lab2\nhosts: 2\ngpus_per_host: 2\nnics_per_host: 2\n"
-                             "link: {rate: 1gbit, burst: 256KiB, mtu: 1500}\n").ok());
+  REQUIRE(WriteFileAtomic(p,
+                          "name: lab2\nhosts: 2\ngpus_per_host: 2\nnics_per_host: 2\n"
+                          "link: {rate: 1gbit, burst: 256KiB, mtu: 1500}\n")
+              .ok());
   return p;
 }
 
 // The job runs for job_duration; the fault starts 500 ms into the steady state.
-std::string WriteScenario(const std::string& dir, const std::string& lab, const std::string& job_duration,
-                          const std::string& fault_yaml) {
+std::string WriteScenario(const std::string& dir, const std::string& lab,
+                          const std::string& job_duration, const std::string& fault_yaml) {
   std::string p = dir + "/scenario.yaml";
-  REQUIRE(WriteFileAtomic(p, "name: test_run\nseed: 3\nlab: {topology: " + lab + "}\n"
-                             "job:\n  size: 256KiB\n  duration: " + job_duration +
-                             "\n  warmup_iterations: 10\n  collective_timeout: 20s\n"
-                             "faults:\n" + fault_yaml +
-                             "expectations:\n  survives: true\n  exact_correctness: true\n").ok());
+  REQUIRE(WriteFileAtomic(p, "name: test_run\nseed: 3\nlab: {topology: " + lab +
+                                 "}\n"
+                                 "job:\n  size: 256KiB\n  duration: " +
+                                 job_duration +
+                                 "\n  warmup_iterations: 10\n  collective_timeout: 20s\n"
+                                 "faults:\n" +
+                                 fault_yaml +
+                                 "expectations:\n  survives: true\n  exact_correctness: true\n")
+              .ok());
   return p;
 }
 
-TEST_CASE("faultline run: a malformed scenario exits 2 with its location and creates nothing", "[.root][integration]") {
+TEST_CASE("faultline run: a malformed scenario exits 2 with its location and creates nothing",
+          "[.root][integration]") {
   TempDir dir("fl_run");
   std::string lab = WriteLab(dir.path());
   std::string bad = dir.path() + "/bad.yaml";
-  REQUIRE(WriteFileAtomic(bad, "name: bad\nlab: {topology: " + lab + "}\njob: {iterations: 10}\n"
-                               "faults:\n  - kind: nic_port_flap\n    target: h0.nic7\n    at: 1s\n").ok());
+  REQUIRE(WriteFileAtomic(bad,
+                          "name: bad\nlab: {topology: " + lab +
+                              "}\njob: {iterations: 10}\n"
+                              "faults:\n  - kind: nic_port_flap\n    target: h0.nic7\n    at: 1s\n")
+              .ok());
   auto before = Netns();
   Faultline f({"run", bad, "--db", dir.path() + "/r.db"}, dir.path());
   REQUIRE(f.Wait(Deadline::After(60 * kNsPerSec)) == 2);
@@ -138,11 +151,13 @@ TEST_CASE("faultline run: a malformed scenario exits 2 with its location and cre
 // The fault here is one ftccl rides through without a path failure (a throttled NIC), so
 // that this test judges the harness, not the CCL: ftccl's own failover has its tests in
 // tests/ccl_under_test.
-TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cleaned up", "[.root][integration]") {
+TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cleaned up",
+          "[.root][integration]") {
   TempDir dir("fl_run");
-  std::string scenario = WriteScenario(dir.path(), WriteLab(dir.path()), "4s",
-                                       "  - kind: bandwidth_throttle\n    target: h0.nic0\n    at: 500ms\n"
-                                       "    duration: 1500ms\n    params: {rate: 200mbit}\n");
+  std::string scenario =
+      WriteScenario(dir.path(), WriteLab(dir.path()), "4s",
+                    "  - kind: bandwidth_throttle\n    target: h0.nic0\n    at: 500ms\n"
+                    "    duration: 1500ms\n    params: {rate: 200mbit}\n");
   auto before = Netns();
   Faultline f({"run", scenario, "--db", dir.path() + "/r.db"}, dir.path());
   auto rc = f.Wait(Deadline::After(300 * kNsPerSec));
@@ -180,25 +195,30 @@ TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cle
   CHECK(f.out().find("PASS") != std::string::npos);
 }
 
-TEST_CASE("faultline run: SIGKILL of the coordinator leaves nothing applied, the next command marks the run aborted",
-          "[.root][integration]") {
+TEST_CASE(
+    "faultline run: SIGKILL of the coordinator leaves nothing applied, the next command marks the "
+    "run aborted",
+    "[.root][integration]") {
   TempDir dir("fl_run");
-  std::string scenario = WriteScenario(dir.path(), WriteLab(dir.path()), "120s",
-                                       "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
+  std::string scenario = WriteScenario(
+      dir.path(), WriteLab(dir.path()), "120s",
+      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
   auto before = Netns();
   std::string db = dir.path() + "/r.db";
   Faultline f({"run", scenario, "--db", db, "--lease", "1"}, dir.path());
   // Wait until the fault is in place (its effective time is in the results file).
   std::string run_id, lab;
-  bool applied = WaitUntil([&] {
-    auto store = reports::Store::Open(db, {.create = false});
-    if (!store.ok()) return false;
-    auto runs = (*store)->ListRuns({});
-    if (!runs.ok() || runs->empty()) return false;
-    run_id = runs->front().id;
-    auto data = (*store)->LoadRun(run_id);
-    return data.ok() && !data->faults.empty() && data->faults[0].effective_wall_ns.has_value();
-  }, Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
+  bool applied = WaitUntil(
+      [&] {
+        auto store = reports::Store::Open(db, {.create = false});
+        if (!store.ok()) return false;
+        auto runs = (*store)->ListRuns({});
+        if (!runs.ok() || runs->empty()) return false;
+        run_id = runs->front().id;
+        auto data = (*store)->LoadRun(run_id);
+        return data.ok() && !data->faults.empty() && data->faults[0].effective_wall_ns.has_value();
+      },
+      Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
   INFO(f.err());
   REQUIRE(applied);
   lab = "fl" + run_id.substr(run_id.size() - 6);
@@ -216,14 +236,17 @@ TEST_CASE("faultline run: SIGKILL of the coordinator leaves nothing applied, the
   auto cgroot = injectors::Cgroup2Root();
   REQUIRE(cgroot.ok());
   const std::string containers = *cgroot + "/faultline/fl-" + lab;
-  CHECK(WaitUntil([&] {
-    DIR* d = opendir(containers.c_str());
-    if (!d) return true;
-    bool any = false;
-    while (dirent* e = readdir(d)) any = any || std::string(e->d_name).find("rank") != std::string::npos;
-    closedir(d);
-    return !any;
-  }, Deadline::After(15 * kNsPerSec), 50 * kNsPerMs));
+  CHECK(WaitUntil(
+      [&] {
+        DIR* d = opendir(containers.c_str());
+        if (!d) return true;
+        bool any = false;
+        while (dirent* e = readdir(d))
+          any = any || std::string(e->d_name).find("rank") != std::string::npos;
+        closedir(d);
+        return !any;
+      },
+      Deadline::After(15 * kNsPerSec), 50 * kNsPerMs));
 
   // The next faultline command marks the run aborted and removes its lab.
   Faultline runs({"runs", "--db", db}, dir.path());

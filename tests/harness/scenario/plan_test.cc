@@ -30,7 +30,8 @@ StaticFaultCatalog Catalog() {
   c.AddKind("container_kill", {"container"});
   std::vector<std::string> nics, containers;
   for (int h = 0; h < 8; ++h) {
-    for (int n = 0; n < 4; ++n) nics.push_back("h" + std::to_string(h) + "/nic" + std::to_string(n));
+    for (int n = 0; n < 4; ++n)
+      nics.push_back("h" + std::to_string(h) + "/nic" + std::to_string(n));
     containers.push_back("h" + std::to_string(h) + "/c0");
   }
   c.AddTargets("nic", nics);
@@ -52,7 +53,8 @@ TEST_CASE("plan: the same seed chooses the same targets and times", "[unit]") {
   CHECK(DescribePlan(a) == DescribePlan(b));
   REQUIRE(a.faults.size() == 6);
   // time-triggered firings first, in time order; the iteration-triggered one last
-  for (size_t i = 1; i + 1 < a.faults.size(); ++i) CHECK(a.faults[i - 1].at_ns <= a.faults[i].at_ns);
+  for (size_t i = 1; i + 1 < a.faults.size(); ++i)
+    CHECK(a.faults[i - 1].at_ns <= a.faults[i].at_ns);
   CHECK(a.faults.back().after_iteration_trigger);
   CHECK(a.faults.back().after_iteration == 50);
 }

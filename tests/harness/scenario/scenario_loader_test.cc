@@ -85,9 +85,12 @@ TEST_CASE("scenario: malformed input fails with file:line:col", "[unit]") {
     CHECK(s.status().message().find("negative") != std::string::npos);
   }
   SECTION("two triggers") {
-    auto s = ParseScenario(Replace(kGood, "    after_iteration: 200", "    after_iteration: 200\n    at: 1s"), "x.yaml");
+    auto s = ParseScenario(
+        Replace(kGood, "    after_iteration: 200", "    after_iteration: 200\n    at: 1s"),
+        "x.yaml");
     REQUIRE_FALSE(s.ok());
-    CHECK(s.status().message().find("exactly one of 'at', 'after_iteration' or 'every'") != std::string::npos);
+    CHECK(s.status().message().find("exactly one of 'at', 'after_iteration' or 'every'") !=
+          std::string::npos);
   }
   SECTION("unknown ccl") {
     auto s = ParseScenario(Replace(kGood, "ccl: ftccl", "ccl: mpi"), "x.yaml");
@@ -120,13 +123,16 @@ TEST_CASE("scenario: kinds and targets are checked against the lab", "[unit]") {
   CHECK(st.code() == Code::kInvalidArgument);
   CHECK(st.message().rfind("x.yaml:12:5: target 'h9/nic0' is not in the lab", 0) == 0);
 
-  auto bad_kind = ParseScenario(Replace(kGood, "kind: nic_port_flap", "kind: nic_flapper"), "x.yaml");
+  auto bad_kind =
+      ParseScenario(Replace(kGood, "kind: nic_port_flap", "kind: nic_flapper"), "x.yaml");
   REQUIRE(bad_kind.ok());
   st = ValidateAgainstCatalog(*bad_kind, Catalog());
-  CHECK(st.message().find("unknown fault kind 'nic_flapper' (known: container_kill, nic_port_flap)") !=
+  CHECK(st.message().find(
+            "unknown fault kind 'nic_flapper' (known: container_kill, nic_port_flap)") !=
         std::string::npos);
 
-  auto bad_class = ParseScenario(Replace(kGood, "target_class: container", "target_class: nic"), "x.yaml");
+  auto bad_class =
+      ParseScenario(Replace(kGood, "target_class: container", "target_class: nic"), "x.yaml");
   REQUIRE(bad_class.ok());
   st = ValidateAgainstCatalog(*bad_class, Catalog());
   CHECK(st.message().find("cannot aim at target class 'nic'") != std::string::npos);
