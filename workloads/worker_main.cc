@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> nics = {"127.0.0.1"};
   uint64_t iterations = 0, check_every = 1, first_iteration = 0;
   bool no_failover = false;
+  std::vector<std::string> ccl_options;
   app.add_option("--rank", rank, "this rank")->required();
   app.add_option("--world-size", world, "number of ranks in the job")->required();
   app.add_option("--job-id", job_id, "job id: keys in the rendezvous store")->capture_default_str();
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--compute", compute, "training_step: compute time per step")
       ->capture_default_str();
+  app.add_option("--ccl-option", ccl_options,
+                 "ftccl tuning key=value (repeatable): chunk_bytes, window_bytes, "
+                 "channels_per_nic, keepalive_ms, dead_timeout_ms, peer_dead_ms");
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
@@ -127,6 +131,20 @@ int main(int argc, char** argv) {
   if (!workload.ok()) {
     std::fprintf(stderr, "faultline-worker: %s\n", workload.status().message().c_str());
     return 2;
+  }
+
+  // ftccl reads its tuning from FTCCL_<KEY> (ccl_under_test/ftccl/ftccl.h); the option names
+  // were checked by the coordinator (harness/scenario CheckCclOptions).
+  for (const auto& kv : ccl_options) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "faultline-worker: --ccl-option wants key=value, got '%s'\n",
+                   kv.c_str());
+      return 2;
+    }
+    std::string env = "FTCCL_";
+    for (char c : kv.substr(0, eq)) env += static_cast<char>(std::toupper(c));
+    setenv(env.c_str(), kv.substr(eq + 1).c_str(), /*overwrite=*/1);
   }
 
   ccl::FileStore store(store_dir);

@@ -18,7 +18,8 @@ bool ParseTags(const std::vector<std::string>& in, std::map<std::string, std::st
   for (const auto& t : in) {
     auto eq = t.find('=');
     if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "faultline: --tag wants key=value, got '%s'\n", t.c_str());
+      std::fprintf(stderr, "faultline: --tag and --ccl-option want key=value, got '%s'\n",
+                   t.c_str());
       return false;
     }
     (*out)[t.substr(0, eq)] = t.substr(eq + 1);
@@ -37,7 +38,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
     std::string scenario, db = "results.db", run_id, policy;
     uint64_t seed = 0;
-    std::vector<std::string> tags;
+    std::vector<std::string> tags, ccl_options;
+    std::string ccl;
     bool json = false;
     bool dry_run = false;
     double lease_s = 3;
@@ -56,6 +58,12 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_option("--seed", args->seed,
                   "seed for target draws and jitter (default: the scenario's)");
     c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
+    c->add_option("--ccl", args->ccl,
+                  "run the job on this CCL instead of the scenario's: ftccl | gloo | nccl");
+    c->add_option("--ccl-option", args->ccl_options,
+                  "CCL tuning key=value (repeatable), e.g. dead_timeout_ms=900; ftccl takes\n"
+                  "chunk_bytes, window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms,\n"
+                  "peer_dead_ms. Stored as tags ccl=NAME and ccl.KEY=VALUE");
     c->add_flag("--json", args->json, "print the summary as JSON");
     c->add_flag("--dry-run", args->dry_run,
                 "validate and print the seeded fault plan; create nothing");
@@ -78,10 +86,11 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     }
     o.db_path = args->db;
     if (cmd->count("--seed")) o.seed = args->seed;
-    if (!ParseTags(args->tags, &o.tags)) {
+    if (!ParseTags(args->tags, &o.tags) || !ParseTags(args->ccl_options, &o.ccl_options)) {
       *exit_code = 2;
       return;
     }
+    o.ccl = args->ccl;
     o.json = args->json;
     o.dry_run = args->dry_run;
     o.policy_path = args->policy;

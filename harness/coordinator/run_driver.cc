@@ -250,10 +250,20 @@ Status Runner::Prepare() {
     FL_ASSIGN_OR_RETURN(reports::RunRecord old, store_->GetRun(opts_.replay_of));
     FL_ASSIGN_OR_RETURN(scenario_, ParseScenario(old.scenario_text, opts_.scenario_path));
     seed_ = opts_.seed.value_or(old.seed);
+    // The stored run's command-line CCL overrides (tags), unless this replay names its own.
+    if (opts_.ccl.empty() && opts_.ccl_options.empty()) {
+      std::map<std::string, std::string> old_options;
+      for (const auto& [k, v] : old.tags)
+        if (k.rfind("ccl.", 0) == 0) old_options[k.substr(4)] = v;
+      auto it = old.tags.find("ccl");
+      FL_RETURN_IF_ERROR(
+          ApplyCclOverrides(scenario_, it == old.tags.end() ? "" : it->second, old_options));
+    }
   } else {
     FL_ASSIGN_OR_RETURN(scenario_, LoadScenarioFile(opts_.scenario_path));
     seed_ = opts_.seed.value_or(scenario_.seed);
   }
+  FL_RETURN_IF_ERROR(ApplyCclOverrides(scenario_, opts_.ccl, opts_.ccl_options));
   if (scenario_.lab.topology.empty())
     return InvalidArgumentError(
         scenario_.lab.where +
@@ -424,6 +434,7 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   else
     args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
   if (!j.failover) args.push_back("--no-failover");
+  for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
   nlohmann::json extra = args;
   for (int h = 0; h < topology_.hosts; ++h) {
     std::string host = "h" + std::to_string(h);
@@ -893,6 +904,10 @@ int Runner::Run() {
   rr.coordinator_pid = getpid();
   rr.coordinator_host = Hostname();
   rr.tags = opts_.tags;
+  // The CCL and its tuning as tags, so runs can be selected and compared by them
+  // (faultline compare tag:ccl.dead_timeout_ms=900 ...).
+  rr.tags["ccl"] = scenario_.job.ccl;
+  for (const auto& [k, v] : scenario_.job.ccl_options) rr.tags["ccl." + k] = v;
   if (!opts_.replay_of.empty()) rr.tags["replay_of"] = opts_.replay_of;
   if (const char* rev = std::getenv("FAULTLINE_GIT_REVISION")) rr.git_revision = rev;
   if (Status s = store_->CreateRun(rr); !s.ok()) {

@@ -36,6 +36,10 @@ struct RunOptions {
   std::string policy_path;  // agent policy; empty: configs/policies/local_lab.yaml if present
   Nanos lease_ns = 3 * kNsPerSec;
   bool dry_run = false;  // validate and print the plan; provision nothing, store nothing
+  // Overrides of the scenario's job.ccl and job.ccl_options (recorded as tags ccl=NAME and
+  // ccl.KEY=VALUE; a replay applies the stored run's ones unless given again).
+  std::string ccl;
+  std::map<std::string, std::string> ccl_options;
 };
 
 int RunScenario(const RunOptions& options);

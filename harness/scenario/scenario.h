@@ -31,6 +31,9 @@ struct JobSpec {
   uint64_t warmup_iterations = 20;
   uint64_t check_every = 1;  // verify the result every k iterations
   bool failover = true;      // ftccl: false = fail-stop mode
+  // Tuning of the CCL (ftccl: see CclOptionNames), e.g. dead_timeout_ms: "900". Values are
+  // positive integers; checked by CheckCclOptions.
+  std::map<std::string, std::string> ccl_options;
   Nanos collective_timeout_ns = 10 * kNsPerSec;
   Nanos hang_timeout_ns = 30 * kNsPerSec;  // no progress on any rank for this long = hung
 };

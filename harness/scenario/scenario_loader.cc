@@ -45,7 +45,7 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   FL_RETURN_IF_ERROR(doc.CheckKeys(
       n,
       {"workload", "ccl", "size", "dtype", "iterations", "duration", "warmup_iterations",
-       "check_every", "failover", "collective_timeout", "hang_timeout"},
+       "check_every", "failover", "collective_timeout", "hang_timeout", "ccl_options"},
       "job"));
   FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
   static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step",
@@ -81,6 +81,18 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
                       doc.GetDurationOr(n, "hang_timeout", job->hang_timeout_ns));
   if (job->collective_timeout_ns == 0 || job->hang_timeout_ns == 0)
     return doc.Error(n, "timeouts must be greater than 0");
+  if (doc.Has(n, "ccl_options")) {
+    const YAML::Node p = n["ccl_options"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(p, "ccl_options"));
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (!it->second.IsScalar())
+        return doc.Error(it->second, "ccl option values must be single values");
+      std::map<std::string, std::string> one = {{it->first.Scalar(), it->second.Scalar()}};
+      if (std::string why = CheckCclOptions(job->ccl, one); !why.empty())
+        return doc.Error(it->first, why);
+      job->ccl_options.merge(one);
+    }
+  }
   return OkStatus();
 }
 
@@ -171,6 +183,44 @@ Status FaultError(const std::string& where, const std::string& msg) {
 }
 
 }  // namespace
+
+std::vector<std::string> CclOptionNames(const std::string& ccl) {
+  if (ccl == "ftccl")
+    return {"chunk_bytes",  "window_bytes",    "channels_per_nic",
+            "keepalive_ms", "dead_timeout_ms", "peer_dead_ms"};
+  return {};
+}
+
+std::string CheckCclOptions(const std::string& ccl,
+                            const std::map<std::string, std::string>& options) {
+  const std::vector<std::string> names = CclOptionNames(ccl);
+  for (const auto& [k, v] : options) {
+    if (std::find(names.begin(), names.end(), k) == names.end()) {
+      if (names.empty()) return "ccl " + ccl + " takes no options (got '" + k + "')";
+      return "unknown " + ccl + " option '" + k + "' (" + Join(names) + ")";
+    }
+    bool digits = !v.empty() && v.size() <= 12 &&
+                  std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoull(v) == 0)
+      return ccl + " option " + k + " wants a positive integer, got '" + v + "'";
+  }
+  return {};
+}
+
+Status ApplyCclOverrides(Scenario& scenario, const std::string& ccl,
+                         const std::map<std::string, std::string>& options) {
+  if (!ccl.empty() && ccl != scenario.job.ccl) {
+    static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
+    if (std::find(kCcls.begin(), kCcls.end(), ccl) == kCcls.end())
+      return InvalidArgumentError("--ccl: unknown ccl '" + ccl + "' (" + Join(kCcls) + ")");
+    scenario.job.ccl = ccl;
+    scenario.job.ccl_options.clear();
+  }
+  if (std::string why = CheckCclOptions(scenario.job.ccl, options); !why.empty())
+    return InvalidArgumentError("--ccl-option: " + why);
+  for (const auto& [k, v] : options) scenario.job.ccl_options[k] = v;
+  return OkStatus();
+}
 
 uint64_t Fnv1a64(std::string_view text) {
   uint64_t h = 0xcbf29ce484222325ull;

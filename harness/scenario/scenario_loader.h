@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,5 +54,20 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
 Status ValidateAgainstCatalog(const Scenario& scenario, const FaultCatalog& catalog);
 
 uint64_t Fnv1a64(std::string_view text);
+
+// The tuning options a CCL accepts in job.ccl_options / `faultline run --ccl-option`
+// (ftccl: chunk_bytes, window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms,
+// peer_dead_ms; the baselines take none).
+std::vector<std::string> CclOptionNames(const std::string& ccl);
+// Empty when every option is known to `ccl` and its value is a positive integer; otherwise
+// the problem, e.g. "unknown ftccl option 'dead_ms' (chunk_bytes, ...)".
+std::string CheckCclOptions(const std::string& ccl,
+                            const std::map<std::string, std::string>& options);
+
+// Command-line overrides of the job's CCL and its options (`faultline run --ccl/--ccl-option`):
+// a new ccl drops the file's ccl_options (they belong to the other library); options are
+// merged over the file's. InvalidArgument naming the flag for a bad name or value.
+Status ApplyCclOverrides(Scenario& scenario, const std::string& ccl,
+                         const std::map<std::string, std::string>& options);
 
 }  // namespace fl::harness

@@ -138,5 +138,44 @@ TEST_CASE("scenario: kinds and targets are checked against the lab", "[unit]") {
   CHECK(st.message().find("cannot aim at target class 'nic'") != std::string::npos);
 }
 
+TEST_CASE("scenario: ccl_options are checked and command-line overrides merge over them",
+          "[unit]") {
+  auto s = ParseScenario(
+      Replace(kGood, "  iterations: 400\n",
+              "  iterations: 400\n  ccl_options: {dead_timeout_ms: 900, keepalive_ms: 20}\n"),
+      "x.yaml");
+  REQUIRE(s.ok());
+  CHECK(s->job.ccl_options ==
+        std::map<std::string, std::string>{{"dead_timeout_ms", "900"}, {"keepalive_ms", "20"}});
+
+  auto bad_key = ParseScenario(
+      Replace(kGood, "  iterations: 400\n", "  iterations: 400\n  ccl_options: {dead_ms: 9}\n"),
+      "x.yaml");
+  REQUIRE_FALSE(bad_key.ok());
+  CHECK(bad_key.status().message().rfind("x.yaml:11:17: unknown ftccl option 'dead_ms'", 0) == 0);
+
+  auto bad_value =
+      ParseScenario(Replace(kGood, "  iterations: 400\n",
+                            "  iterations: 400\n  ccl_options: {dead_timeout_ms: 0.5s}\n"),
+                    "x.yaml");
+  REQUIRE_FALSE(bad_value.ok());
+  CHECK(bad_value.status().message().find("wants a positive integer, got '0.5s'") !=
+        std::string::npos);
+
+  Scenario merged = *s;
+  REQUIRE(ApplyCclOverrides(merged, "", {{"dead_timeout_ms", "1500"}}).ok());
+  CHECK(merged.job.ccl_options.at("dead_timeout_ms") == "1500");
+  CHECK(merged.job.ccl_options.at("keepalive_ms") == "20");
+
+  Scenario gloo = *s;
+  REQUIRE(ApplyCclOverrides(gloo, "gloo", {}).ok());
+  CHECK(gloo.job.ccl == "gloo");
+  CHECK(gloo.job.ccl_options.empty());  // ftccl's tuning does not carry over
+  Status st = ApplyCclOverrides(gloo, "", {{"dead_timeout_ms", "10"}});
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(st.message() == "--ccl-option: ccl gloo takes no options (got 'dead_timeout_ms')");
+  CHECK(ApplyCclOverrides(gloo, "mpi", {}).message().find("--ccl: unknown ccl 'mpi'") == 0);
+}
+
 }  // namespace
 }  // namespace fl::harness
