@@ -65,10 +65,14 @@ uint16_t FloatToBFloat16(float f) {
 
 namespace {
 
+// The collectives reduce every received byte once (7/8 of the buffer per rank and AllReduce
+// with 8 ranks), so this loop is on the hot path: dst and src never overlap (a posted slice and
+// a staging slot), and saying so with __restrict (plus -O3 for this file, see CMakeLists.txt)
+// lets the compiler vectorise it. Element-wise, so the results are the scalar loop's exactly.
 template <typename T, typename F>
 void Loop(void* dst, const void* src, size_t n, F f) {
-  T* d = static_cast<T*>(dst);
-  const T* s = static_cast<const T*>(src);
+  T* __restrict d = static_cast<T*>(dst);
+  const T* __restrict s = static_cast<const T*>(src);
   for (size_t i = 0; i < n; ++i) d[i] = f(d[i], s[i]);
 }
 
