@@ -20,6 +20,8 @@ std::string_view Name(EventType type) {
       return "comm_error";
     case EventType::kHangDump:
       return "hang_dump";
+    case EventType::kRelayRoute:
+      return "relay_route";
   }
   return "?";
 }

@@ -26,6 +26,8 @@ enum class EventType : uint8_t {
   kCollectiveEnd,    // seq, with detail "ok" or the error
   kCommError,        // the communicator failed (fail-stop, no path left, deadline)
   kHangDump,         // detail = what every channel waits for
+  kRelayRoute,       // chunks to `peer` now go through another rank of the same host (path
+                     // "via rank R"; cause no_direct_path), or no longer do (direct_path)
 };
 
 std::string_view Name(EventType type);

@@ -3,11 +3,13 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -15,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "ccl_under_test/ftccl/link_monitor.h"
@@ -26,6 +29,16 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46544343;  // "FTCC"
 enum FrameType : uint16_t { kHello = 1, kData = 2, kAck = 3, kPing = 4, kPathDown = 5, kBye = 6 };
+// Relay through a rank of the same host (docs/ftccl.md, "Relay"). S has no working path to D
+// and sends through R; acknowledgements are end to end (D's ack travels back through R).
+enum FrameFlags : uint16_t {
+  kFlagForward = 1,   // kData S->R: forward this chunk (S's sequence number) to rank aux
+  kFlagRelayed = 2,   // kData R->D: a chunk of rank aux, forwarded; kAck D->R: its ack
+  kFlagRelayAck = 4,  // kAck R->S: D's ack of our chunk to rank aux
+};
+// Keys of forwarded chunks in the relay's per-peer chunk map: above every own sequence number,
+// so the queue sends own chunks first and a forwarded chunk is never relayed again.
+constexpr uint64_t kForwardKeyBase = 1ull << 63;
 
 struct FrameHeader {
   uint32_t magic;
@@ -38,15 +51,32 @@ struct FrameHeader {
 };
 static_assert(sizeof(FrameHeader) == 32);
 
-FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq, uint64_t tag) {
+FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq, uint64_t tag,
+                       uint16_t flags = 0) {
   FrameHeader h{};
   h.magic = kMagic;
   h.type = type;
+  h.flags = flags;
   h.len = len;
   h.aux = aux;
   h.seq = seq;
   h.tag = tag;
   return h;
+}
+
+// "Same host" for the host-local channel means "can reach each other over 127.0.0.1": the same
+// kernel (boot id) and the same network namespace (inode of /proc/self/ns/net).
+std::string HostKey() {
+  std::string boot;
+  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof(buf), f)) boot = buf;
+    std::fclose(f);
+  }
+  while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+  struct stat st {};
+  if (boot.empty() || stat("/proc/self/ns/net", &st) != 0) return "";
+  return boot + ":" + std::to_string(st.st_ino);
 }
 
 std::string TagString(uint64_t tag) {
@@ -64,17 +94,6 @@ enum FdKind : uint64_t {
 };
 uint64_t Key(FdKind kind, uint64_t a, uint64_t b = 0) { return kind << 56 | a << 24 | b; }
 
-struct SendChunk {
-  uint64_t seq;
-  uint64_t tag;
-  const char* data;
-  uint32_t len;
-  uint64_t cookie;
-  int channel = -1;         // in flight on this channel, or -1 (queued)
-  int failover = -1;        // id of the failover that moved it, or -1
-  std::vector<char> owned;  // payload copy after CancelAll (frame half written)
-};
-
 // A payload buffer that is not zero-filled (it is always written before it is read).
 struct Blob {
   std::unique_ptr<char[]> data;
@@ -82,6 +101,27 @@ struct Blob {
   void Reset(size_t n) {
     data.reset(n ? new char[n] : nullptr);
     size = n;
+  }
+};
+
+struct SendChunk {
+  uint64_t seq;  // key in the peer's chunk map (our sequence number, or a forward key)
+  uint64_t tag;
+  const char* data;
+  uint32_t len;
+  uint64_t cookie;
+  int channel = -1;         // in flight on this channel, or -1 (queued)
+  int via = -1;             // channel belongs to this relay rank instead of the chunk's peer
+  int failover = -1;        // id of the failover that moved it, or -1
+  std::vector<char> owned;  // payload copy after CancelAll (frame half written)
+  // A chunk we forward for another rank of our host (or to one): whose it is and its
+  // sequence number there; the payload is ours.
+  bool forward = false;
+  int origin = -1;
+  uint64_t oseq = 0;
+  Blob payload;
+  const char* Bytes() const {
+    return forward ? payload.data.get() : owned.empty() ? data : owned.data();
   }
 };
 
@@ -104,7 +144,7 @@ enum class ChState { kDown, kConnecting, kHandshake, kUp };
 
 struct Channel {
   int index = 0;
-  int local_nic = 0;
+  int local_nic = 0;  // -1: the host-local channel (loopback, same-host peers only)
   int remote_nic = 0;
   bool active = false;  // we connect (lower rank)
   ChState state = ChState::kDown;
@@ -127,6 +167,8 @@ struct Channel {
   Blob rpriv;
   bool rposted = false;
   size_t rgot = 0;
+  int rsrc = -1;      // whose chunk is arriving (the peer, or the origin of a relayed one)
+  bool rfwd = false;  // arriving chunk is to be forwarded to rank rhdr.aux
   // Timing.
   Nanos last_rx = 0;
   Nanos last_tx = 0;
@@ -153,6 +195,9 @@ struct Peer {
   std::unordered_map<uint64_t, RecvReq> posted;  // by tag
   std::unordered_map<uint64_t, Blob> unexpected;
   Nanos all_down_since = 0;
+  std::string host;     // host id ("" = unknown: no host-local channel, no relay through it)
+  std::string lo_addr;  // host-local listening address
+  int via = -1;         // relay rank while we have no working channel of our own, or -1
 };
 
 struct PendingAccept {
@@ -229,6 +274,26 @@ class Engine::Impl {
   }
 
   Channel& Ch(int peer, int c) { return peers_[peer].ch[c]; }
+  // The channel a chunk to `peer` is in flight on (a relay's channel when c.via >= 0).
+  // REQUIRES: c.channel >= 0.
+  Channel& ChannelOf(int peer, const SendChunk& c) {
+    return peers_[c.via >= 0 ? c.via : peer].ch[c.channel];
+  }
+  std::string LocalAddr(const Channel& ch) const {
+    return ch.local_nic < 0 ? "127.0.0.1" : cfg_.nics[ch.local_nic];
+  }
+  std::string RemoteAddr(int peer, const Channel& ch) const {
+    return ch.local_nic < 0 ? peers_[peer].lo_addr : peers_[peer].addrs[ch.remote_nic];
+  }
+  static bool AnyUp(const Peer& p) {
+    for (auto& ch : p.ch)
+      if (ch.state == ChState::kUp) return true;
+    return false;
+  }
+  int ChooseRelay(int peer) const;
+  void UpdateRoutes();
+  void OnRelayedAck(int dest, int origin, uint64_t oseq);
+  void ForwardChunk(int from, Channel& ch);
   void SetWantOut(int peer, Channel& ch, bool want);
   void StartConnect(int peer, Channel& ch, Nanos now);
   void OnConnectable(int peer, Channel& ch);
@@ -244,6 +309,7 @@ class Engine::Impl {
   void OnHeader(int peer, Channel& ch);
   void OnPayloadDone(int peer, Channel& ch);
   void OnAck(int peer, uint64_t seq);
+  void Requeue(Peer& p, SendChunk& c, int fid);
   bool Applied(const Peer& p, uint64_t seq) const {
     return seq < p.recv_low || p.recv_above.count(seq);
   }
@@ -287,9 +353,17 @@ class Engine::Impl {
   std::vector<bool> nic_down_;
   LinkMonitor links_;
   std::vector<Failover> failovers_;
+  // Relay (intra-host routing): our host id ("" = off), host-local listening address.
+  std::string host_id_;
+  std::string my_lo_;
+  bool relay_ = false;
+  uint64_t next_fwd_key_ = kForwardKeyBase;
+  // Chunks we forward, by (destination, origin, origin's sequence number) -> key.
+  std::map<std::tuple<int, int, uint64_t>, uint64_t> fwd_index_;
 
  public:
   std::atomic<uint64_t> st_sent_{0}, st_requeued_{0}, st_dups_{0}, st_faults_{0}, st_restored_{0};
+  std::atomic<uint64_t> st_relayed_{0}, st_forwarded_{0};
 
  private:
   bool fail_stopped_ = false;
@@ -332,8 +406,27 @@ Status Engine::Impl::Init() {
       epoll_ctl(epfd_, EPOLL_CTL_ADD, links_.fd(), &ev);
     }
   }
+  // Host-local channel and relay: only with a host id, and a loopback listener.
+  host_id_ = opt_.host_id == "auto" ? HostKey() : opt_.host_id;
+  if (!host_id_.empty() && host_id_.find_first_of(",|") == std::string::npos) {
+    auto l = transport_->Listen("127.0.0.1");
+    if (l.ok()) {
+      my_lo_ = (*l)->address();
+      ev.events = EPOLLIN;
+      ev.data.u64 = Key(kFdListener, listeners_.size());
+      epoll_ctl(epfd_, EPOLL_CTL_ADD, (*l)->fd(), &ev);
+      listeners_.push_back(std::move(*l));
+    } else {
+      FL_LOG(kWarn, "ftccl") << "no loopback listener (" << l.status().ToString()
+                             << "): no host-local channels, no relay";
+    }
+  }
+  if (my_lo_.empty()) host_id_.clear();
+  relay_ = !host_id_.empty() && cfg_.failover;
+  // "ip:port,ip:port" (NICs in rail order), then "|host|127.0.0.1:port" with a host id.
   std::string joined;
   for (const auto& a : my_addrs_) joined += (joined.empty() ? "" : ",") + a;
+  if (!host_id_.empty()) joined += "|" + host_id_ + "|" + my_lo_;
   const std::string prefix = "ftccl/" + cfg_.job_id + "/";
   if (n > 1) FL_RETURN_IF_ERROR(cfg_.store->Set(prefix + "addr/" + std::to_string(me), joined));
 
@@ -344,6 +437,15 @@ Status Engine::Impl::Init() {
     if (p == me) continue;
     FL_ASSIGN_OR_RETURN(std::string s,
                         cfg_.store->Get(prefix + "addr/" + std::to_string(p), deadline));
+    size_t bar = s.find('|');
+    if (bar != std::string::npos) {
+      size_t bar2 = s.find('|', bar + 1);
+      if (bar2 != std::string::npos) {
+        peer.host = s.substr(bar + 1, bar2 - bar - 1);
+        peer.lo_addr = s.substr(bar2 + 1);
+      }
+      s.resize(bar);
+    }
     std::stringstream ss(s);
     std::string item;
     while (std::getline(ss, item, ',')) peer.addrs.push_back(item);
@@ -351,15 +453,18 @@ Status Engine::Impl::Init() {
       return InternalError("ftccl: rank " + std::to_string(p) + " has no NICs");
     int nch = static_cast<int>(std::max(cfg_.nics.size(), peer.addrs.size())) *
               std::max(1, opt_.channels_per_nic);
-    peer.ch.resize(nch);
-    for (int c = 0; c < nch; ++c) {
+    // Ranks of one host also get a host-local channel (both sides decide alike: both host
+    // ids are published).
+    const bool local = !host_id_.empty() && peer.host == host_id_ && !peer.lo_addr.empty();
+    peer.ch.resize(nch + (local ? 1 : 0));
+    for (int c = 0; c < static_cast<int>(peer.ch.size()); ++c) {
       Channel& ch = peer.ch[c];
       ch.index = c;
-      ch.local_nic = c % static_cast<int>(cfg_.nics.size());
-      ch.remote_nic = c % static_cast<int>(peer.addrs.size());
+      ch.local_nic = c < nch ? c % static_cast<int>(cfg_.nics.size()) : -1;
+      ch.remote_nic = c < nch ? c % static_cast<int>(peer.addrs.size()) : -1;
       ch.active = me < p;
       ch.backoff = opt_.reconnect_min;
-      ch.path = cfg_.nics[ch.local_nic] + "->" + peer.addrs[ch.remote_nic];
+      ch.path = LocalAddr(ch) + "->" + RemoteAddr(p, ch);
     }
   }
   Nanos now = MonoNowNs();
@@ -479,7 +584,9 @@ std::string Engine::Impl::DumpLocked() {
     if (p.rank == cfg_.rank) continue;
     os << " peer " << p.rank << ": unacked " << p.chunks.size() << " queued " << p.queue.size()
        << " posted_recv " << p.posted.size() << " unexpected " << p.unexpected.size()
-       << " next_recv_seq " << p.recv_low << "\n";
+       << " next_recv_seq " << p.recv_low;
+    if (p.via >= 0) os << " relayed via rank " << p.via;
+    os << "\n";
     for (auto& [tag, r] : p.posted) {
       os << "  waits for recv " << TagString(tag) << " (" << r.len << " B)\n";
       break;
@@ -512,7 +619,7 @@ void Engine::Impl::SetWantOut(int peer, Channel& ch, bool want) {
 void Engine::Impl::StartConnect(int peer, Channel& ch, Nanos now) {
   ch.attempt_started = now;
   ++ch.gen;
-  auto c = transport_->Connect(cfg_.nics[ch.local_nic], peers_[peer].addrs[ch.remote_nic]);
+  auto c = transport_->Connect(LocalAddr(ch), RemoteAddr(peer, ch));
   if (!c.ok()) {
     ch.state = ChState::kDown;
     ch.next_attempt = now + ch.backoff;
@@ -586,6 +693,7 @@ void Engine::Impl::ChannelUp(int peer, Channel& ch, std::unique_ptr<transport::C
     FL_LOG(kInfo, "ftccl") << "path restored to rank " << peer << " ch " << ch.index << " "
                            << ch.path;
   }
+  UpdateRoutes();
   PumpSend(peer, ch);
 }
 
@@ -613,17 +721,20 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   if (!was_up) return;  // a failed attempt, not a fault of a working path
   ch.failed_before = true;
 
-  // Unacknowledged chunks go back to the queue, to be resent on surviving paths.
+  // Unacknowledged chunks go back to the queue, to be resent on surviving paths: the peer's
+  // own, and other peers' chunks that this channel was relaying.
   int fid = static_cast<int>(failovers_.size());
   size_t moved = 0;
-  for (auto& [seq, c] : p.chunks) {
-    if (c->channel != ch.index) continue;
-    c->channel = -1;
-    if (c->failover >= 0 && failovers_[c->failover].remaining > 0)
-      --failovers_[c->failover].remaining;
-    c->failover = fid;
-    p.queue.insert(seq);
-    ++moved;
+  std::vector<int> relayed_for;
+  for (auto& q : peers_) {
+    if (&q != &p && !relay_) continue;
+    size_t before = moved;
+    for (auto& [seq, c] : q.chunks) {
+      if (c->channel != ch.index || c->via != (&q == &p ? -1 : peer)) continue;
+      Requeue(q, *c, fid);
+      ++moved;
+    }
+    if (&q != &p && moved > before) relayed_for.push_back(q.rank);
   }
   ch.inflight_bytes = 0;
   ch.inflight_chunks = 0;
@@ -657,9 +768,8 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
       }
     }
   }
-  bool any_up = false;
-  for (auto& other : p.ch) any_up |= other.state == ChState::kUp;
-  if (!any_up && p.all_down_since == 0) p.all_down_since = now;
+  UpdateRoutes();
+  if (!AnyUp(p) && p.via < 0 && p.all_down_since == 0) p.all_down_since = now;
   if (moved == 0) {
     Event d{EventType::kFailoverDone};
     d.peer = peer;
@@ -671,11 +781,68 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
     failovers_[fid].remaining = 0;
   }
   PumpPeer(peer);
+  for (int q : relayed_for) PumpPeer(q);
+}
+
+void Engine::Impl::Requeue(Peer& p, SendChunk& c, int fid) {
+  c.channel = -1;
+  c.via = -1;
+  if (c.failover >= 0 && failovers_[c.failover].remaining > 0) --failovers_[c.failover].remaining;
+  c.failover = fid;
+  p.queue.insert(c.seq);
+}
+
+// While we have no working channel of our own to `peer`, its chunks go through a rank that we
+// do reach: one on the peer's host first (it reaches the peer over the host-local channel),
+// else one on ours (its NICs may work where ours do not). Forwarded chunks are never relayed
+// again, so a route is one extra hop at most.
+int Engine::Impl::ChooseRelay(int peer) const {
+  if (!relay_ || AnyUp(peers_[peer])) return -1;
+  bool ever_up = false;
+  for (auto& ch : peers_[peer].ch) {
+    if (ch.bye) return -1;  // the peer closed its communicator
+    ever_up |= ch.ever_up;
+  }
+  if (!ever_up) return -1;  // still connecting (start-up), not a failure
+  for (const std::string* want : {&peers_[peer].host, &host_id_}) {
+    if (want->empty()) continue;
+    for (const Peer& r : peers_) {
+      if (r.rank == cfg_.rank || r.rank == peer || r.host != *want) continue;
+      if (AnyUp(r)) return r.rank;
+    }
+  }
+  return -1;
+}
+
+void Engine::Impl::UpdateRoutes() {
+  if (!relay_) return;
+  for (Peer& p : peers_) {
+    if (p.rank == cfg_.rank) continue;
+    int via = ChooseRelay(p.rank);
+    if (via == p.via) continue;
+    p.via = via;
+    Event e{EventType::kRelayRoute};
+    e.peer = p.rank;
+    e.cause = via >= 0 ? "no_direct_path" : (AnyUp(p) ? "direct_path" : "no_route");
+    e.path = via >= 0 ? "via rank " + std::to_string(via) : "";
+    e.detail = via >= 0 ? "chunks to rank " + std::to_string(p.rank) + " go through rank " +
+                              std::to_string(via)
+                        : "relay to rank " + std::to_string(p.rank) + " ended";
+    Emit(e);
+    FL_LOG(kInfo, "ftccl") << e.detail;
+    if (via >= 0) p.all_down_since = 0;
+  }
 }
 
 void Engine::Impl::PumpPeer(int peer) {
   for (auto& ch : peers_[peer].ch) {
     if (ch.state == ChState::kUp) PumpSend(peer, ch);
+  }
+  const int via = peers_[peer].via;
+  if (via >= 0) {
+    for (auto& ch : peers_[via].ch) {
+      if (ch.state == ChState::kUp) PumpSend(via, ch);
+    }
   }
 }
 
@@ -699,7 +866,14 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
     }
     if (ch.state != ChState::kUp) break;
     if (!ch.cur) {
-      if (p.queue.empty() || ch.inflight_bytes >= opt_.window_bytes) break;
+      // The peer's own queue first, then chunks of ranks we reach through this peer (only
+      // chunks of our own: forwarded ones, keyed from kForwardKeyBase, are not relayed again).
+      Peer* from = p.queue.empty() ? nullptr : &p;
+      for (size_t d = 0; !from && relay_ && d < peers_.size(); ++d) {
+        Peer& q = peers_[d];
+        if (q.via == peer && !q.queue.empty() && *q.queue.begin() < kForwardKeyBase) from = &q;
+      }
+      if (!from || ch.inflight_bytes >= opt_.window_bytes) break;
       // Take the next chunk only if no other working channel has less in flight: chunks
       // spread over the paths, and a path whose acks come back faster takes more.
       bool least = true;
@@ -710,12 +884,22 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
         }
       }
       if (!least) break;
-      uint64_t seq = *p.queue.begin();
-      p.queue.erase(p.queue.begin());
-      SendChunk* c = p.chunks[seq].get();
+      uint64_t seq = *from->queue.begin();
+      from->queue.erase(from->queue.begin());
+      SendChunk* c = from->chunks[seq].get();
       c->channel = ch.index;
+      c->via = from == &p ? -1 : peer;
       ch.cur = c;
-      ch.cur_hdr = MakeHeader(kData, c->len, 0, c->seq, c->tag);
+      if (c->forward) {
+        ch.cur_hdr = MakeHeader(kData, c->len, static_cast<uint32_t>(c->origin), c->oseq, c->tag,
+                                kFlagRelayed);
+      } else if (c->via >= 0) {
+        ch.cur_hdr = MakeHeader(kData, c->len, static_cast<uint32_t>(from->rank), c->seq, c->tag,
+                                kFlagForward);
+        ++st_relayed_;
+      } else {
+        ch.cur_hdr = MakeHeader(kData, c->len, 0, c->seq, c->tag);
+      }
       ch.cur_off = 0;
       ch.inflight_bytes += c->len;
       ++ch.inflight_chunks;
@@ -723,7 +907,7 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
       ++st_sent_;
     }
     SendChunk* c = ch.cur;
-    const char* payload = c->owned.empty() ? c->data : c->owned.data();
+    const char* payload = c->Bytes();
     iovec v[2];
     int nv = 0;
     if (ch.cur_off < sizeof(FrameHeader)) {
@@ -786,8 +970,8 @@ void Engine::Impl::OnReadable(int peer, Channel& ch) {
 }
 
 void Engine::Impl::OnHeader(int peer, Channel& ch) {
-  Peer& p = peers_[peer];
   const FrameHeader& h = ch.rhdr;
+  const int n = cfg_.world_size;
   switch (h.type) {
     case kHello:
       if (ch.state == ChState::kHandshake) ChannelUp(peer, ch, nullptr);
@@ -800,10 +984,20 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
       ch.state = ChState::kDown;
       ch.bye = true;
       ch.cur = nullptr;
+      UpdateRoutes();
       return;
     case kAck:
+      if (h.flags & (kFlagRelayed | kFlagRelayAck)) {
+        const int other = static_cast<int>(h.aux);
+        if (other < 0 || other >= n || other == cfg_.rank) {
+          return FailChannel(peer, ch, "protocol_error", "relayed ack names a bad rank");
+        }
+        if (h.flags & kFlagRelayed) return OnRelayedAck(peer, other, h.seq);
+        return OnAck(other, h.seq);
+      }
       return OnAck(peer, h.seq);
     case kPathDown: {
+      Peer& p = peers_[peer];
       if (h.aux < p.ch.size() && &p.ch[h.aux] != &ch && p.ch[h.aux].state == ChState::kUp &&
           p.ch[h.aux].gen == static_cast<uint32_t>(h.seq)) {
         FailChannel(peer, p.ch[h.aux], "peer_notice",
@@ -820,22 +1014,43 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
   ch.rposted = false;
   ch.rdst = nullptr;
   ch.in_payload = h.len > 0;
+  ch.rfwd = (h.flags & kFlagForward) != 0;
+  ch.rsrc = (h.flags & kFlagRelayed) ? static_cast<int>(h.aux) : peer;
+  if (h.flags & (kFlagForward | kFlagRelayed)) {
+    const int other = static_cast<int>(h.aux);
+    if (other < 0 || other >= n || other == cfg_.rank || other == peer) {
+      return FailChannel(peer, ch, "protocol_error", "relayed chunk names a bad rank");
+    }
+  }
+  if (ch.rfwd) {
+    // To be forwarded (we are the relay): kept until the destination acknowledges it.
+    ch.rpriv.Reset(h.len);
+    ch.rdst = ch.rpriv.data.get();
+    if (!ch.in_payload) OnPayloadDone(peer, ch);
+    return;
+  }
+  const int src = ch.rsrc;
+  Peer& p = peers_[src];
   if (Applied(p, h.seq)) {
     // A duplicate (its ack was lost, or it was resent after a false alarm): read into
     // nothing, then ack again (OnPayloadDone).
     if (!ch.in_payload) OnPayloadDone(peer, ch);
     return;
   }
+  // The same chunk may be arriving on another channel (a resend, possibly relayed).
   bool elsewhere = false;
-  for (auto& other : p.ch) {
-    if (&other != &ch && other.in_payload && other.rhdr.seq == h.seq && other.rdst)
-      elsewhere = true;
+  for (auto& q : peers_) {
+    for (auto& other : q.ch) {
+      if (&other != &ch && other.in_payload && !other.rfwd && other.rsrc == src &&
+          other.rhdr.seq == h.seq && other.rdst)
+        elsewhere = true;
+    }
   }
   auto it = p.posted.find(h.tag);
   if (!elsewhere && it != p.posted.end()) {
     if (it->second.len != h.len) {
       Fail(InternalError("ftccl: message " + TagString(h.tag) + " from rank " +
-                         std::to_string(peer) + " has " + std::to_string(h.len) +
+                         std::to_string(src) + " has " + std::to_string(h.len) +
                          " bytes, receiver expected " + std::to_string(it->second.len)));
       ch.rdst = nullptr;
       return;
@@ -850,9 +1065,16 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
 }
 
 void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
-  Peer& p = peers_[peer];
   const FrameHeader& h = ch.rhdr;
-  QueueCtrl(ch, MakeHeader(kAck, 0, 0, h.seq, 0));
+  if (ch.rfwd) return ForwardChunk(peer, ch);
+  const int src = ch.rsrc;
+  Peer& p = peers_[src];
+  // A relayed chunk is acknowledged to its origin through the relay it came from.
+  if (src != peer) {
+    QueueCtrl(ch, MakeHeader(kAck, 0, static_cast<uint32_t>(src), h.seq, 0, kFlagRelayed));
+  } else {
+    QueueCtrl(ch, MakeHeader(kAck, 0, 0, h.seq, 0));
+  }
   if (ch.rdst == nullptr || Applied(p, h.seq)) {
     if (Applied(p, h.seq)) ++st_dups_;
     ch.rdst = nullptr;
@@ -861,8 +1083,12 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   }
   MarkApplied(p, h.seq);
   // Another channel receiving the same chunk (a resend) must not write into the buffer now.
-  for (auto& other : p.ch) {
-    if (&other != &ch && other.in_payload && other.rhdr.seq == h.seq) other.rdst = nullptr;
+  for (auto& q : peers_) {
+    for (auto& other : q.ch) {
+      if (&other != &ch && other.in_payload && !other.rfwd && other.rsrc == src &&
+          other.rhdr.seq == h.seq)
+        other.rdst = nullptr;
+    }
   }
   if (ch.rposted) {
     auto it = p.posted.find(h.tag);
@@ -886,13 +1112,51 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   PumpSend(peer, ch);
 }
 
+// We are the relay: rank `from` sent us a chunk for rank rhdr.aux. It goes to the destination
+// (over our own channels to it) as a chunk of `from`, with `from`'s sequence number, and stays
+// ours until the destination acknowledges it; a copy we already hold is dropped.
+void Engine::Impl::ForwardChunk(int from, Channel& ch) {
+  const FrameHeader& h = ch.rhdr;
+  const int dest = static_cast<int>(h.aux);
+  ch.rfwd = false;
+  ch.rdst = nullptr;
+  auto key = std::make_tuple(dest, from, h.seq);
+  if (!fwd_index_.count(key)) {
+    auto c = std::make_unique<SendChunk>();
+    c->seq = next_fwd_key_++;
+    c->tag = h.tag;
+    c->data = nullptr;
+    c->len = h.len;
+    c->cookie = 0;
+    c->forward = true;
+    c->origin = from;
+    c->oseq = h.seq;
+    c->payload = std::move(ch.rpriv);
+    fwd_index_[key] = c->seq;
+    Peer& d = peers_[dest];
+    d.queue.insert(c->seq);
+    d.chunks[c->seq] = std::move(c);
+    ++st_forwarded_;
+    PumpPeer(dest);
+  }
+  ch.rpriv = Blob{};
+  PumpSend(from, ch);
+}
+
+// The destination `dest` acknowledged a chunk of `origin` that we forwarded.
+void Engine::Impl::OnRelayedAck(int dest, int origin, uint64_t oseq) {
+  auto it = fwd_index_.find(std::make_tuple(dest, origin, oseq));
+  if (it == fwd_index_.end()) return;  // a second ack (the chunk was forwarded twice)
+  OnAck(dest, it->second);
+}
+
 void Engine::Impl::OnAck(int peer, uint64_t seq) {
   Peer& p = peers_[peer];
   auto it = p.chunks.find(seq);
   if (it == p.chunks.end()) return;  // a second ack for a resent chunk
   SendChunk* c = it->second.get();
   if (c->channel >= 0) {
-    Channel& ch = p.ch[c->channel];
+    Channel& ch = ChannelOf(peer, *c);
     if (ch.cur == c) return;  // still being written: cannot be acked yet (stale ack)
     ch.inflight_bytes -= std::min<size_t>(ch.inflight_bytes, c->len);
     if (ch.inflight_chunks) --ch.inflight_chunks;
@@ -912,11 +1176,26 @@ void Engine::Impl::OnAck(int peer, uint64_t seq) {
       Emit(e);
     }
   }
-  uint64_t cookie = c->cookie;
-  bool cancelled = !c->owned.empty() || c->data == nullptr;
-  p.chunks.erase(it);
-  if (!cancelled) Complete(cookie, true);
+  const int via = c->via;
+  if (c->forward) {
+    // Pass the destination's ack back to the chunk's origin, over any working channel.
+    const int origin = c->origin;
+    fwd_index_.erase(std::make_tuple(peer, origin, c->oseq));
+    for (auto& och : peers_[origin].ch) {
+      if (och.state != ChState::kUp) continue;
+      QueueCtrl(och, MakeHeader(kAck, 0, static_cast<uint32_t>(peer), c->oseq, 0, kFlagRelayAck));
+      PumpSend(origin, och);
+      break;
+    }
+    p.chunks.erase(seq);
+  } else {
+    uint64_t cookie = c->cookie;
+    bool cancelled = !c->owned.empty() || c->data == nullptr;
+    p.chunks.erase(it);
+    if (!cancelled) Complete(cookie, true);
+  }
   PumpPeer(peer);
+  if (via >= 0) PumpPeer(via);
 }
 
 void Engine::Impl::OnAccept(int nic) {
@@ -998,24 +1277,24 @@ void Engine::Impl::HandleOp(const Op& op) {
         p.unexpected.clear();
         for (auto& ch : p.ch) {
           if (ch.in_payload && ch.rposted) ch.rdst = nullptr;
-          if (ch.cur && ch.cur->owned.empty() && ch.cur->data) {
+          if (ch.cur && !ch.cur->forward && ch.cur->owned.empty() && ch.cur->data) {
             // Half-written frame: keep the stream framed, but stop reading the user buffer.
             ch.cur->owned.assign(ch.cur->data, ch.cur->data + ch.cur->len);
             if (ch.cur->owned.empty()) ch.cur->data = nullptr;
           }
         }
         // Unsent chunks are dropped; sent-but-unacked ones are kept as "cancelled" so that
-        // a late ack is understood, but they are never resent from user memory.
+        // a late ack is understood, but they are never resent from user memory. Chunks we
+        // forward for other ranks are theirs, not our collective's: kept.
         for (auto it = p.chunks.begin(); it != p.chunks.end();) {
           SendChunk* c = it->second.get();
-          bool writing = false;
-          for (auto& ch : p.ch) writing |= ch.cur == c;
+          bool writing = c->forward || (c->channel >= 0 && ChannelOf(p.rank, *c).cur == c);
           if (writing) {
             ++it;
             continue;
           }
           if (c->channel >= 0) {
-            Channel& ch = p.ch[c->channel];
+            Channel& ch = ChannelOf(p.rank, *c);
             ch.inflight_bytes -= std::min<size_t>(ch.inflight_bytes, c->len);
             if (ch.inflight_chunks) --ch.inflight_chunks;
           }
@@ -1134,7 +1413,7 @@ void Engine::Impl::Timers(Nanos now) {
             break;
           }
           if (ch.active && now >= ch.next_attempt && !fail_stopped_) {
-            if (nic_down_[ch.local_nic] && nic_ifindex_[ch.local_nic] > 0) {
+            if (ch.local_nic >= 0 && nic_down_[ch.local_nic] && nic_ifindex_[ch.local_nic] > 0) {
               // Missed link-up events are caught by polling the state once in a while.
               if (LinkIsUp(nic_ifindex_[ch.local_nic])) {
                 nic_down_[ch.local_nic] = false;
@@ -1149,7 +1428,7 @@ void Engine::Impl::Timers(Nanos now) {
       }
       any_up |= ch.state == ChState::kUp;
     }
-    if (any_up) {
+    if (any_up || p.via >= 0) {
       p.all_down_since = 0;
     } else {
       if (p.all_down_since == 0) p.all_down_since = now;
@@ -1287,6 +1566,8 @@ EngineStats Engine::stats() const {
   s.duplicates_dropped = impl_->st_dups_;
   s.path_faults = impl_->st_faults_;
   s.paths_restored = impl_->st_restored_;
+  s.chunks_relayed = impl_->st_relayed_;
+  s.chunks_forwarded = impl_->st_forwarded_;
   return s;
 }
 void Engine::Fail(Status status) { impl_->Fail(std::move(status)); }

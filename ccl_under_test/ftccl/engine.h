@@ -56,6 +56,11 @@ struct EngineOptions {
   Nanos peer_dead_timeout = 10 * kNsPerSec;
   // Watch the local NICs' links through rtnetlink.
   bool watch_links = true;
+  // Intra-host routing. Ranks that publish the same host id get a host-local channel
+  // (127.0.0.1) between them, and a rank with no working channel of its own to a peer sends
+  // through a rank of its own or of the peer's host that it still reaches (failover only).
+  // "" = off; "auto" = this kernel and network namespace (who can reach whom over loopback).
+  std::string host_id;
 };
 
 // Counters for tests and tools (monotonic since Create).
@@ -65,6 +70,8 @@ struct EngineStats {
   uint64_t duplicates_dropped = 0;  // chunks received again after they were applied
   uint64_t path_faults = 0;         // fault_detected events
   uint64_t paths_restored = 0;      // path_restored events
+  uint64_t chunks_relayed = 0;      // our chunks sent through a relay rank
+  uint64_t chunks_forwarded = 0;    // other ranks' chunks we forwarded as the relay
 };
 
 struct Completion {

@@ -409,6 +409,7 @@ EngineOptions EngineOptionsFromEnv(EngineOptions o) {
   o.keepalive_interval = EnvLong("FTCCL_KEEPALIVE_MS", o.keepalive_interval / kNsPerMs) * kNsPerMs;
   o.dead_timeout = EnvLong("FTCCL_DEAD_TIMEOUT_MS", o.dead_timeout / kNsPerMs) * kNsPerMs;
   o.peer_dead_timeout = EnvLong("FTCCL_PEER_DEAD_MS", o.peer_dead_timeout / kNsPerMs) * kNsPerMs;
+  if (const char* h = std::getenv("FTCCL_HOST_ID")) o.host_id = std::string(h) == "none" ? "" : h;
   return o;
 }
 
@@ -427,7 +428,9 @@ StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig
 Status RegisterFtccl(CclRegistry& registry) {
   return registry.Register("ftccl", [](const CommConfig& config) {
     FtcclOptions o;
-    o.engine = EngineOptionsFromEnv();
+    EngineOptions base;
+    base.host_id = "auto";  // host-local channels and relay between ranks of one host
+    o.engine = EngineOptionsFromEnv(base);
     return CreateFtcclCommunicator(config, o);
   });
 }

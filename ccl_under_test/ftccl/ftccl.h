@@ -38,7 +38,9 @@ std::optional<EngineStats> GetStats(const Communicator& comm);
 Status RegisterFtccl(CclRegistry& registry);
 
 // EngineOptions from the environment: FTCCL_CHUNK_BYTES, FTCCL_WINDOW_BYTES,
-// FTCCL_CHANNELS_PER_NIC, FTCCL_KEEPALIVE_MS, FTCCL_DEAD_TIMEOUT_MS, FTCCL_PEER_DEAD_MS.
+// FTCCL_CHANNELS_PER_NIC, FTCCL_KEEPALIVE_MS, FTCCL_DEAD_TIMEOUT_MS, FTCCL_PEER_DEAD_MS,
+// FTCCL_HOST_ID ("none" = no host-local channels and no relay; the registered factory
+// defaults to "auto").
 EngineOptions EngineOptionsFromEnv(EngineOptions base = {});
 
 }  // namespace fl::ccl::ftccl

@@ -254,6 +254,9 @@ StatusOr<PerfResult> RunPerf(const PerfOptions& o,
     // All ranks share this machine's CPUs: a thread starved for a few hundred milliseconds
     // must not look like a dead path (FTCCL_DEAD_TIMEOUT_MS still overrides this).
     setenv("FTCCL_DEAD_TIMEOUT_MS", "2000", /*overwrite=*/0);
+    // Ranks as threads of one process share one "host": no host-local channels (they would
+    // be one more loopback path next to the loopback NICs) unless asked for.
+    setenv("FTCCL_HOST_ID", "none", /*overwrite=*/0);
     MemoryStore store;
     const int n = o.ranks;
     result.world_size = n;

@@ -27,6 +27,9 @@ struct Group {
   CollectingEventSink events;
   std::shared_ptr<FaultControl> faults = std::make_shared<FaultControl>();
   std::vector<std::unique_ptr<Communicator>> comms;
+  // NICs per rank, and each rank's host id ("" = no host-local channel, no relay).
+  int nics = 2;
+  std::function<std::string(int)> host_of = [](int) { return std::string(); };
 
   // REQUIRES: called once.
   void Create(ftccl::EngineOptions eo, bool failover = true) {
@@ -36,10 +39,12 @@ struct Group {
     o.transport = ftccl::transport::faulty::CreateFaultyTransport(
         ftccl::transport::tcp::CreateTcpTransport({}), faults);
     auto made = testing::CreateAll(kRanks, [&](int r) {
-      CommConfig c = testing::RankConfig(r, kRanks, 2, &store, "failover");
+      CommConfig c = testing::RankConfig(r, kRanks, nics, &store, "failover");
       c.failover = failover;
       c.events = &events;
-      return ftccl::CreateFtcclCommunicator(c, o);
+      ftccl::FtcclOptions mine = o;
+      mine.engine.host_id = host_of(r);
+      return ftccl::CreateFtcclCommunicator(c, mine);
     });
     for (auto& m : made) {
       REQUIRE(m.ok());
@@ -214,31 +219,95 @@ TEST_CASE("ftccl: a failed path comes back and carries traffic again (failback)"
   CHECK(g.faults->BytesSent(nic) > at_restore + 64 * 1024);
 }
 
-TEST_CASE("ftccl: every path to a peer dead ends in Unavailable - not a hang", "[integration]") {
-  Group g;
+// Fails every NIC in `ips` at iteration 2 of a loop (peer-dead timeout 500 ms): every rank
+// must end with an error within a bound, and no result before it may be wrong.
+LoopResult RunUntilNoPath(Group& g, const std::vector<std::string>& ips) {
   auto o = FastOptions();
   o.peer_dead_timeout = 500 * kNsPerMs;
   g.Create(o);
   const Nanos timeout = 8 * kNsPerSec;
   auto r = Loop(g, 50, 64 * 1024, timeout, [&](int it) {
-    if (it == 2) {
-      g.faults->Set(testing::LoopbackNic(3, 0), {FaultMode::kFail, 0, 0});
-      g.faults->Set(testing::LoopbackNic(3, 1), {FaultMode::kFail, 0, 0});
-    }
+    if (it == 2)
+      for (const auto& ip : ips) g.faults->Set(ip, {FaultMode::kFail, 0, 0});
   });
   CHECK(r.elapsed < timeout + 5 * kNsPerSec);
+  for (int k = 0; k < Group::kRanks; ++k) {
+    INFO("rank " << k << ": " << r.status[k].ToString());
+    CHECK(!r.status[k].ok());
+    CHECK(r.wrong[k] == 0);
+  }
+  return r;
+}
+
+TEST_CASE("ftccl: every path to a peer dead ends in Unavailable - not a hang", "[integration]") {
+  Group g;
+  auto r = RunUntilNoPath(g, {testing::LoopbackNic(3, 0), testing::LoopbackNic(3, 1)});
   int unavailable = 0;
   for (int k = 0; k < Group::kRanks; ++k) {
     INFO("rank " << k << ": " << r.status[k].ToString());
-    REQUIRE(!r.status[k].ok());
     CHECK((r.status[k].code() == Code::kUnavailable ||
            r.status[k].code() == Code::kDeadlineExceeded));
     unavailable += r.status[k].code() == Code::kUnavailable;
-    CHECK(r.wrong[k] == 0);
   }
   // Rank 3 and its ring neighbours see no path; the rank in between may only time out.
   CHECK(unavailable >= 3);
   CHECK(!g.comms[3]->GetAsyncError().ok());
+}
+
+// Intra-host routing: ranks 0, 2 on host A and 1, 3 on host B (so every ring hop crosses
+// hosts), one NIC per rank (rail-optimised: a rank's traffic leaves through its own NIC).
+// Rank 0's NIC dies in the middle of a chunk: rank 0 has no path of its own to ranks 1 and 3,
+// and they none to it. Its chunks to rank 1 go through rank 2 (its own host) over the
+// host-local channel; rank 3's to rank 0 through rank 2 as well (rank 0's host).
+TEST_CASE("ftccl: a rank whose every NIC is down relays through a rank of its host",
+          "[integration]") {
+  Group g;
+  g.nics = 1;
+  g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
+  auto o = FastOptions();
+  o.peer_dead_timeout = 300 * kNsPerMs;  // without a relay the loop would end in Unavailable
+  g.Create(o);
+  const std::string nic = testing::LoopbackNic(0, 0);
+  const int iters = 24;
+  auto r = Loop(g, iters, 256 * 1024, 30 * kNsPerSec, [&](int it) {
+    if (it == 3) g.faults->Set(nic, {FaultMode::kPass, 100 * 1024 + 17, 0});
+    if (it == 18) g.faults->Clear(nic);
+    if (it == 19) {
+      WaitUntil([&] { return !g.Of(EventType::kPathRestored).empty(); },
+                Deadline::After(5 * kNsPerSec));
+    }
+  });
+  RequireAllCorrect(r, iters);
+  auto s0 = *ftccl::GetStats(*g.comms[0]);
+  auto s2 = *ftccl::GetStats(*g.comms[2]);
+  auto s3 = *ftccl::GetStats(*g.comms[3]);
+  INFO("relayed by rank 0: " << s0.chunks_relayed
+                             << ", forwarded by rank 2: " << s2.chunks_forwarded
+                             << ", relayed by rank 3: " << s3.chunks_relayed);
+  CHECK(s0.chunks_relayed > 0);    // rank 0 -> 2 -> 1 (the ring's 0 -> 1 hop)
+  CHECK(s3.chunks_relayed > 0);    // rank 3 -> 2 -> 0 (the ring's 3 -> 0 hop)
+  CHECK(s2.chunks_forwarded > 0);  // rank 2 carried both
+  bool r0_via_2 = false, r3_via_2 = false, back_direct = false;
+  for (auto& e : g.Of(EventType::kRelayRoute)) {
+    r0_via_2 |= e.rank == 0 && e.peer == 1 && e.path == "via rank 2";
+    r3_via_2 |= e.rank == 3 && e.peer == 0 && e.path == "via rank 2";
+    back_direct |= e.cause == "direct_path";
+  }
+  CHECK(r0_via_2);
+  CHECK(r3_via_2);
+  CHECK(back_direct);  // the NIC came back: direct paths again
+  CHECK(!g.Of(EventType::kPathRestored).empty());
+}
+
+// The relay does not hide a rank that nothing reaches: NIC and host-local paths all down.
+TEST_CASE("ftccl: no NIC and no host-local path ends in Unavailable - not a hang",
+          "[integration]") {
+  Group g;
+  g.nics = 1;
+  g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
+  // "127.0.0.1": every host-local channel.
+  RunUntilNoPath(g, {testing::LoopbackNic(0, 0), "127.0.0.1"});
+  CHECK(g.comms[0]->GetAsyncError().code() == Code::kUnavailable);
 }
 
 TEST_CASE("ftccl: fail-stop mode reports the first path fault as an error", "[integration]") {

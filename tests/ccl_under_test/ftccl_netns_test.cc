@@ -91,6 +91,45 @@ TEST_CASE("ftccl lab: a silent blackhole is found by keep-alives and survived", 
   for (int c : codes) CHECK(c == 0);
 }
 
+// Intra-host routing on the lab: one NIC per rank (rank 2h on rail 0, 2h+1 on rail 1). Host 1's
+// NIC 0 goes down: rank 2 has no path of its own to other hosts. Rank 1 (host 0), whose ring
+// successor is rank 2, sends through rank 3 (rank 2's host), which forwards over the
+// host-local channel; without the relay rank 1 would fail (Unavailable after 2 s).
+TEST_CASE("ftccl lab: a rank with its only NIC down is reached through a rank of its host",
+          "[.root]") {
+  auto lab = MakeLab();
+  JobSpec spec{
+      FL_FTCCL_PERF_PATH,
+      "ftccl",
+      2,
+      {},
+      {"-b", "256KiB", "-e", "256KiB", "-n", "300", "-w", "1", "--check-all", "--timeout", "30s"},
+      {"FTCCL_DEAD_TIMEOUT_MS=1000", "FTCCL_PEER_DEAD_MS=2000"}};
+  spec.rail_per_rank = true;
+  LabJob job(*lab, spec);
+  REQUIRE(job.Start().ok());
+  REQUIRE(job.WaitProgress(20, Deadline::After(60 * kNsPerSec)));
+  REQUIRE(lab->SetNicUp(1, 0, false).ok());
+  const int at_down = job.MinProgress();
+  CHECK(WaitUntil(
+      [&] {
+        return !job.Events({"relay_route", "via rank 3"}).empty();
+      },
+      Deadline::After(20 * kNsPerSec)));
+  // Well past the 2 s after which a peer with no path at all fails the communicator.
+  CHECK(job.WaitProgress(at_down + 60, Deadline::After(60 * kNsPerSec)));
+  REQUIRE(lab->SetNicUp(1, 0, true).ok());
+  CHECK(WaitUntil(
+      [&] {
+        return !job.Events({"relay_route", "direct_path"}).empty();
+      },
+      Deadline::After(20 * kNsPerSec)));
+  auto codes = job.WaitAll(Deadline::After(120 * kNsPerSec));
+  INFO(Logs(job));
+  for (int c : codes) CHECK(c == 0);  // finished, #wrong = 0 on every iteration
+  CHECK(job.Events({"comm_error"}).empty());
+}
+
 // A fail-stop library must end every rank with an error, within its timeout, not hang.
 void ExpectFailStop(const std::string& ccl, std::vector<std::string> extra) {
   auto lab = MakeLab();

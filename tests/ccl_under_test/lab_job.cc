@@ -27,6 +27,7 @@ Status LabJob::Start() {
     int h = r / spec_.ranks_per_host;
     std::string nics;
     std::vector<int> rails = spec_.rails;
+    if (spec_.rail_per_rank) rails = {r % spec_.ranks_per_host % lab_.spec().nics};
     if (rails.empty()) {
       for (int k = 0; k < lab_.spec().nics; ++k) rails.push_back(k);
     }

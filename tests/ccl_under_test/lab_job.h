@@ -18,6 +18,8 @@ struct JobSpec {
   std::vector<int> rails;
   std::vector<std::string> args;  // extra ftccl-perf arguments (-b, -e, -n, --check-all, ...)
   std::vector<std::string> env;   // "NAME=value" for the rank processes
+  // Rail-optimised placement: rank r uses only rail r % ranks_per_host (overrides rails).
+  bool rail_per_rank = false;
 };
 
 class LabJob {
