@@ -42,12 +42,23 @@ class FtcclCommunicator : public Communicator {
   Status AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                    const CollectiveOptions& opts) override {
     const size_t es = SizeOf(type);
-    return Run(opts, {{send, count * es}}, {{recv, count * es}},
-               [&](char* const* in, char* const* out) {
-                 if (in[0] != out[0] && count) std::memcpy(out[0], in[0], count * es);
-                 std::vector<size_t> off = EvenSegments(count);
-                 return Ring(out[0], off, es, type, op, /*rs=*/true, /*ag=*/true, nullptr);
-               });
+    return Run(
+        opts, {{send, count * es}}, {{recv, count * es}}, [&](char* const* in, char* const* out) {
+          if (in[0] != out[0] && count) std::memcpy(out[0], in[0], count * es);
+          std::vector<size_t> off = EvenSegments(count);
+          if (!dev_out_ || count == 0) {
+            return Ring(out[0], off, es, type, op, /*rs=*/true, /*ag=*/true, nullptr);
+          }
+          // Device buffers: the user's output buffer is the accumulator, reduced by
+          // the CUDA kernel; the host copy carries the bytes over the network.
+          FL_RETURN_IF_ERROR(CudaCopyToDevice(dev_out_, out[0], count * es));
+          const size_t scratch_bytes = std::min(count * es, SliceElems(off[1] - off[0], es) * es);
+          FL_ASSIGN_OR_RETURN(void* scratch, CudaAlloc(scratch_bytes));
+          DeviceReduce dev{dev_out_, static_cast<char*>(scratch)};
+          Status st = Ring(out[0], off, es, type, op, /*rs=*/true, /*ag=*/true, &dev);
+          CudaFree(scratch);
+          return st;
+        });
   }
 
   Status AllGather(const void* send, void* recv, size_t count, DataType type,
@@ -119,6 +130,12 @@ class FtcclCommunicator : public Communicator {
     const void* ptr;
     size_t bytes;
   };
+  // AllReduce on device buffers: acc is the device copy of the buffer being reduced (the
+  // user's output); scratch holds one received slice on the device.
+  struct DeviceReduce {
+    char* acc;
+    char* scratch;
+  };
 
   // Segment offsets (in elements) of a buffer of count elements split over the ranks, the
   // remainder spread over the first segments.
@@ -176,7 +193,11 @@ class FtcclCommunicator : public Communicator {
       for (auto& b : ins) in_ptrs.push_back(const_cast<char*>(static_cast<const char*>(b.ptr)));
       for (auto& b : outs) out_ptrs.push_back(const_cast<char*>(static_cast<const char*>(b.ptr)));
     }
+    dev_out_ = opts.memory == MemoryKind::kCuda && !outs.empty()
+                   ? static_cast<char*>(const_cast<void*>(outs[0].ptr))
+                   : nullptr;
     if (s.ok()) s = body(in_ptrs.data(), out_ptrs.data());
+    dev_out_ = nullptr;
     if (s.ok() && opts.memory == MemoryKind::kCuda) {
       for (size_t i = 0; i < outs.size() && s.ok(); ++i) {
         if (outs[i].bytes)
@@ -206,7 +227,7 @@ class FtcclCommunicator : public Communicator {
   //   rs: reduce-scatter: after n-1 steps rank r holds the reduction of segment r;
   //   ag: all-gather: rank r's segment r travels to every rank.
   Status Ring(char* buf, const std::vector<size_t>& off, size_t es, DataType type, ReduceOp op,
-              bool rs, bool ag, void*) {
+              bool rs, bool ag, const DeviceReduce* dev) {
     const int n = size();
     const int r = rank();
     if (n == 1) return OkStatus();
@@ -280,7 +301,19 @@ class FtcclCommunicator : public Communicator {
           ++recvs_done;
           const uint32_t slot = KindOf(c.cookie) == kRsRecv1 ? 1 : 0;
           int seg = rs_recv(step);
-          HostReduce(slice_ptr(seg, j), slot_ptr(slot, j), slice_bytes(seg, j) / es, type, op);
+          if (dev) {
+            // Staging plus a reduction kernel: the received slice goes up, is reduced into
+            // the device buffer, and the result comes back to be sent on.
+            const size_t at = static_cast<size_t>(slice_ptr(seg, j) - buf);
+            const size_t bytes = slice_bytes(seg, j);
+            FL_RETURN_IF_ERROR(CudaCopyToDevice(dev->scratch, slot_ptr(slot, j), bytes));
+            FL_RETURN_IF_ERROR(
+                CudaReduceInPlace(dev->acc + at, dev->scratch, bytes / es, type, op, nullptr));
+            FL_RETURN_IF_ERROR(CudaStreamSync(nullptr));
+            FL_RETURN_IF_ERROR(CudaCopyToHost(slice_ptr(seg, j), dev->acc + at, bytes));
+          } else {
+            HostReduce(slice_ptr(seg, j), slot_ptr(slot, j), slice_bytes(seg, j) / es, type, op);
+          }
           if (step + 1 < steps) {
             send(step + 1, seg, j);
           } else if (ag) {
@@ -382,6 +415,7 @@ class FtcclCommunicator : public Communicator {
   Deadline deadline_ = Deadline::Never();
   std::vector<char> staging_;
   std::vector<char> work_;
+  char* dev_out_ = nullptr;  // the user's device output buffer during a kCuda collective
 };
 
 long EnvLong(const char* name, long fallback) {

@@ -6,8 +6,9 @@
 // sequenced, acknowledged, applied exactly once and failed over to surviving paths (see
 // engine.h and docs/ftccl.md).
 //
-// CUDA buffers (CollectiveOptions::memory == kCuda) are staged through host memory in builds
-// with CUDA; without CUDA they are FailedPrecondition.
+// CUDA buffers (CollectiveOptions::memory == kCuda), in builds with CUDA: the bytes are staged
+// through host memory, and AllReduce reduces on the device with ftccl/cuda's kernel; without
+// CUDA they are FailedPrecondition.
 //
 // Thread-safety, ownership, blocking: as the Communicator contract (api/communicator.h).
 #pragma once
