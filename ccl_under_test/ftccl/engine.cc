@@ -230,11 +230,15 @@ class Engine::Impl {
 
   // User-thread side.
   void Post(Op op) {
+    bool was_empty;
     {
       std::lock_guard<std::mutex> lock(inbox_mu_);
+      was_empty = inbox_.empty();
       inbox_.push_back(op);
     }
-    Wake();
+    // The engine thread takes the whole inbox after each wake-up: one wake per batch (a
+    // collective posts a send and a receive per reduced slice).
+    if (was_empty) Wake();
   }
   StatusOr<Completion> Wait(Deadline deadline);
   void CancelAll();
@@ -1075,10 +1079,11 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   } else {
     QueueCtrl(ch, MakeHeader(kAck, 0, 0, h.seq, 0));
   }
+  // The ack goes out when OnReadable is done with what has arrived: acks of chunks that
+  // arrived together leave in one send.
   if (ch.rdst == nullptr || Applied(p, h.seq)) {
     if (Applied(p, h.seq)) ++st_dups_;
     ch.rdst = nullptr;
-    PumpSend(peer, ch);
     return;
   }
   MarkApplied(p, h.seq);
@@ -1109,7 +1114,6 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   }
   ch.rdst = nullptr;
   ch.rposted = false;
-  PumpSend(peer, ch);
 }
 
 // We are the relay: rank `from` sent us a chunk for rank rhdr.aux. It goes to the destination
@@ -1507,7 +1511,11 @@ void Engine::Impl::Loop() {
             if (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) OnConnectable(peer, ch);
             break;
           }
-          if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) OnReadable(peer, ch);
+          if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+            OnReadable(peer, ch);
+            // Acks (and other control frames) queued while reading.
+            if (ch.conn && ch.ctrl_off < ch.ctrl.size()) PumpSend(peer, ch);
+          }
           if (ch.conn && (evs[i].events & EPOLLOUT)) PumpSend(peer, ch);
           break;
         }

@@ -80,7 +80,7 @@ class FtcclCommunicator : public Communicator {
     const int n = size();
     return Run(opts, {{send, count * es * n}}, {{recv, count * es}},
                [&](char* const* in, char* const* out) {
-                 work_.resize(count * es * n);
+                 if (work_.size() < count * es * n) work_.resize(count * es * n);
                  if (count) std::memcpy(work_.data(), in[0], count * es * n);
                  FL_RETURN_IF_ERROR(
                      Ring(work_.data(), BlockSegments(count), es, type, op, true, false, nullptr));
@@ -268,7 +268,10 @@ class FtcclCommunicator : public Communicator {
                         Cookie(slot ? kRsRecv1 : kRsRecv0, s, j));
     };
     if (rs) {
-      staging_.resize(2 * static_cast<size_t>(max_slices) * se * es);
+      // Grow only: a small collective in between (a barrier, a stop flag) must not make the
+      // next large one zero-fill its staging again.
+      const size_t need = 2 * static_cast<size_t>(max_slices) * se * es;
+      if (staging_.size() < need) staging_.resize(need);
       for (uint32_t s = 0; s < steps; ++s) recvs_expected += nslices(rs_recv(s));
       for (uint32_t j = 0; j < max_slices; ++j) {
         post_next_rs(j, 0);
