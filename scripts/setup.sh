@@ -40,6 +40,18 @@ fi
 
 # npm packages (the HTML report's charting library), once the report needs them.
 if [ -f "$ROOT/reports/render/web/package.json" ] && [ ! -d "$ROOT/reports/render/web/node_modules" ]; then
+  # Debian's nodejs comes without npm (package npm); a NodeSource nodejs bundles npm and
+  # conflicts with Debian's npm package: install it only when the command is missing.
+  if ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "setup: npm is missing: run as root (or install the Debian package npm)" >&2
+      exit 3
+    fi
+    echo "setup: installing the Debian package npm"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
   echo "setup: installing npm packages for the HTML report"
   (cd "$ROOT/reports/render/web" && npm ci --no-audit --no-fund --silent)
 fi
