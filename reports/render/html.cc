@@ -1,0 +1,485 @@
+#include "reports/render/html.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "common/json_util.h"
+#include "reports/render/escape.h"
+#include "reports/render/run_view.h"
+#include "reports/render/throughput.h"
+#include "reports/render/web_assets.h"
+
+namespace fl::reports::render {
+namespace {
+
+std::string H(std::string_view s) { return HtmlEscape(s); }
+
+// Seconds since t0 as a JSON number with millisecond resolution.
+void JsonSeconds(std::string& o, Nanos ns, Nanos t0) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns - t0) / kNsPerSec);
+  o += buf;
+}
+
+void JsonNumber(std::string& o, std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) {
+    o += "null";
+    return;
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.5g", *v);
+  o += buf;
+}
+
+void JsonOptSeconds(std::string& o, std::optional<Nanos> ns, Nanos t0) {
+  if (ns) {
+    JsonSeconds(o, *ns, t0);
+  } else {
+    o += "null";
+  }
+}
+
+std::string Relative(std::optional<Nanos> ns, Nanos t0) {
+  if (!ns) return "—";
+  return FormatSeconds(*ns - t0);
+}
+
+std::string StatusClass(bool ok) { return ok ? "pass" : "fail"; }
+
+// ---- the data the page's script draws (JSON inside <script type="application/json">) ----
+
+std::string ChartData(const RunView& view, const HtmlOptions& options) {
+  const RunData& d = view.data();
+  const Nanos t0 = view.t0(), t1 = view.t1();
+  std::string o;
+  o.reserve(64 * 1024);
+  o += "{\"duration\":";
+  JsonSeconds(o, t1, t0);
+
+  // Per-rank throughput, binned.
+  ThroughputSeries tp = BinThroughput(d.samples, t0, t1, options.max_points);
+  double peak = 0;
+  for (const auto& series : tp.values)
+    for (const auto& v : series)
+      if (v) peak = std::max(peak, *v);
+  double scale = peak >= 1e9 ? 1e9 : 1e6;
+  o += ",\"throughput\":{\"unit\":";
+  o += scale == 1e9 ? "\"GB/s\"" : "\"MB/s\"";
+  o += ",\"bin_s\":";
+  JsonNumber(o, static_cast<double>(tp.bin_ns) / kNsPerSec);
+  o += ",\"x\":[";
+  for (size_t b = 0; b < tp.bins; ++b) {
+    if (b) o += ',';
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", tp.BinCenterSeconds(b));
+    o += buf;
+  }
+  o += "],\"ranks\":[";
+  for (size_t r = 0; r < tp.ranks.size(); ++r) {
+    if (r) o += ',';
+    o += std::to_string(tp.ranks[r]);
+  }
+  o += "],\"y\":[";
+  for (size_t r = 0; r < tp.values.size(); ++r) {
+    if (r) o += ',';
+    o += '[';
+    for (size_t b = 0; b < tp.values[r].size(); ++b) {
+      if (b) o += ',';
+      const auto& v = tp.values[r][b];
+      JsonNumber(o, v ? std::optional<double>(*v / scale) : std::nullopt);
+    }
+    o += ']';
+  }
+  o += "]}";
+
+  // Fault windows.
+  o += ",\"faults\":[";
+  bool first = true;
+  for (const auto& fv : view.faults()) {
+    const FaultRecord& f = *fv.fault;
+    if (!first) o += ',';
+    first = false;
+    o += "{\"id\":" + JsonString(f.fault_id) + ",\"kind\":" + JsonString(f.kind) +
+         ",\"target\":" + JsonString(f.target) + ",\"requested\":";
+    JsonOptSeconds(o, f.requested_wall_ns ? f.requested_wall_ns : fv.InjectionTime(), t0);
+    o += ",\"effective\":";
+    JsonOptSeconds(o, f.effective_wall_ns, t0);
+    o += ",\"reverted\":";
+    JsonOptSeconds(o, f.reverted_wall_ns, t0);
+    o += '}';
+  }
+  o += ']';
+
+  // Event markers: every kind, thinned evenly per kind when there are more than max_markers.
+  std::map<std::string, std::vector<const EventRecord*>> by_kind;
+  for (const auto& e : d.events) by_kind[e.kind].push_back(&e);
+  size_t total = d.events.size();
+  o += ",\"events\":{\"kinds\":[";
+  first = true;
+  for (const auto& [kind, list] : by_kind) {
+    if (!first) o += ',';
+    first = false;
+    o += JsonString(kind);
+  }
+  o += "],\"t\":[";
+  std::string ks = "],\"k\":[", rs = "],\"r\":[";
+  size_t kind_index = 0;
+  first = true;
+  for (const auto& [kind, list] : by_kind) {
+    size_t keep = total <= options.max_markers
+                      ? list.size()
+                      : std::max<size_t>(1, list.size() * options.max_markers / total);
+    for (size_t i = 0; i < keep; ++i) {
+      const EventRecord& e = *list[i * list.size() / keep];
+      if (!first) {
+        o += ',';
+        ks += ',';
+        rs += ',';
+      }
+      first = false;
+      JsonSeconds(o, e.wall_ns, t0);
+      ks += std::to_string(kind_index);
+      rs += std::to_string(e.rank);
+    }
+    ++kind_index;
+  }
+  o += ks + rs + "]}";
+
+  // Per-fault latencies (ms).
+  static constexpr std::string_view kLatencies[][2] = {
+      {"detection_latency_ms", "detection"},
+      {"failover_ms", "failover"},
+      {"time_to_first_progress_ms", "first progress"},
+      {"recovery_ms", "recovery"},
+      {"failback_ms", "failback"},
+      {"path_restored_ms", "path restored"},
+      {"restart_cost_ms", "restart cost"},
+  };
+  o += ",\"per_fault\":{\"ids\":[";
+  first = true;
+  for (const auto& fv : view.faults()) {
+    if (!first) o += ',';
+    first = false;
+    o += JsonString(fv.fault->fault_id);
+  }
+  o += "],\"series\":[";
+  first = true;
+  for (const auto& [name, title] : kLatencies) {
+    bool any = false;
+    for (const auto& fv : view.faults()) any = any || fv.Metric(name).has_value();
+    if (!any) continue;
+    if (!first) o += ',';
+    first = false;
+    o += "{\"name\":" + JsonString(title) + ",\"values\":[";
+    for (size_t i = 0; i < view.faults().size(); ++i) {
+      if (i) o += ',';
+      JsonNumber(o, view.faults()[i].Metric(name));
+    }
+    o += "]}";
+  }
+  o += "]}}";
+  return o;
+}
+
+// ---- sections ----
+
+void Summary(std::string& o, const RunView& view) {
+  const RunRecord& r = view.data().run;
+  o += "<section id=\"summary\"><h2>Run</h2><table class=\"kv\">";
+  auto row = [&](std::string_view k, const std::string& v_html) {
+    o += "<tr><th>";
+    o += k;
+    o += "</th><td>" + v_html + "</td></tr>";
+  };
+  row("run", "<code>" + H(r.id) + "</code>");
+  row("scenario", H(r.scenario_name));
+  std::string status(RunStatusName(r.status));
+  row("status", "<span class=\"badge " + H(status) + "\">" + H(status) + "</span>" +
+                    (r.message.empty() ? "" : " " + H(r.message)));
+  row("seed", std::to_string(r.seed));
+  row("started", H(FormatWallIso(r.start_wall_ns)));
+  row("ended", r.end_wall_ns ? H(FormatWallIso(*r.end_wall_ns)) + " (" +
+                                   H(FormatSeconds(*r.end_wall_ns - r.start_wall_ns)) + ")"
+                             : std::string("—"));
+  std::string tags;
+  for (const auto& [k, v] : r.tags) tags += "<span class=\"tag\">" + H(k) + "=" + H(v) + "</span> ";
+  row("tags", tags.empty() ? "—" : tags);
+  row("git revision", r.git_revision.empty() ? "—" : "<code>" + H(r.git_revision) + "</code>");
+  row("coordinator", r.coordinator_host.empty() ? "—" : H(r.coordinator_host));
+  row("scenario hash", "<code>" + H(r.scenario_hash) + "</code>");
+  std::string ranks = view.RunMetric("ranks") ? FormatNumber(*view.RunMetric("ranks"), 6) : "—";
+  row("ranks / samples / events", ranks + " / " + std::to_string(view.data().samples.size()) +
+                                      " / " + std::to_string(view.data().events.size()));
+  if (auto outcome = view.RunMetric("outcome")) row("outcome", H(OutcomeName(*outcome)));
+  o += "</table></section>\n";
+}
+
+void Verdicts(std::string& o, const RunView& view) {
+  const auto& verdicts = view.data().verdicts;
+  o += "<section id=\"verdicts\"><h2>Verdicts <small>" + std::to_string(view.verdicts_passed()) +
+       " passed, " + std::to_string(view.verdicts_failed()) + " failed</small></h2>";
+  if (verdicts.empty()) {
+    o += "<p>No verdicts stored for this run.</p></section>\n";
+    return;
+  }
+  o += "<table><thead><tr><th></th><th>expectation</th><th>fault</th><th>expected</th>"
+       "<th>measured</th><th>message</th></tr></thead><tbody>";
+  for (const auto& v : verdicts) {
+    VerdictText t = ExplainVerdict(v);
+    o += "<tr class=\"" + StatusClass(v.passed) + "\"><td class=\"badge " + StatusClass(v.passed) +
+         "\">" + (v.passed ? "PASS" : "FAIL") + "</td><td>" + H(v.expectation) + "</td><td>" +
+         H(view.FaultLabel(v.fault_id)) + "</td><td>" + H(t.expected) + "</td><td>" +
+         H(t.measured) + "</td><td>" + H(v.message) + "</td></tr>";
+  }
+  o += "</tbody></table></section>\n";
+}
+
+void Charts(std::string& o, const RunView& view) {
+  o += "<section id=\"charts\"><h2>Throughput</h2>"
+       "<p class=\"note\">Per rank: bytes moved per time bin / bin width (algorithm bandwidth). "
+       "Shaded: fault windows from the request to the revert (the line marks when the fault "
+       "took effect). Markers: events.</p>"
+       "<div id=\"chart-throughput\" class=\"chart\"></div>"
+       "<div id=\"event-legend\" class=\"legend\"></div>";
+  if (!view.faults().empty()) {
+    o += "<h2>Detection and recovery per fault</h2>"
+         "<p class=\"note\">Milliseconds after the fault took effect (failback and path "
+         "restored: after the revert), log scale.</p>"
+         "<div id=\"chart-faults\" class=\"chart\"></div>";
+  }
+  o += "</section>\n";
+}
+
+void Faults(std::string& o, const RunView& view) {
+  o += "<section id=\"faults\"><h2>Faults</h2>";
+  if (view.faults().empty()) {
+    o += "<p>No faults in this run.</p></section>\n";
+    return;
+  }
+  const Nanos t0 = view.t0();
+  const std::vector<MetricColumn> columns = PresentFaultColumns(view);
+  o += "<p class=\"note\">Times in seconds since the run started.</p><table><thead><tr>"
+       "<th>fault</th><th>kind</th><th>target</th><th>scheduled</th><th>requested</th>"
+       "<th>effective</th><th>reverted</th><th>revert verified</th>";
+  for (const auto& c : columns) o += "<th>" + std::string(c.title) + "</th>";
+  o += "</tr></thead><tbody>";
+  for (const auto& fv : view.faults()) {
+    const FaultRecord& f = *fv.fault;
+    o += "<tr class=\"fault-row\"><td>" + H(f.fault_id) + "</td><td>" + H(f.kind) + "</td><td>" +
+         H(f.target) + "</td><td>" + Relative(f.scheduled_wall_ns, t0) + "</td><td>" +
+         Relative(f.requested_wall_ns, t0) + "</td><td>" + Relative(f.effective_wall_ns, t0) +
+         "</td><td>" + Relative(f.reverted_wall_ns, t0) + "</td><td>" +
+         (f.revert_verified ? (*f.revert_verified ? "yes" : "<b class=\"fail\">no</b>") : "—") +
+         "</td>";
+    for (const auto& c : columns) {
+      auto it = fv.metrics.find(c.name);
+      o += "<td>" +
+           (it == fv.metrics.end() ? std::string("—")
+                                   : H(FormatMetric(it->second->value, it->second->unit))) +
+           "</td>";
+    }
+    o += "</tr>";
+  }
+  o += "</tbody></table>";
+  // Every metric of every fault, and the parameters, for the record.
+  o += "<details><summary>All per-fault metrics and parameters</summary><table><thead><tr>"
+       "<th>fault</th><th>metric</th><th>value</th></tr></thead><tbody>";
+  for (const auto& fv : view.faults()) {
+    o += "<tr><td>" + H(fv.fault->fault_id) + "</td><td>params</td><td><code>" +
+         H(fv.fault->params_json) + "</code></td></tr>";
+    for (const auto& [name, m] : fv.metrics)
+      o += "<tr><td>" + H(fv.fault->fault_id) + "</td><td>" + H(name) + "</td><td>" +
+           H(FormatMetric(m->value, m->unit)) + "</td></tr>";
+  }
+  o += "</tbody></table></details></section>\n";
+}
+
+void RunMetrics(std::string& o, const RunView& view) {
+  o += "<section id=\"metrics\"><h2>Run metrics</h2><table class=\"kv\">";
+  bool any = false;
+  for (const auto& m : view.data().metrics) {
+    if (m.fault_id) continue;
+    any = true;
+    std::string v =
+        m.name == "outcome" ? std::string(OutcomeName(m.value)) : FormatMetric(m.value, m.unit);
+    o += "<tr><th>" + H(m.name) + "</th><td>" + H(v) + "</td></tr>";
+  }
+  if (!any) o += "<tr><td>No metrics stored for this run.</td></tr>";
+  o += "</table></section>\n";
+}
+
+// "nics[0].firmware" -> value, for a fingerprint object of any shape.
+void Flatten(const nlohmann::json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>& out, int depth) {
+  if (depth > 8) {
+    out.emplace_back(prefix, j.dump());
+  } else if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      Flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out, depth + 1);
+  } else if (j.is_array()) {
+    if (j.empty()) out.emplace_back(prefix, "[]");
+    for (size_t i = 0; i < j.size(); ++i)
+      Flatten(j[i], prefix + "[" + std::to_string(i) + "]", out, depth + 1);
+  } else if (j.is_string()) {
+    out.emplace_back(prefix, j.get<std::string>());
+  } else {
+    out.emplace_back(prefix, j.dump());
+  }
+}
+
+void Hosts(std::string& o, const RunView& view) {
+  const auto& hosts = view.data().hosts;
+  o += "<section id=\"hosts\"><h2>Environment <small>" + std::to_string(hosts.size()) +
+       " host(s)</small></h2>";
+  if (hosts.empty()) {
+    o += "<p>No hosts stored for this run.</p></section>\n";
+    return;
+  }
+  constexpr size_t kMaxHosts = 64;
+  std::vector<std::vector<std::pair<std::string, std::string>>> flat(hosts.size());
+  std::map<std::string, std::set<std::string>> values;  // key -> distinct values over hosts
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    auto j = nlohmann::json::parse(hosts[i].fingerprint_json, nullptr, false);
+    if (j.is_discarded()) {
+      flat[i].emplace_back("(raw)", hosts[i].fingerprint_json);
+    } else {
+      Flatten(j, "", flat[i], 0);
+    }
+    for (const auto& [k, v] : flat[i]) values[k].insert(v);
+  }
+  // Keys whose values differ between hosts are highlighted (a firmware or kernel mismatch is
+  // what one looks for here), except the ones that differ by nature.
+  auto differs = [&](const std::string& key) {
+    if (hosts.size() < 2 || values[key].size() < 2) return false;
+    for (std::string_view own : {"mac", "name", "address"})
+      if (key.size() >= own.size() && key.compare(key.size() - own.size(), own.size(), own) == 0)
+        return false;
+    return true;
+  };
+  o += "<div class=\"hosts\">";
+  for (size_t i = 0; i < hosts.size() && i < kMaxHosts; ++i) {
+    const HostRecord& h = hosts[i];
+    o += "<div class=\"host\"><h3>" + H(h.name) +
+         "</h3><table class=\"kv\"><tr><th>address</th>"
+         "<td>" +
+         H(h.address.empty() ? "—" : h.address) +
+         "</td></tr><tr><th>clock offset</th>"
+         "<td>" +
+         H(FormatNumber(static_cast<double>(h.clock_offset_ns) / 1e6, 4)) + " ms ± " +
+         H(FormatNumber(static_cast<double>(h.clock_uncertainty_ns) / 1e6, 3)) + " ms</td></tr>";
+    for (const auto& [k, v] : flat[i])
+      o += std::string("<tr") + (differs(k) ? " class=\"differs\"" : "") + "><th>" + H(k) +
+           "</th><td>" + H(v) + "</td></tr>";
+    o += "</table></div>";
+  }
+  o += "</div>";
+  if (hosts.size() > kMaxHosts)
+    o += "<p>… and " + std::to_string(hosts.size() - kMaxHosts) +
+         " more hosts (all are in the results database).</p>";
+  o += "</section>\n";
+}
+
+void EventsTable(std::string& o, const RunView& view) {
+  struct Kind {
+    size_t count = 0;
+    Nanos first = 0;
+    std::set<int32_t> ranks;
+  };
+  std::map<std::string, Kind> kinds;
+  for (const auto& e : view.data().events) {
+    Kind& k = kinds[e.kind];
+    if (k.count++ == 0) k.first = e.wall_ns;
+    k.ranks.insert(e.rank);
+  }
+  o += "<section id=\"events\"><h2>Events</h2>";
+  if (kinds.empty()) {
+    o += "<p>No events stored for this run.</p></section>\n";
+    return;
+  }
+  o += "<table><thead><tr><th>kind</th><th>count</th><th>first at</th><th>ranks</th></tr>"
+       "</thead><tbody>";
+  for (const auto& [name, k] : kinds) {
+    std::string ranks;
+    size_t shown = 0;
+    for (int32_t r : k.ranks) {
+      if (shown++ == 16) {
+        ranks += " …";
+        break;
+      }
+      ranks += (ranks.empty() ? "" : " ") + (r < 0 ? std::string("-") : std::to_string(r));
+    }
+    o += "<tr><td>" + H(name) + "</td><td>" + std::to_string(k.count) + "</td><td>" +
+         FormatSeconds(k.first - view.t0()) + "</td><td>" + ranks + "</td></tr>";
+  }
+  o += "</tbody></table></section>\n";
+}
+
+// Writes js as an inline script. Only "</script" (any case) could end the element early; the
+// assets are ours and uPlot's and contain none, but a later version of either must not break
+// the page: "<\/script" means the same inside any JavaScript string or regular expression.
+void InlineScript(std::string& o, std::string_view js) {
+  std::string s(js);
+  for (size_t p = 0; (p = s.find("</", p)) != std::string::npos; p += 2) {
+    std::string next = s.substr(p + 2, 6);
+    for (auto& c : next) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (next == "script") s.replace(p, 2, "<\\/");
+  }
+  o += "<script>";
+  o += s;
+  o += "</script>\n";
+}
+
+}  // namespace
+
+std::string RenderHtml(const RunData& run, const HtmlOptions& options) {
+  RunView view(run);
+  const RunRecord& r = run.run;
+  std::string o;
+  o.reserve(256 * 1024);
+  std::string status(RunStatusName(r.status));
+  o += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+       "<meta name=\"generator\" content=\"faultline report\">"
+       "<title>faultline: " +
+       H(r.scenario_name) + " " + H(r.id) + " (" + H(status) + ")</title>\n";
+  // Error capture comes first so that errors in the library itself are seen too.
+  o += "<script>window.flErrors=[];window.addEventListener('error',function(e){"
+       "window.flErrors.push(String(e.message||e));});(function(){var ce=console.error;"
+       "console.error=function(){window.flErrors.push(Array.prototype.join.call(arguments,' '));"
+       "return ce.apply(console,arguments);};})();</script>\n";
+  o += "<style>";
+  o += kUplotCss;
+  o += "\n";
+  o += kReportCss;
+  o += "</style></head>\n<body>\n";
+  o += "<header><h1>" + H(r.scenario_name) + " <span class=\"badge " + H(status) + "\">" +
+       H(status) + "</span></h1><p><code>" + H(r.id) + "</code> · seed " + std::to_string(r.seed) +
+       " · " + H(FormatWallIso(r.start_wall_ns)) + "</p></header>\n";
+  o += "<main>\n";
+  Verdicts(o, view);
+  Charts(o, view);
+  Faults(o, view);
+  Summary(o, view);
+  RunMetrics(o, view);
+  EventsTable(o, view);
+  Hosts(o, view);
+  o += "<section id=\"scenario\"><details><summary>Scenario file as run</summary><pre>" +
+       H(r.scenario_text) + "</pre></details></section>\n";
+  o += "</main>\n<div id=\"fl-render-status\" data-state=\"pending\" hidden></div>\n";
+  o += "<script type=\"application/json\" id=\"fl-data\">" + ChartData(view, options) +
+       "</script>\n";
+  o += "<!-- uPlot (https://github.com/leeoniya/uPlot), inlined from npm:\n";
+  std::string license(kUplotLicense);
+  for (size_t p = 0; (p = license.find("--", p)) != std::string::npos;) license.replace(p, 2, "- ");
+  o += license;
+  o += "\n-->\n";
+  InlineScript(o, kUplotJs);
+  InlineScript(o, kReportJs);
+  o += "</body></html>\n";
+  return o;
+}
+
+}  // namespace fl::reports::render

@@ -1,0 +1,31 @@
+// The HTML report of one run: one self-contained page (no network, no external file; it opens
+// from file://) with the run summary, the verdicts (expected vs measured), the faults and
+// their metrics, the environment fingerprint of every host, and two charts drawn by uPlot
+// (inlined from reports/render/web_assets.h):
+//   - per-rank throughput over time (BinThroughput), with every fault's window shaded from
+//     its request to its revert (the run's end when never reverted), its effective time
+//     marked, and CCL/coordinator events (fault_detected, failover_done, path_restored, ...)
+//     as markers;
+//   - detection, failover, first progress, recovery, failback per fault (log scale).
+// Every text from the database is escaped (escape.h). The page's script writes what it drew
+// into <div id="fl-render-status"> (charts, non-blank pixels, fault windows, markers, script
+// errors) so that a headless browser test can read it back from the DOM.
+//
+// Thread-safety: pure function of its arguments.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "reports/store/records.h"
+
+namespace fl::reports::render {
+
+struct HtmlOptions {
+  size_t max_points = 1200;   // time bins per rank in the throughput chart
+  size_t max_markers = 4000;  // event markers drawn (the tables list every kind and count)
+};
+
+std::string RenderHtml(const RunData& run, const HtmlOptions& options = {});
+
+}  // namespace fl::reports::render
