@@ -1,0 +1,74 @@
+#include "reports/compare/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/rng.h"
+
+namespace fl::reports::compare {
+namespace {
+
+// Type 7 quantile of already sorted values.
+double SortedQuantile(const std::vector<double>& s, double q) {
+  q = std::clamp(q, 0.0, 1.0);
+  double h = (static_cast<double>(s.size()) - 1) * q;
+  size_t lo = static_cast<size_t>(std::floor(h));
+  size_t hi = std::min(lo + 1, s.size() - 1);
+  return s[lo] + (h - static_cast<double>(lo)) * (s[hi] - s[lo]);
+}
+
+double SortedMedian(const std::vector<double>& s) {
+  size_t n = s.size();
+  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+}  // namespace
+
+double Median(std::span<const double> values) {
+  std::vector<double> s(values.begin(), values.end());
+  std::sort(s.begin(), s.end());
+  return SortedMedian(s);
+}
+
+double Quantile(std::span<const double> values, double q) {
+  std::vector<double> s(values.begin(), values.end());
+  std::sort(s.begin(), s.end());
+  return SortedQuantile(s, q);
+}
+
+double Iqr(std::span<const double> values) {
+  std::vector<double> s(values.begin(), values.end());
+  std::sort(s.begin(), s.end());
+  return SortedQuantile(s, 0.75) - SortedQuantile(s, 0.25);
+}
+
+double Mad(std::span<const double> values) {
+  double m = Median(values);
+  std::vector<double> dev;
+  dev.reserve(values.size());
+  for (double v : values) dev.push_back(std::fabs(v - m));
+  return Median(dev);
+}
+
+Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> b,
+                             const BootstrapOptions& options) {
+  Rng rng(options.seed);
+  Rng ra = rng.Fork("a");
+  Rng rb = rng.Fork("b");
+  int n = std::max(1, options.resamples);
+  std::vector<double> diffs;
+  diffs.reserve(static_cast<size_t>(n));
+  std::vector<double> ba(a.size()), bb(b.size());
+  for (int i = 0; i < n; ++i) {
+    for (auto& x : ba) x = a[ra.Below(a.size())];
+    for (auto& x : bb) x = b[rb.Below(b.size())];
+    std::sort(ba.begin(), ba.end());
+    std::sort(bb.begin(), bb.end());
+    diffs.push_back(SortedMedian(bb) - SortedMedian(ba));
+  }
+  std::sort(diffs.begin(), diffs.end());
+  double alpha = (1 - options.confidence) / 2;
+  return {SortedQuantile(diffs, alpha), SortedQuantile(diffs, 1 - alpha)};
+}
+
+}  // namespace fl::reports::compare

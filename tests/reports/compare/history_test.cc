@@ -1,0 +1,135 @@
+// RunReader selections and history on a real SQLite results file.
+#include "reports/compare/history.h"
+
+#include <catch2/catch.hpp>
+
+#include "reports/compare/compare.h"
+#include "reports/compare/run_metrics.h"
+#include "reports/store/store.h"
+#include "tests/test_util.h"
+
+namespace fl::reports::compare {
+namespace {
+
+using testing::TempDir;
+
+void AddRun(Store& store, const std::string& id, Nanos start, RunStatus status,
+            std::map<std::string, std::string> tags, std::optional<double> detection,
+            double algbw) {
+  RunRecord r;
+  r.id = id;
+  r.scenario_name = "blackhole";
+  r.scenario_text = "name: blackhole\n";
+  r.start_wall_ns = start;
+  r.tags = std::move(tags);
+  REQUIRE(store.CreateRun(r).ok());
+  REQUIRE(store.FinishRun(id, status, start + 10, "").ok());
+  std::vector<MetricRecord> m;
+  m.push_back({id, std::nullopt, "baseline_algbw", algbw, "B/s"});
+  m.push_back({id, std::nullopt, "ranks", 4, "count"});
+  if (detection) m.push_back({id, "f0", "detection_latency_ms", *detection, "ms"});
+  REQUIRE(store.ReplaceMetrics(id, m).ok());
+  std::vector<VerdictRecord> v = {VerdictRecord{
+      id, "f0", "max_detection_ms", status == RunStatus::kPassed, detection, 2000.0, "msg"}};
+  REQUIRE(store.ReplaceVerdicts(id, v).ok());
+}
+
+TEST_CASE("selectors: run ids and tag selections of finished runs", "[unit]") {
+  TempDir dir("fl_compare");
+  std::string db = dir.path() + "/r.db";
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    AddRun(**store, "r1", 1000, RunStatus::kPassed, {{"fw", "1"}}, 300, 1e8);
+    AddRun(**store, "r2", 2000, RunStatus::kFailed, {{"fw", "1"}}, 2500, 1e8);
+    AddRun(**store, "r3", 3000, RunStatus::kAborted, {{"fw", "1"}}, 100, 1e8);
+    AddRun(**store, "r4", 4000, RunStatus::kPassed, {{"fw", "2"}}, std::nullopt, 1e8);
+  }
+  auto reader = RunReader::Open(db);
+  REQUIRE(reader.ok());
+  auto sel = (*reader)->Select("tag:fw=1");
+  REQUIRE(sel.ok());
+  REQUIRE(sel->size() == 2);  // the aborted run has no trustworthy metrics
+  CHECK((*sel)[0].run.id == "r2");
+  CHECK((*sel)[1].run.id == "r1");
+  CHECK((*sel)[1].values.at("f0/detection_latency_ms") == 300);
+  CHECK((*sel)[1].units.at("f0/detection_latency_ms") == "ms");
+  CHECK((*sel)[1].group == "blackhole");
+  auto one = (*reader)->Select("r4");
+  REQUIRE(one.ok());
+  CHECK(one->size() == 1);
+  CHECK(one->front().values.count("f0/detection_latency_ms") == 0);
+  CHECK((*reader)->Select("tag:fw=3").status().code() == Code::kNotFound);
+  CHECK((*reader)->Select("tag:fw").status().code() == Code::kInvalidArgument);
+  CHECK_FALSE((*reader)->Select("nope").ok());
+  CHECK((*reader)->Select("tag:fw=1", "other").status().code() == Code::kNotFound);
+  auto v = (*reader)->Verdicts("r2");
+  REQUIRE(v.ok());
+  REQUIRE(v->size() == 1);
+  CHECK_FALSE(v->front().passed);
+  CHECK(v->front().fault_id == "f0");
+  CHECK(RunReader::Open(dir.path() + "/missing.db").status().code() == Code::kNotFound);
+}
+
+TEST_CASE("history: oldest first, finished runs only, gaps where a run has no value", "[unit]") {
+  TempDir dir("fl_compare");
+  std::string db = dir.path() + "/r.db";
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    AddRun(**store, "r1", 1000, RunStatus::kPassed, {{"fw", "1"}}, 300, 1e8);
+    AddRun(**store, "r2", 2000, RunStatus::kFailed, {{"fw", "1"}}, 2500, 0.9e8);
+    AddRun(**store, "r3", 3000, RunStatus::kAborted, {{"fw", "1"}}, 100, 1e8);
+    AddRun(**store, "r4", 4000, RunStatus::kPassed, {{"fw", "2"}}, std::nullopt, 1.1e8);
+  }
+  auto reader = RunReader::Open(db);
+  REQUIRE(reader.ok());
+  auto h = LoadHistory(**reader, "blackhole",
+                       {.metrics = {"detection_latency_ms"}, .tags = {}, .limit = 50});
+  REQUIRE(h.ok());
+  REQUIRE(h->size() == 1);
+  const HistorySeries& s = h->front();
+  CHECK(s.key == "f0/detection_latency_ms");
+  CHECK(s.unit == "ms");
+  REQUIRE(s.points.size() == 3);
+  CHECK(s.points[0].run_id == "r1");
+  CHECK(s.points[0].value == 300);
+  CHECK(s.points[1].value == 2500);
+  CHECK(s.points[1].status == RunStatus::kFailed);
+  CHECK(s.points[2].run_id == "r4");
+  CHECK_FALSE(s.points[2].value.has_value());
+
+  auto by_tag =
+      LoadHistory(**reader, "blackhole", {.metrics = {}, .tags = {{"fw", "1"}}, .limit = 50});
+  REQUIRE(by_tag.ok());
+  REQUIRE(by_tag->size() == 2);  // defaults found: baseline_algbw and detection
+  CHECK((*by_tag)[0].key == "baseline_algbw");
+  CHECK((*by_tag)[0].points.size() == 2);
+  auto limited =
+      LoadHistory(**reader, "blackhole", {.metrics = {"baseline_algbw"}, .tags = {}, .limit = 1});
+  REQUIRE(limited.ok());
+  REQUIRE(limited->front().points.size() == 1);
+  CHECK(limited->front().points[0].run_id == "r4");  // the newest
+
+  CHECK(LoadHistory(**reader, "nope", {}).status().code() == Code::kNotFound);
+  CHECK(LoadHistory(**reader, "blackhole", {.metrics = {"no_such"}, .tags = {}, .limit = 50})
+            .status()
+            .code() == Code::kNotFound);
+
+  std::string text = RenderHistoryText("blackhole", *h);
+  CHECK(text.find("f0/detection_latency_ms [ms]") != std::string::npos);
+  CHECK(text.find("2 value(s): min 300, median 1400, max 2500") != std::string::npos);
+  std::string html = RenderHistoryHtml("blackhole", *h);
+  CHECK(html.find("<svg") != std::string::npos);
+  CHECK(html.find("<path d=\"M") != std::string::npos);
+  // two drawn points, one of them red (the failed run), one gap marker
+  size_t circles = 0;
+  for (size_t p = html.find("<circle"); p != std::string::npos; p = html.find("<circle", p + 1))
+    ++circles;
+  CHECK(circles == 2);
+  CHECK(html.find("#d03030\"><title>r2") != std::string::npos);
+  CHECK(html.find("r4: no value") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace fl::reports::compare
