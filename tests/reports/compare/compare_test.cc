@@ -35,7 +35,7 @@ TEST_CASE("a tolerance allows the larger of its absolute and relative parts", "[
   CHECK(t.ToString() == "20% or 50");
 }
 
-TEST_CASE("tolerance text: relative, absolute, both; bad ones refused", "[unit]") {
+TEST_CASE("tolerance text: relative - absolute - both - bad ones refused", "[unit]") {
   auto r = ParseTolerance("20%");
   REQUIRE(r.ok());
   CHECK(*r == Tolerance{0.2, std::nullopt});
@@ -62,7 +62,7 @@ MetricComparison Judge(const char* name, V a, V b) {
                        DefaultPolicy(name), {});
 }
 
-TEST_CASE("verdicts: worse beyond tolerance regresses, better improves, small is changed",
+TEST_CASE("verdicts: worse beyond tolerance regresses - better improves - small is changed",
           "[unit]") {
   V base{300, 310, 295, 305, 302};
   // lower is better; tolerance 25% or 50 ms -> 75 ms here
@@ -85,7 +85,7 @@ TEST_CASE("verdicts: worse beyond tolerance regresses, better improves, small is
   CHECK(m.verdict == Verdict::kSame);
 }
 
-TEST_CASE("verdicts: higher-is-better metrics regress downwards; neutral ones never", "[unit]") {
+TEST_CASE("verdicts: higher-is-better metrics regress downwards - neutral ones never", "[unit]") {
   V fast{1.00e8, 1.02e8, 0.99e8, 1.01e8, 1.00e8};
   V slow{0.70e8, 0.72e8, 0.69e8, 0.71e8, 0.70e8};
   CHECK(Judge("baseline_algbw", fast, slow).verdict == Verdict::kRegressed);
@@ -181,7 +181,7 @@ TEST_CASE("compare: tolerances and metric selection change what is flagged", "[u
   CHECK(Compare(a, b, by_key).rows.size() == 1);
 }
 
-TEST_CASE("compare: groups and metrics present on one side only are reported, not judged",
+TEST_CASE("compare: groups and metrics present on one side only are reported - not judged",
           "[unit]") {
   auto [a, b] = AbSets();
   a.push_back(Run("x", 50, "nic_flap", {{"f0/detection_latency_ms", 5}}));

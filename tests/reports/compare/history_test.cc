@@ -71,7 +71,7 @@ TEST_CASE("selectors: run ids and tag selections of finished runs", "[unit]") {
   CHECK(RunReader::Open(dir.path() + "/missing.db").status().code() == Code::kNotFound);
 }
 
-TEST_CASE("history: oldest first, finished runs only, gaps where a run has no value", "[unit]") {
+TEST_CASE("history: oldest first - finished runs only - gaps where a run has no value", "[unit]") {
   TempDir dir("fl_compare");
   std::string db = dir.path() + "/r.db";
   {
