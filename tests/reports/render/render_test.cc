@@ -1,0 +1,227 @@
+// Unit tests of reports/render: escaping, throughput binning (the charts' downsampling), and
+// the HTML, Markdown and text views of a synthetic run read back from a real SQLite file.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <regex>
+
+#include "reports/render/escape.h"
+#include "reports/render/html.h"
+#include "reports/render/markdown.h"
+#include "reports/render/run_view.h"
+#include "reports/render/throughput.h"
+#include "tests/reports/render/synthetic_run.h"
+#include "tests/reports/temp_dir.h"
+
+namespace fl::reports::render {
+namespace {
+
+using testing::MakeSyntheticRun;
+using testing::SyntheticRunSpec;
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = 0; (p = text.find(needle, p)) != std::string::npos; p += needle.size()) ++n;
+  return n;
+}
+
+// The run as the report command sees it: written into SQLite and loaded back.
+RunData ThroughStore(const RunData& run, const std::string& db) {
+  REQUIRE(testing::WriteRun(db, run).ok());
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  auto loaded = (*store)->LoadRun(run.run.id);
+  REQUIRE(loaded.ok());
+  return *loaded;
+}
+
+TEST_CASE("HtmlEscape escapes markup and keeps UTF-8", "[unit]") {
+  CHECK(HtmlEscape("<b a=\"1\" c='2'>&amp;</b>") ==
+        "&lt;b a=&quot;1&quot; c=&#39;2&#39;&gt;&amp;amp;&lt;/b&gt;");
+  CHECK(HtmlEscape("µs → ok") == "µs → ok");
+  CHECK(HtmlEscape(std::string("a\xff"
+                               "b",
+                               3)) ==
+        "a\xEF\xBF\xBD"
+        "b");                                                                   // invalid byte
+  CHECK(HtmlEscape(std::string("\xC0\xAF", 2)) == "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
+  CHECK(HtmlEscape(std::string("x\0y", 3)) == "x\xEF\xBF\xBDy");
+}
+
+TEST_CASE("XmlEscape leaves no character XML 1.0 forbids", "[unit]") {
+  CHECK(XmlEscape("a<b>&\"'") == "a&lt;b&gt;&amp;&quot;&apos;");
+  CHECK(XmlEscape("l1\nl2\tx") == "l1&#10;l2&#9;x");
+  CHECK(XmlEscape("\x01\x1b[31m") == "\xEF\xBF\xBD\xEF\xBF\xBD[31m");
+  CHECK(XmlEscape("\xEF\xBF\xBF") == "\xEF\xBF\xBD");  // U+FFFF
+}
+
+TEST_CASE("JsonString cannot end a script element", "[unit]") {
+  CHECK(JsonString("</script><!--") == "\"\\u003c/script\\u003e\\u003c!--\"");
+  CHECK(JsonString("a\"b\\c\nd") == "\"a\\\"b\\\\c\\nd\"");
+  CHECK(JsonString("\x01") == "\"\\u0001\"");
+  CHECK(JsonString("\xE2\x80\xA8") == "\"\\u2028\"");
+}
+
+TEST_CASE("MarkdownEscape keeps a message inside its table cell", "[unit]") {
+  CHECK(MarkdownEscape("a | b\nc") == "a \\| b c");
+  CHECK(MarkdownEscape("[x](http://e) **b** <img> </a>") ==
+        "\\[x\\](http://e) \\*\\*b\\*\\* &lt;img> &lt;/a>");
+  CHECK(MarkdownEscape("40 ms <= 100 ms & more; &amp;") == "40 ms <= 100 ms & more; &amp;amp;");
+}
+
+TEST_CASE("BinThroughput keeps the bytes and shows a stall as zero", "[unit]") {
+  // One rank: 1000 bytes over [0, 1 s), nothing over [1, 2 s), 1000 bytes over [2, 4 s).
+  std::vector<SampleRecord> s(2);
+  s[0].start_ns = 0, s[0].end_ns = kNsPerSec, s[0].bytes = 1000;
+  s[1].start_ns = 2 * kNsPerSec, s[1].end_ns = 4 * kNsPerSec, s[1].bytes = 1000;
+  ThroughputSeries t = BinThroughput(s, 0, 4 * kNsPerSec, 8);
+  REQUIRE(t.bins == 8);
+  REQUIRE(t.ranks == std::vector<int32_t>{0});
+  const auto& v = t.values[0];
+  CHECK(*v[0] == Approx(1000));  // bytes per second
+  CHECK(*v[1] == Approx(1000));
+  CHECK(*v[2] == Approx(0));  // the stall
+  CHECK(*v[3] == Approx(0));
+  CHECK(*v[4] == Approx(500));
+  CHECK(*v[7] == Approx(500));
+  CHECK(t.BinCenterSeconds(0) == Approx(0.25));
+}
+
+TEST_CASE("BinThroughput downsamples a long run to at most max_bins points", "[unit]") {
+  SyntheticRunSpec spec;
+  spec.ranks = 3;
+  spec.duration_s = 120;
+  spec.iterations_per_s = 200;
+  RunData run = MakeSyntheticRun(spec);
+  const Nanos t0 = run.run.start_wall_ns, t1 = *run.run.end_wall_ns;
+  ThroughputSeries t = BinThroughput(run.samples, t0, t1, 1000);
+  CHECK(run.samples.size() > 50'000);
+  CHECK(t.bins <= 1000);
+  CHECK(t.bins >= 990);
+  REQUIRE(t.values.size() == 3);
+  // Area under each rank's curve = the bytes that rank moved.
+  double bytes_rank0 = 0;
+  for (const auto& x : run.samples)
+    if (x.rank == 0) bytes_rank0 += static_cast<double>(x.bytes);
+  double area = 0;
+  for (const auto& v : t.values[0]) area += v.value_or(0) * static_cast<double>(t.bin_ns) / 1e9;
+  CHECK(area == Approx(bytes_rank0).epsilon(1e-9));
+  // Before the first sample (at 0.2 s; bins of 120 ms) there is no value.
+  CHECK_FALSE(t.values[0][0].has_value());
+}
+
+TEST_CASE("BinThroughput ends a rank's line at its last sample", "[unit]") {
+  std::vector<SampleRecord> s(2);
+  s[0].rank = 0, s[0].start_ns = 0, s[0].end_ns = 10 * kNsPerSec, s[0].bytes = 10;
+  s[1].rank = 1, s[1].start_ns = 0, s[1].end_ns = 2 * kNsPerSec, s[1].bytes = 10;
+  ThroughputSeries t = BinThroughput(s, 0, 10 * kNsPerSec, 10);
+  REQUIRE(t.values.size() == 2);
+  CHECK(t.values[1][1].has_value());
+  CHECK_FALSE(t.values[1][2].has_value());
+  CHECK(t.values[0][9].has_value());
+}
+
+TEST_CASE("ExplainVerdict says expected and measured", "[unit]") {
+  VerdictRecord v;
+  v.expectation = "max_detection_ms";
+  v.observed = 160;
+  v.limit = 100;
+  VerdictText t = ExplainVerdict(v);
+  CHECK(t.expected == "detection latency <= 100 ms");
+  CHECK(t.measured == "160 ms");
+  v.observed.reset();
+  v.message = "no fault_detected event after the injection";
+  CHECK(ExplainVerdict(v).measured == "not measured: no fault_detected event after the injection");
+  v.expectation = "min_degraded_ratio";
+  v.observed = 0.5;
+  v.limit = 0.3;
+  CHECK(ExplainVerdict(v).expected == "degraded ratio >= 0.300");
+  CHECK(ExplainVerdict(v).measured == "0.500");
+}
+
+TEST_CASE("HTML report of a stored run escapes every text from the database", "[unit]") {
+  testing::TempDir dir;
+  SyntheticRunSpec spec;
+  spec.hostile = true;
+  RunData run = ThroughStore(MakeSyntheticRun(spec), dir.File("r.db"));
+  REQUIRE(run.faults.size() == 2);
+  std::string html = RenderHtml(run);
+  // Exactly our four script elements: the error capture, the data, uPlot, the report script.
+  CHECK(Count(html, "<script") == 4);
+  CHECK(Count(html, "</script>") == 4);
+  CHECK(html.find("<div id=\"pwned\"") == std::string::npos);
+  CHECK(html.find("<img src=x") == std::string::npos);
+  CHECK(html.find("&lt;div id=&quot;pwned&quot;&gt;") != std::string::npos);
+  // Every fault and host is there; the verdicts table has one row per verdict.
+  CHECK(Count(html, "class=\"fault-row\"") == run.faults.size());
+  CHECK(Count(html, "<div class=\"host\">") == run.hosts.size());
+  CHECK(Count(html, "<td class=\"badge fail\">FAIL</td>") == 1);  // f1 detected late
+  // The last host runs another firmware: highlighted.
+  CHECK(html.find("<tr class=\"differs\"><th>nics[0].firmware</th>") != std::string::npos);
+  // Self-contained: nothing loaded from elsewhere.
+  CHECK(html.find("src=\"http") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("uPlot") != std::string::npos);
+}
+
+TEST_CASE("HTML chart data stays small for a long run", "[unit]") {
+  SyntheticRunSpec spec;
+  spec.duration_s = 300;
+  spec.iterations_per_s = 100;
+  RunData run = MakeSyntheticRun(spec);
+  HtmlOptions options;
+  options.max_points = 300;
+  std::string html = RenderHtml(run, options);
+  std::smatch m;
+  std::string data = html.substr(html.find("id=\"fl-data\">"));
+  data = data.substr(0, data.find("</script>"));
+  REQUIRE(std::regex_search(data, m, std::regex("\"x\":\\[([^\\]]*)\\]")));
+  std::string xs = m[1];
+  CHECK(static_cast<size_t>(std::count(xs.begin(), xs.end(), ',')) + 1 <= 300);
+  // 240,000 samples, yet the page is a few hundred KiB (uPlot itself is ~50 KiB).
+  CHECK(run.samples.size() > 200'000);
+  CHECK(html.size() < 400 * 1024);
+}
+
+TEST_CASE("Markdown summary has the status and the verdict and per-fault tables", "[unit]") {
+  testing::TempDir dir;
+  SyntheticRunSpec spec;
+  spec.hostile = true;
+  RunData run = ThroughStore(MakeSyntheticRun(spec), dir.File("r.db"));
+  std::string md = RenderMarkdown(run);
+  CHECK(md.rfind("### ❌ faultline: ", 0) == 0);
+  CHECK(md.find("**Verdicts: " + std::to_string(run.verdicts.size() - 1) + " passed, 1 failed**") !=
+        std::string::npos);
+  CHECK(Count(md, "| ✅ |") + Count(md, "| ❌ |") == run.verdicts.size());
+  CHECK(md.find("| ❌ | max\\_detection\\_ms | f1 tor\\_port\\_down h1/nic0 ") != std::string::npos);
+  CHECK(md.find("detection latency <= 100 ms | 160 ms |") != std::string::npos);
+  // Per-fault table: one row per fault, the detection column filled.
+  CHECK(md.find("| f0 | nic\\_flap | h0/nic0 ") != std::string::npos);
+  CHECK(md.find("| 40.0 ms |") != std::string::npos);
+  // No markup from the database gets through: no raw tags, no unescaped table pipes.
+  CHECK(md.find("<div") == std::string::npos);
+  CHECK(md.find("<img") == std::string::npos);
+  CHECK(md.find("[link](") == std::string::npos);
+  for (size_t start = 0, end; (end = md.find('\n', start)) != std::string::npos; start = end + 1) {
+    std::string line = md.substr(start, end - start);
+    if (line.rfind("| ✅", 0) != 0 && line.rfind("| ❌", 0) != 0) continue;
+    size_t pipes = 0;
+    for (size_t i = 0; i < line.size(); ++i)
+      pipes += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    CHECK(pipes == 6);  // 5 columns
+  }
+}
+
+TEST_CASE("Text summary lists verdicts and faults", "[unit]") {
+  SyntheticRunSpec spec;
+  RunData run = MakeSyntheticRun(spec);
+  std::string text = RenderTextSummary(run);
+  CHECK(text.find("run 20261130-040000-synth  nic_flap_synthetic  failed") == 0);
+  CHECK(text.find("verdicts: " + std::to_string(run.verdicts.size() - 1) + " passed, 1 failed") !=
+        std::string::npos);
+  CHECK(Count(text, "  FAIL  ") == 1);
+  CHECK(text.find("f0 nic_flap h0/nic0: detection 40.0 ms") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace fl::reports::render
