@@ -195,9 +195,10 @@ struct Peer {
   std::unordered_map<uint64_t, RecvReq> posted;  // by tag
   std::unordered_map<uint64_t, Blob> unexpected;
   Nanos all_down_since = 0;
-  std::string host;     // host id ("" = unknown: no host-local channel, no relay through it)
-  std::string lo_addr;  // host-local listening address
-  int via = -1;         // relay rank while we have no working channel of our own, or -1
+  std::string host;       // host id ("" = unknown: no host-local channel, no relay through it)
+  std::string lo_addr;    // host-local listening address
+  int via = -1;           // relay rank while we have no working channel of our own, or -1
+  Nanos relay_heard = 0;  // last ack or chunk of this peer that came through a relay
 };
 
 struct PendingAccept {
@@ -773,7 +774,7 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
     }
   }
   UpdateRoutes();
-  if (!AnyUp(p) && p.via < 0 && p.all_down_since == 0) p.all_down_since = now;
+  if (!AnyUp(p) && p.all_down_since == 0) p.all_down_since = now;
   if (moved == 0) {
     Event d{EventType::kFailoverDone};
     d.peer = peer;
@@ -834,7 +835,6 @@ void Engine::Impl::UpdateRoutes() {
                         : "relay to rank " + std::to_string(p.rank) + " ended";
     Emit(e);
     FL_LOG(kInfo, "ftccl") << e.detail;
-    if (via >= 0) p.all_down_since = 0;
   }
 }
 
@@ -997,6 +997,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
           return FailChannel(peer, ch, "protocol_error", "relayed ack names a bad rank");
         }
         if (h.flags & kFlagRelayed) return OnRelayedAck(peer, other, h.seq);
+        peers_[other].relay_heard = MonoNowNs();
         return OnAck(other, h.seq);
       }
       return OnAck(peer, h.seq);
@@ -1075,6 +1076,7 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   Peer& p = peers_[src];
   // A relayed chunk is acknowledged to its origin through the relay it came from.
   if (src != peer) {
+    p.relay_heard = MonoNowNs();
     QueueCtrl(ch, MakeHeader(kAck, 0, static_cast<uint32_t>(src), h.seq, 0, kFlagRelayed));
   } else {
     QueueCtrl(ch, MakeHeader(kAck, 0, 0, h.seq, 0));
@@ -1432,12 +1434,15 @@ void Engine::Impl::Timers(Nanos now) {
       }
       any_up |= ch.state == ChState::kUp;
     }
-    if (any_up || p.via >= 0) {
+    if (any_up) {
       p.all_down_since = 0;
     } else {
       if (p.all_down_since == 0) p.all_down_since = now;
+      // Through a relay the peer is alive while its acks or chunks keep coming: two ranks of
+      // a host that lost every NIC would otherwise each wait on the other as a relay.
+      const Nanos quiet_since = std::max(p.all_down_since, p.relay_heard);
       bool work = !p.chunks.empty() || !p.posted.empty();
-      if (work && now - p.all_down_since > opt_.peer_dead_timeout) {
+      if (work && now - quiet_since > opt_.peer_dead_timeout) {
         Fail(UnavailableError("ftccl: no healthy path to rank " + std::to_string(p.rank) + " for " +
                               FormatDuration(now - p.all_down_since)));
         p.all_down_since = now;

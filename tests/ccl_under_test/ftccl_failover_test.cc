@@ -265,7 +265,8 @@ TEST_CASE("ftccl: a rank whose every NIC is down relays through a rank of its ho
   g.nics = 1;
   g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
   auto o = FastOptions();
-  o.peer_dead_timeout = 300 * kNsPerMs;  // without a relay the loop would end in Unavailable
+  // Without a relay the loop would end in Unavailable; through it, acks keep the peers alive.
+  o.peer_dead_timeout = 1 * kNsPerSec;
   g.Create(o);
   const std::string nic = testing::LoopbackNic(0, 0);
   const int iters = 24;
@@ -308,6 +309,18 @@ TEST_CASE("ftccl: no NIC and no host-local path ends in Unavailable - not a hang
   // "127.0.0.1": every host-local channel.
   RunUntilNoPath(g, {testing::LoopbackNic(0, 0), "127.0.0.1"});
   CHECK(g.comms[0]->GetAsyncError().code() == Code::kUnavailable);
+}
+
+// A host that lost every NIC: its two ranks still reach each other, and each would take the
+// other as the relay to the other host. No ack comes back that way, so the peers are dead.
+TEST_CASE("ftccl: a host with every NIC down ends in Unavailable despite the relay",
+          "[integration]") {
+  Group g;
+  g.nics = 1;
+  g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
+  RunUntilNoPath(g, {testing::LoopbackNic(0, 0), testing::LoopbackNic(2, 0)});
+  CHECK(g.comms[0]->GetAsyncError().code() == Code::kUnavailable);
+  CHECK(g.comms[2]->GetAsyncError().code() == Code::kUnavailable);
 }
 
 TEST_CASE("ftccl: fail-stop mode reports the first path fault as an error", "[integration]") {
