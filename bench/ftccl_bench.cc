@@ -62,6 +62,8 @@ struct Ctx {
   std::string perf;
   std::string rate;
   int hosts, nics;
+  int iters = 3;  // timed iterations per size (-n)
+  int check = 1;  // ftccl-perf -c
 };
 
 // Plain TCP blast, every link at once: on rail k host h sends to host h+1 (the ring's
@@ -128,14 +130,14 @@ std::vector<double> PerfBusbw(Ctx& c, const std::string& ccl, std::vector<int> r
                ccl,
                2,
                rails,
-               {"-b", b, "-e", e, "-f", "4", "-n", std::to_string(iters), "-w", "2", "-c", "1",
-                "--timeout", "120s", "--json", json},
+               {"-b", b, "-e", e, "-f", "4", "-n", std::to_string(iters), "-w", "2", "-c",
+                std::to_string(c.check), "--timeout", "120s", "--json", json},
                c.rank_env};
   LabJob run2(*c.lab, spec);
   if (!run2.Start().ok()) return {};
   auto codes = run2.WaitAll(Deadline::After(600 * kNsPerSec));
   *cmd = "ftccl-perf --ccl " + ccl + " -b " + b + " -e " + e + " -f 4 -n " + std::to_string(iters) +
-         " -w 2 -c 1 (8 ranks, rails " +
+         " -w 2 -c " + std::to_string(c.check) + " (8 ranks, rails " +
          (rails.empty() ? std::string("0,1") : std::to_string(rails[0])) + ")";
   for (int code : codes) {
     if (code != 0) {
@@ -215,7 +217,7 @@ int main(int argc, char** argv) {
   std::string rate = "500mbit";
   int runs = 5, repeats = 20;
   std::string perf;
-  bool skip_bw = false, skip_failover = false, only_2nic = false;
+  bool skip_bw = false, skip_failover = false, only_2nic = false, only_1nic = false;
   std::vector<std::string> rank_env;
   app.add_option("--rate", rate, "tc tbf rate per link");
   app.add_option("--runs", runs, "runs per bandwidth figure (median reported)");
@@ -224,6 +226,10 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-bandwidth", skip_bw);
   app.add_flag("--skip-failover", skip_failover);
   app.add_flag("--only-2nic", only_2nic, "link limit and the 2-NIC 64 MiB figure only");
+  app.add_flag("--only-1nic", only_1nic, "link limit and the 1-NIC gloo/ftccl sweep only");
+  int iters = 3, check = 1;
+  app.add_option("--iters", iters, "timed iterations per size (ftccl-perf -n)");
+  app.add_option("--check", check, "ftccl-perf -c (0: no correctness check)");
   app.add_option("--rank-env", rank_env,
                  "NAME=value for every rank (e.g. FTCCL_CHUNK_BYTES=1048576)");
   CLI11_PARSE(app, argc, argv);
@@ -237,7 +243,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_lab = lab->get();
-  Ctx c{lab->get(), rank_env, perf, rate, 4, 2};
+  Ctx c{lab->get(), rank_env, perf, rate, 4, 2, iters, check};
   std::printf("# lab: 4 hosts x 2 ranks x 2 NICs, tbf %s burst 256kb both ends, runs %d\n",
               rate.c_str(), runs);
   std::printf("| figure | median | runs | target | command |\n|---|---|---|---|---|\n");
@@ -260,15 +266,16 @@ int main(int argc, char** argv) {
 
     std::string cmd;
     std::vector<double> ft2;
-    for (int i = 0; i < runs; ++i) {
-      auto v = PerfBusbw(c, "ftccl", {}, "64MiB", "64MiB", 3, &cmd);
+    for (int i = 0; i < runs && !only_1nic; ++i) {
+      auto v = PerfBusbw(c, "ftccl", {}, "64MiB", "64MiB", c.iters, &cmd);
       if (!v.empty()) ft2.push_back(v[0]);
       std::fprintf(stderr, "ftccl 2 NICs run %d: %.1f MB/s\n", i, v.empty() ? 0 : mbs(v[0]));
     }
-    std::printf(
-        "| ftccl AllReduce busbw 64 MiB, 2 NICs | %.1f MB/s = %.1f%% of 2 links | %zu | >= 95%% | "
-        "%s |\n",
-        mbs(Median(ft2)), 100 * Median(ft2) / (2 * limit), ft2.size(), cmd.c_str());
+    if (!only_1nic)
+      std::printf(
+          "| ftccl AllReduce busbw 64 MiB, 2 NICs | %.1f MB/s = %.1f%% of 2 links | %zu | >= 95%% "
+          "| %s |\n",
+          mbs(Median(ft2)), 100 * Median(ft2) / (2 * limit), ft2.size(), cmd.c_str());
     std::fflush(stdout);
     if (only_2nic) return 0;
 
@@ -276,8 +283,8 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> gl(4), f1(4);
     std::string gcmd, fcmd;
     for (int i = 0; i < runs; ++i) {
-      auto g = PerfBusbw(c, "gloo", {0}, "1MiB", "64MiB", 3, &gcmd);
-      auto f = PerfBusbw(c, "ftccl", {0}, "1MiB", "64MiB", 3, &fcmd);
+      auto g = PerfBusbw(c, "gloo", {0}, "1MiB", "64MiB", c.iters, &gcmd);
+      auto f = PerfBusbw(c, "ftccl", {0}, "1MiB", "64MiB", c.iters, &fcmd);
       for (size_t s = 0; s < 4; ++s) {
         if (s < g.size()) gl[s].push_back(g[s]);
         if (s < f.size()) f1[s].push_back(f[s]);
@@ -297,6 +304,7 @@ int main(int argc, char** argv) {
     std::printf("| ftccl 2 NICs / gloo 1 NIC, 64 MiB | %.2fx | - | >= 1.8x | rows above |\n",
                 Median(ft2) / std::max(1.0, Median(gl[3])));
     std::fflush(stdout);
+    if (only_1nic) return 0;
 
     // One NIC down (host 1, rail 0) during a 16 MiB loop: steady busbw after the failover.
     std::vector<double> deg;
