@@ -218,24 +218,38 @@ void Summary(std::string& o, const RunView& view) {
   o += "</table></section>\n";
 }
 
-void Verdicts(std::string& o, const RunView& view) {
-  const auto& verdicts = view.data().verdicts;
-  o += "<section id=\"verdicts\"><h2>Verdicts <small>" + std::to_string(view.verdicts_passed()) +
-       " passed, " + std::to_string(view.verdicts_failed()) + " failed</small></h2>";
-  if (verdicts.empty()) {
-    o += "<p>No verdicts stored for this run.</p></section>\n";
-    return;
-  }
+void VerdictTable(std::string& o, const RunView& view, bool failed_only) {
   o += "<table><thead><tr><th></th><th>expectation</th><th>fault</th><th>expected</th>"
        "<th>measured</th><th>message</th></tr></thead><tbody>";
-  for (const auto& v : verdicts) {
+  for (const auto& v : view.data().verdicts) {
+    if (failed_only && v.passed) continue;
     VerdictText t = ExplainVerdict(v);
     o += "<tr class=\"" + StatusClass(v.passed) + "\"><td class=\"badge " + StatusClass(v.passed) +
          "\">" + (v.passed ? "PASS" : "FAIL") + "</td><td>" + H(v.expectation) + "</td><td>" +
          H(view.FaultLabel(v.fault_id)) + "</td><td>" + H(t.expected) + "</td><td>" +
          H(t.measured) + "</td><td>" + H(v.message) + "</td></tr>";
   }
-  o += "</tbody></table></section>\n";
+  o += "</tbody></table>";
+}
+
+// A long verdict list (many faults) would push the charts off the first screen: then the
+// failed verdicts come first and the whole list folds out.
+void Verdicts(std::string& o, const RunView& view) {
+  constexpr size_t kLongList = 12;
+  const size_t n = view.data().verdicts.size();
+  o += "<section id=\"verdicts\"><h2>Verdicts <small>" + std::to_string(view.verdicts_passed()) +
+       " passed, " + std::to_string(view.verdicts_failed()) + " failed</small></h2>";
+  if (n == 0) {
+    o += "<p>No verdicts stored for this run.</p>";
+  } else if (n <= kLongList) {
+    VerdictTable(o, view, false);
+  } else {
+    if (view.verdicts_failed() > 0) VerdictTable(o, view, true);
+    o += "<details><summary>All " + std::to_string(n) + " verdicts</summary>";
+    VerdictTable(o, view, false);
+    o += "</details>";
+  }
+  o += "</section>\n";
 }
 
 void Charts(std::string& o, const RunView& view) {

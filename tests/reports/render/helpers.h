@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ struct ProcessResult {
   bool started = false;
   bool timed_out = false;
   int exit_code = -1;  // -1 when killed by a signal or not started
+  double cpu_s = 0;    // user + system CPU time of the program (its waited-for children too)
 };
 
 inline ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& out_path,
@@ -72,7 +74,10 @@ inline ProcessResult RunProcess(const std::vector<std::string>& argv, const std:
   }
   // What the program left behind in its group (a browser's helpers) goes too.
   kill(-pid, SIGKILL);
-  waitpid(pid, &status, 0);
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  res.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+              static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   if (res.timed_out) return res;
   if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
   return res;
