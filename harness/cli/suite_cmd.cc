@@ -1,11 +1,249 @@
 // `faultline suite`, `faultline compare`, `faultline history` (harness/suite, reports/compare).
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "harness/coordinator/run_driver.h"
+#include "harness/suite/suite_file.h"
+#include "harness/suite/suite_runner.h"
+#include "reports/compare/compare.h"
+#include "reports/compare/history.h"
+#include "reports/compare/run_metrics.h"
+
 namespace fl::harness {
+namespace {
+
+namespace cmp = reports::compare;
+
+bool ParseKv(const char* cmd, const std::vector<std::string>& in,
+             std::map<std::string, std::string>* out) {
+  for (const auto& t : in) {
+    auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "faultline %s: --tag wants key=value, got '%s'\n", cmd, t.c_str());
+      return false;
+    }
+    (*out)[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  return true;
+}
+
+// Exit code for a store / selection error: bad input when the user named something that is
+// not there, infrastructure otherwise.
+int ErrorExit(const char* cmd, const Status& st) {
+  std::fprintf(stderr, "faultline %s: %s\n", cmd, st.ToUserString().c_str());
+  return st.code() == Code::kInvalidArgument || st.code() == Code::kNotFound ? 2 : 3;
+}
+
+bool WriteOut(const char* cmd, const std::string& path, const std::string& text) {
+  Status st = WriteFileAtomic(path, text);
+  if (!st.ok()) {
+    std::fprintf(stderr, "faultline %s: cannot write %s: %s\n", cmd, path.c_str(),
+                 st.ToUserString().c_str());
+    return false;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return true;
+}
+
+void QuietLogsUnlessAsked() {
+  if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
+}
+
+void AddSuite(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string file, db = "results.db", junit, policy;
+    uint32_t repeat = 0;
+    std::vector<std::string> tags;
+  };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand(
+      "suite",
+      "run a suite file: every scenario x CCL x repetition as its own `faultline run`, going on\n"
+      "past failures; then check each group against the last passing runs with the same tags.\n"
+      "Exit 0 all passed, 1 an expectation failed or a metric regressed, 2 bad input,\n"
+      "3 a run error, 130 interrupted (see docs/suites.md)");
+  c->add_option("suite", a->file, "suite file (configs/suites/*.yaml)")->required();
+  c->add_option("--repeat", a->repeat, "repetitions of each scenario x CCL (default: the file's)")
+      ->check(CLI::Range(1, 1000));
+  c->add_option("--junit", a->junit, "write one JUnit XML file for the whole suite");
+  c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
+  c->add_option("--tag", a->tags, "k=v tag on every run (repeatable), e.g. fw=22.41");
+  c->add_option("--policy", a->policy, "agent policy file passed to every run");
+  c->callback([a, exit_code] {
+    QuietLogsUnlessAsked();
+    suite::SuiteOptions o;
+    o.db_path = a->db;
+    o.repeat = a->repeat;
+    o.junit_path = a->junit;
+    if (!ParseKv("suite", a->tags, &o.tags)) {
+      *exit_code = 2;
+      return;
+    }
+    if (o.tags.count(suite::kSuiteRunTag)) {
+      std::fprintf(stderr, "faultline suite: tag 'suite_run' is set by the suite itself\n");
+      *exit_code = 2;
+      return;
+    }
+    if (!a->policy.empty()) o.extra_run_args = {"--policy", a->policy};
+    auto s = suite::LoadSuiteFile(a->file);
+    if (!s.ok()) {
+      std::fprintf(stderr, "faultline suite: %s\n", s.status().ToUserString().c_str());
+      *exit_code = 2;
+      return;
+    }
+    CleanUpDeadRuns(o.db_path);
+    *exit_code = suite::RunSuite(*s, o).exit_code;
+  });
+}
+
+void AddCompare(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string a, b, db = "results.db", md, html, suite, scenario;
+    std::vector<std::string> metrics, tolerances;
+    double confidence = 0.95;
+    int resamples = 4000;
+    uint64_t seed = 1;
+  };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand(
+      "compare",
+      "compare two sets of runs (A = before, B = after): per scenario and metric the medians,\n"
+      "spread (IQR), a bootstrap interval of the difference of medians and a verdict against\n"
+      "the metric's tolerance in its worse direction. Exit 0 nothing regressed, 1 a metric\n"
+      "regressed, 2 bad input (see docs/suites.md)");
+  c->add_option("A", a->a, "run id, 'latest', or tag:k=v[,k=v] (e.g. tag:fw=22.39)")->required();
+  c->add_option("B", a->b, "run id, 'latest', or tag:k=v[,k=v] (e.g. tag:fw=22.41)")->required();
+  c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
+  c->add_option("--md", a->md, "also write a Markdown table to this file");
+  c->add_option("--html", a->html, "also write a self-contained HTML page to this file");
+  c->add_option("--metric", a->metrics,
+                "only this metric (repeatable): a name (detection_latency_ms) or a key "
+                "(f0/detection_latency_ms)");
+  c->add_option("--tolerance", a->tolerances,
+                "METRIC=VALUE (repeatable): 20% relative, 50 absolute in the metric's unit, or "
+                "20%,50 (the larger allowance wins)");
+  c->add_option("--suite", a->suite, "take tolerances from this suite file (flags win)");
+  c->add_option("--scenario", a->scenario, "only runs of this scenario (for tag selectors)");
+  c->add_option("--confidence", a->confidence, "confidence of the interval")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 0.999));
+  c->add_option("--resamples", a->resamples, "bootstrap resamples")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 1000000));
+  c->add_option("--seed", a->seed, "bootstrap seed (same seed, same intervals)")
+      ->capture_default_str();
+  c->callback([a, exit_code] {
+    QuietLogsUnlessAsked();
+    cmp::CompareOptions o;
+    o.metrics = a->metrics;
+    o.bootstrap = {a->resamples, a->confidence, a->seed};
+    if (!a->suite.empty()) {
+      auto s = suite::LoadSuiteFile(a->suite);
+      if (!s.ok()) {
+        *exit_code = ErrorExit("compare", s.status());
+        return;
+      }
+      o.policies = s->policies;
+    }
+    for (const auto& t : a->tolerances) {
+      Status st = cmp::ParseToleranceFlag(t, o.policies);
+      if (!st.ok()) {
+        *exit_code = ErrorExit("compare", st);
+        return;
+      }
+    }
+    auto reader = cmp::RunReader::Open(a->db);
+    if (!reader.ok()) {
+      *exit_code = ErrorExit("compare", reader.status());
+      return;
+    }
+    std::optional<std::string> scenario;
+    if (!a->scenario.empty()) scenario = a->scenario;
+    auto ra = (*reader)->Select(a->a, scenario);
+    if (!ra.ok()) {
+      *exit_code = ErrorExit("compare", ra.status());
+      return;
+    }
+    auto rb = (*reader)->Select(a->b, scenario);
+    if (!rb.ok()) {
+      *exit_code = ErrorExit("compare", rb.status());
+      return;
+    }
+    cmp::Comparison result = cmp::Compare(*ra, *rb, o, a->a, a->b);
+    if (result.rows.empty()) {
+      std::fprintf(stderr,
+                   "faultline compare: nothing to compare (no scenario has runs on both sides%s)\n",
+                   o.metrics.empty() ? "" : " with those metrics");
+      for (const auto& n : result.notes) std::fprintf(stderr, "  %s\n", n.c_str());
+      *exit_code = 2;
+      return;
+    }
+    std::fputs(cmp::RenderText(result).c_str(), stdout);
+    bool ok = true;
+    if (!a->md.empty()) ok = WriteOut("compare", a->md, cmp::RenderMarkdown(result)) && ok;
+    if (!a->html.empty()) ok = WriteOut("compare", a->html, cmp::RenderHtml(result)) && ok;
+    *exit_code = !ok ? 3 : result.Count(cmp::Verdict::kRegressed) > 0 ? 1 : 0;
+  });
+}
+
+void AddHistory(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string scenario, db = "results.db", html;
+    std::vector<std::string> metrics, tags;
+    size_t limit = 50;
+  };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand(
+      "history", "a metric's trend over the stored runs of a scenario: a table and a chart");
+  c->add_option("scenario", a->scenario, "scenario name (as in `faultline runs`)")->required();
+  c->add_option("--metric", a->metrics,
+                "metric name or key (repeatable; default: detection, recovery, degraded ratio, "
+                "throughput loss, baseline algbw)");
+  c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
+  c->add_option("--html", a->html, "write a self-contained HTML page with an SVG chart per metric");
+  c->add_option("--tag", a->tags, "only runs with this k=v tag (repeatable)");
+  c->add_option("--limit", a->limit, "the newest N finished runs (0: all)")->capture_default_str();
+  c->callback([a, exit_code] {
+    QuietLogsUnlessAsked();
+    cmp::HistoryOptions o;
+    o.metrics = a->metrics;
+    o.limit = a->limit;
+    if (!ParseKv("history", a->tags, &o.tags)) {
+      *exit_code = 2;
+      return;
+    }
+    auto reader = cmp::RunReader::Open(a->db);
+    if (!reader.ok()) {
+      *exit_code = ErrorExit("history", reader.status());
+      return;
+    }
+    auto series = cmp::LoadHistory(**reader, a->scenario, o);
+    if (!series.ok()) {
+      *exit_code = ErrorExit("history", series.status());
+      return;
+    }
+    std::fputs(cmp::RenderHistoryText(a->scenario, *series).c_str(), stdout);
+    if (!a->html.empty() &&
+        !WriteOut("history", a->html, cmp::RenderHistoryHtml(a->scenario, *series))) {
+      *exit_code = 3;
+      return;
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace
 
 void AddSuiteCommands(CLI::App& app, int* exit_code) {
-  (void)app;
-  (void)exit_code;
+  AddSuite(app, exit_code);
+  AddCompare(app, exit_code);
+  AddHistory(app, exit_code);
 }
 
 }  // namespace fl::harness

@@ -1,0 +1,210 @@
+#include "harness/suite/suite_file.h"
+
+#include <unistd.h>
+
+#include "common/file_util.h"
+#include "common/yaml_util.h"
+#include "harness/scenario/scenario_loader.h"
+
+namespace fl::harness::suite {
+namespace {
+
+using reports::compare::ParseTolerance;
+using reports::compare::Tolerance;
+
+std::string DirOf(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string ResolvePath(const std::string& rel, const std::string& suite_path) {
+  if (rel.empty() || rel[0] == '/') return rel;
+  std::string beside = DirOf(suite_path) + "/" + rel;
+  if (access(beside.c_str(), R_OK) == 0) return beside;
+  return rel;
+}
+
+Status ParseTags(const YamlDoc& doc, const YAML::Node& n, std::map<std::string, std::string>* out) {
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "tags"));
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->second.IsScalar()) return doc.Error(it->second, "tag values must be single values");
+    std::string k = it->first.Scalar();
+    if (k.empty() || k.find('=') != std::string::npos || k.find(',') != std::string::npos)
+      return doc.Error(it->first, "tag key '" + k + "' must be non-empty without '=' or ','");
+    if (k == "suite_run")
+      return doc.Error(it->first, "tag 'suite_run' is set by faultline suite itself");
+    (*out)[k] = it->second.Scalar();
+  }
+  return OkStatus();
+}
+
+StatusOr<CclSpec> ParseCcl(const YamlDoc& doc, const YAML::Node& n) {
+  CclSpec c;
+  if (n.IsScalar()) {
+    c.name = n.Scalar();
+  } else {
+    FL_RETURN_IF_ERROR(doc.ExpectMap(n, "ccl"));
+    FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "options"}, "ccl"));
+    FL_ASSIGN_OR_RETURN(c.name, doc.Get<std::string>(n, "name"));
+    if (doc.Has(n, "options")) {
+      const YAML::Node o = n["options"];
+      FL_RETURN_IF_ERROR(doc.ExpectMap(o, "options"));
+      for (auto it = o.begin(); it != o.end(); ++it) {
+        if (!it->second.IsScalar())
+          return doc.Error(it->second, "option values must be single values");
+        c.options[it->first.Scalar()] = it->second.Scalar();
+      }
+    }
+  }
+  if (c.name != "ftccl" && c.name != "gloo" && c.name != "nccl")
+    return doc.Error(n.IsMap() ? n["name"] : n, "unknown ccl '" + c.name + "' (ftccl, gloo, nccl)");
+  std::string problem = CheckCclOptions(c.name, c.options);
+  if (!problem.empty())
+    return doc.Error(n.IsMap() && doc.Has(n, "options") ? n["options"] : n, problem);
+  return c;
+}
+
+Status ParseCcls(const YamlDoc& doc, const YAML::Node& n, std::vector<CclSpec>* out) {
+  FL_RETURN_IF_ERROR(doc.ExpectSequence(n, "ccls"));
+  if (n.size() == 0) return doc.Error(n, "ccls must name at least one CCL (or be left out)");
+  for (const auto& c : n) {
+    FL_ASSIGN_OR_RETURN(CclSpec spec, ParseCcl(doc, c));
+    out->push_back(std::move(spec));
+  }
+  return OkStatus();
+}
+
+StatusOr<uint32_t> ParseRepeat(const YamlDoc& doc, const YAML::Node& map) {
+  FL_ASSIGN_OR_RETURN(uint32_t r, doc.Get<uint32_t>(map, "repeat"));
+  if (r == 0 || r > 1000) return doc.Error(map["repeat"], "repeat must be between 1 and 1000");
+  return r;
+}
+
+Status ParseScenarioEntry(const YamlDoc& doc, const YAML::Node& n, const std::string& suite_path,
+                          SuiteScenario* s) {
+  s->where = doc.Where(n);
+  // Copy-constructed, never assigned: assigning a YAML::Node rewrites the node it refers to.
+  const YAML::Node path_node = n.IsMap() ? n["path"] : n;
+  if (!n.IsScalar()) {
+    FL_RETURN_IF_ERROR(doc.ExpectMap(n, "scenario entry"));
+    FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"path", "ccls", "repeat", "seed", "tags"}, "scenario"));
+    if (!doc.Has(n, "path")) return doc.Error(n, "missing required key 'path'");
+    if (doc.Has(n, "ccls")) FL_RETURN_IF_ERROR(ParseCcls(doc, n["ccls"], &s->ccls));
+    if (doc.Has(n, "repeat")) {
+      FL_ASSIGN_OR_RETURN(s->repeat, ParseRepeat(doc, n));
+    }
+    if (doc.Has(n, "seed")) {
+      FL_ASSIGN_OR_RETURN(s->seed, doc.Get<uint64_t>(n, "seed"));
+    }
+    if (doc.Has(n, "tags")) FL_RETURN_IF_ERROR(ParseTags(doc, n["tags"], &s->tags));
+  }
+  FL_ASSIGN_OR_RETURN(std::string rel, doc.As<std::string>(path_node, "path"));
+  s->path = ResolvePath(rel, suite_path);
+  if (access(s->path.c_str(), R_OK) != 0)
+    return doc.Error(path_node, "scenario file '" + rel + "' not found (looked beside " +
+                                    suite_path + " and in the current directory)");
+  return OkStatus();
+}
+
+StatusOr<Tolerance> ParseToleranceNode(const YamlDoc& doc, const YAML::Node& n) {
+  if (n.IsScalar()) {
+    auto t = ParseTolerance(n.Scalar());
+    if (!t.ok()) return doc.Error(n, t.status().message());
+    return *t;
+  }
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "tolerance"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"relative", "absolute"}, "tolerance"));
+  Tolerance t;
+  for (const char* key : {"relative", "absolute"}) {
+    if (!doc.Has(n, key)) continue;
+    FL_ASSIGN_OR_RETURN(double v, doc.Get<double>(n, key));
+    if (v < 0) return doc.Error(n[key], std::string(key) + " must not be negative");
+    (key[0] == 'r' ? t.relative : t.absolute) = v;
+  }
+  if (!t.relative && !t.absolute) return doc.Error(n, "a tolerance needs relative or absolute");
+  return t;
+}
+
+Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* r) {
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "regression"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      n, {"enabled", "baseline_runs", "metrics", "confidence", "resamples"}, "regression"));
+  FL_ASSIGN_OR_RETURN(r->enabled, doc.GetOr<bool>(n, "enabled", true));
+  FL_ASSIGN_OR_RETURN(r->baseline_runs, doc.GetOr<uint32_t>(n, "baseline_runs", 1));
+  if (r->baseline_runs == 0) return doc.Error(n["baseline_runs"], "baseline_runs must be >= 1");
+  if (doc.Has(n, "metrics")) {
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(n["metrics"], "metrics"));
+    for (const auto& m : n["metrics"]) {
+      FL_ASSIGN_OR_RETURN(std::string name, doc.As<std::string>(m, "metric"));
+      if (reports::compare::DefaultPolicy(name).direction == reports::compare::Direction::kNeutral)
+        return doc.Error(m, "metric '" + name +
+                                "' has no worse direction (see docs/metrics.md): it cannot "
+                                "regress");
+      r->metrics.push_back(name);
+    }
+  }
+  FL_ASSIGN_OR_RETURN(r->confidence, doc.GetOr<double>(n, "confidence", r->confidence));
+  if (r->confidence <= 0.5 || r->confidence >= 1)
+    return doc.Error(n["confidence"], "confidence must be in (0.5, 1), e.g. 0.95");
+  FL_ASSIGN_OR_RETURN(r->resamples, doc.GetOr<int>(n, "resamples", r->resamples));
+  if (r->resamples < 100 || r->resamples > 1000000)
+    return doc.Error(n["resamples"], "resamples must be between 100 and 1000000");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Suite> LoadSuiteFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return InvalidArgumentError(path + ": cannot read the suite file");
+  return ParseSuite(*text, path);
+}
+
+StatusOr<Suite> ParseSuite(std::string_view text, const std::string& name) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, name));
+  const YAML::Node root = doc.root();
+  FL_RETURN_IF_ERROR(doc.ExpectMap(root, "suite"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(root,
+                                   {"name", "description", "repeat", "tags", "ccls", "scenarios",
+                                    "run_timeout", "tolerances", "regression"},
+                                   "suite"));
+  Suite s;
+  s.path = name;
+  FL_ASSIGN_OR_RETURN(s.name, doc.Get<std::string>(root, "name"));
+  FL_ASSIGN_OR_RETURN(s.description, doc.GetOr<std::string>(root, "description", ""));
+  if (doc.Has(root, "repeat")) {
+    FL_ASSIGN_OR_RETURN(s.repeat, ParseRepeat(doc, root));
+  }
+  if (doc.Has(root, "tags")) FL_RETURN_IF_ERROR(ParseTags(doc, root["tags"], &s.tags));
+  if (doc.Has(root, "ccls")) FL_RETURN_IF_ERROR(ParseCcls(doc, root["ccls"], &s.ccls));
+  FL_ASSIGN_OR_RETURN(s.run_timeout_ns, doc.GetDurationOr(root, "run_timeout", s.run_timeout_ns));
+  if (s.run_timeout_ns <= 0) return doc.Error(root["run_timeout"], "run_timeout must be > 0");
+  if (!doc.Has(root, "scenarios")) return doc.Error(root, "missing required key 'scenarios'");
+  const YAML::Node sc = root["scenarios"];
+  FL_RETURN_IF_ERROR(doc.ExpectSequence(sc, "scenarios"));
+  if (sc.size() == 0) return doc.Error(sc, "scenarios must list at least one scenario file");
+  for (const auto& e : sc) {
+    SuiteScenario entry;
+    FL_RETURN_IF_ERROR(ParseScenarioEntry(doc, e, name, &entry));
+    s.scenarios.push_back(std::move(entry));
+  }
+  if (doc.Has(root, "tolerances")) {
+    const YAML::Node t = root["tolerances"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(t, "tolerances"));
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      std::string metric = it->first.Scalar();
+      if (reports::compare::DefaultPolicy(metric).direction ==
+          reports::compare::Direction::kNeutral)
+        return doc.Error(it->first, "metric '" + metric +
+                                        "' has no worse direction (see docs/metrics.md): a "
+                                        "tolerance for it means nothing");
+      FL_ASSIGN_OR_RETURN(Tolerance tol, ParseToleranceNode(doc, it->second));
+      s.policies.SetTolerance(metric, tol);
+    }
+  }
+  if (doc.Has(root, "regression"))
+    FL_RETURN_IF_ERROR(ParseRegression(doc, root["regression"], &s.regression));
+  return s;
+}
+
+}  // namespace fl::harness::suite

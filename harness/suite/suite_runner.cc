@@ -1,0 +1,421 @@
+#include "harness/suite/suite_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "common/clock.h"
+#include "common/file_util.h"
+#include "common/ids.h"
+#include "harness/suite/junit.h"
+
+extern char** environ;
+
+namespace fl::harness::suite {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+// Installs the stop handlers for the suite's lifetime and restores the old ones.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_stop = 0;
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+std::string CclLabel(const std::optional<CclSpec>& ccl) {
+  if (!ccl) return "";
+  std::string s = ccl->name;
+  for (const auto& [k, v] : ccl->options) s += " " + k + "=" + v;
+  return s;
+}
+
+std::string LastLines(const std::string& text, size_t n) {
+  size_t end = text.size();
+  while (end > 0 && text[end - 1] == '\n') --end;
+  size_t pos = end;
+  for (size_t i = 0; i < n && pos > 0; ++i) {
+    size_t nl = text.rfind('\n', pos - 1);
+    pos = nl == std::string::npos ? 0 : nl;
+    if (pos == 0) break;
+  }
+  std::string s = text.substr(pos, end - pos);
+  while (!s.empty() && s[0] == '\n') s.erase(0, 1);
+  return s;
+}
+
+struct Child {
+  int exit_code = 0;
+  bool timed_out = false;
+  bool interrupted = false;
+};
+
+// Runs argv with stdout/stderr into files, in its own process group; forwards a stop request
+// as one SIGINT; bounded by timeout (SIGINT, then SIGKILL 60 s later).
+StatusOr<Child> RunChild(const std::vector<std::string>& argv, const std::string& out_path,
+                         const std::string& err_path, Nanos timeout) {
+  std::vector<char*> a;
+  std::vector<std::string> copy = argv;
+  for (auto& s : copy) a.push_back(s.data());
+  a.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  // The child must see default SIGINT/SIGTERM handling whatever we inherited.
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, a[0], &fa, &attr, a.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0)
+    return InternalError("cannot start " + argv[0] + ": " + std::string(std::strerror(rc)));
+  Child c;
+  Deadline deadline = Deadline::After(timeout);
+  std::optional<Deadline> kill_at;
+  bool sent_int = false;
+  for (;;) {
+    int status = 0;
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      return c;
+    }
+    if (w < 0 && errno != EINTR) return InternalError("waitpid: " + std::string(strerror(errno)));
+    if (!sent_int && (g_stop || deadline.Expired())) {
+      c.interrupted = g_stop;
+      c.timed_out = !g_stop;
+      kill(pid, SIGINT);  // the coordinator reverts, tears down and marks the run aborted
+      sent_int = true;
+      kill_at = Deadline::After(60 * kNsPerSec);
+    }
+    if (kill_at && kill_at->Expired()) {
+      kill(pid, SIGKILL);
+      kill_at.reset();
+    }
+    usleep(50 * 1000);
+  }
+}
+
+std::string VerdictLine(const reports::VerdictRecord& v) {
+  return v.expectation + (v.fault_id ? " " + *v.fault_id : "") + ": " + v.message;
+}
+
+int ExitCodeOf(const SuiteResult& r) {
+  if (r.interrupted) return 130;
+  bool failed = false, bad_input = false, error = false;
+  for (const auto& run : r.runs) {
+    if (run.exit_code == 1)
+      failed = true;
+    else if (run.exit_code == 2)
+      bad_input = true;
+    else if (run.exit_code != 0)
+      error = true;
+  }
+  for (const auto& g : r.regressions)
+    if (!g.Regressed().empty()) failed = true;
+  if (failed) return 1;
+  if (bad_input) return 2;
+  if (error) return 3;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<PlannedRun> PlanSuite(const Suite& suite, const SuiteOptions& options,
+                                  const std::string& suite_run) {
+  std::vector<PlannedRun> out;
+  for (size_t i = 0; i < suite.scenarios.size(); ++i) {
+    const SuiteScenario& s = suite.scenarios[i];
+    std::vector<std::optional<CclSpec>> ccls;
+    for (const auto& c : s.ccls.empty() ? suite.ccls : s.ccls) ccls.push_back(c);
+    if (ccls.empty()) ccls.push_back(std::nullopt);
+    uint32_t reps = options.repeat ? options.repeat : (s.repeat ? s.repeat : suite.repeat);
+    std::map<std::string, std::string> tags = suite.tags;
+    for (const auto& [k, v] : s.tags) tags[k] = v;
+    for (const auto& [k, v] : options.tags) tags[k] = v;
+    tags["suite"] = suite.name;
+    tags[kSuiteRunTag] = suite_run;
+    for (const auto& ccl : ccls) {
+      std::string label = CclLabel(ccl);
+      for (uint32_t rep = 1; rep <= reps; ++rep) {
+        PlannedRun p;
+        p.scenario_index = i;
+        p.ccl = ccl;
+        p.group = s.path + (label.empty() ? "" : " [" + label + "]");
+        p.rep = rep;
+        p.reps = reps;
+        p.args = {"run", s.path, "--json", "--db", options.db_path};
+        for (const auto& [k, v] : tags) {
+          p.args.push_back("--tag");
+          p.args.push_back(k + "=" + v);
+        }
+        if (s.seed) {
+          p.args.push_back("--seed");
+          p.args.push_back(std::to_string(*s.seed));
+        }
+        if (ccl) {
+          p.args.push_back("--ccl");
+          p.args.push_back(ccl->name);
+          for (const auto& [k, v] : ccl->options) {
+            p.args.push_back("--ccl-option");
+            p.args.push_back(k + "=" + v);
+          }
+        }
+        for (const auto& a : options.extra_run_args) p.args.push_back(a);
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  return out;
+}
+
+SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
+  SignalGuard guard;
+  SuiteResult result;
+  result.suite_run = NewRunId();
+  result.start_wall_ns = WallNowNs();
+  Nanos t0 = MonoNowNs();
+  auto say = [&](const std::string& line) {
+    if (!options.progress) return;
+    std::fprintf(options.progress, "%s\n", line.c_str());
+    std::fflush(options.progress);
+  };
+  std::string bin =
+      options.faultline_bin.empty() ? SelfExeDir() + "/faultline" : options.faultline_bin;
+  std::vector<PlannedRun> plan = PlanSuite(suite, options, result.suite_run);
+  std::string tmp_template = "/tmp/fl_suite_XXXXXX";
+  std::string tmp = mkdtemp(tmp_template.data()) ? tmp_template : "/tmp";
+  say("suite " + suite.name + ": " + std::to_string(plan.size()) + " run(s), results in " +
+      options.db_path + " (suite_run=" + result.suite_run + ")");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (g_stop) break;
+    const PlannedRun& p = plan[i];
+    char head[64];
+    std::snprintf(head, sizeof head, "[%zu/%zu] ", i + 1, plan.size());
+    say(std::string(head) + p.group + "  rep " + std::to_string(p.rep) + "/" +
+        std::to_string(p.reps) + " ...");
+    RunOutcome o;
+    o.plan = p;
+    std::vector<std::string> argv = {bin};
+    argv.insert(argv.end(), p.args.begin(), p.args.end());
+    std::string out_path = tmp + "/run.json", err_path = tmp + "/run.err";
+    Nanos r0 = MonoNowNs();
+    auto child = RunChild(argv, out_path, err_path, suite.run_timeout_ns);
+    o.seconds = static_cast<double>(MonoNowNs() - r0) / 1e9;
+    std::string out = ReadFile(out_path).value_or("");
+    std::string err = ReadFile(err_path).value_or("");
+    if (!child.ok()) {
+      o.exit_code = 3;
+      o.error = child.status().ToUserString();
+    } else {
+      o.exit_code = child->exit_code;
+      if (child->interrupted) result.interrupted = true;
+      if (child->timed_out) o.error = "stopped after the suite's run_timeout; ";
+    }
+    // The run id: from the JSON summary, else the newest run of this invocation not yet seen
+    // (a run that failed before printing its summary still left its row).
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_object() && j.contains("run_id") && j["run_id"].is_string())
+      o.run_id = j["run_id"].get<std::string>();
+    auto reader = reports::compare::RunReader::Open(options.db_path);
+    if (reader.ok()) {
+      if (o.run_id.empty()) {
+        reports::RunFilter f;
+        f.tags[kSuiteRunTag] = result.suite_run;
+        auto runs = (*reader)->store().ListRuns(f);
+        if (runs.ok())
+          for (const auto& r : *runs)
+            if (!seen.count(r.id)) {
+              o.run_id = r.id;
+              break;
+            }
+      }
+      if (!o.run_id.empty()) {
+        seen.insert(o.run_id);
+        auto r = (*reader)->store().GetRun(o.run_id);
+        if (r.ok()) {
+          r->scenario_text.clear();
+          o.run = std::move(*r);
+        }
+        auto v = (*reader)->Verdicts(o.run_id);
+        if (v.ok()) o.verdicts = std::move(*v);
+      }
+    }
+    if (o.exit_code != 0 && o.exit_code != 1) {
+      o.error += "faultline run exited " + std::to_string(o.exit_code) +
+                 (o.exit_code < 0 ? " (signal)" : "") + ": " + LastLines(err + out, 5);
+    }
+    std::string verdict;
+    if (o.exit_code == 0) {
+      verdict = "PASS";
+    } else if (o.exit_code == 1) {
+      verdict = "FAIL";
+      for (const auto& v : o.verdicts)
+        if (!v.passed) {
+          verdict += "  " + VerdictLine(v);
+          break;
+        }
+    } else if (o.exit_code == 130) {
+      verdict = "INTERRUPTED";
+    } else {
+      verdict = "ERROR (exit " + std::to_string(o.exit_code) + ") " + LastLines(err + out, 1);
+    }
+    char tail[96];
+    std::snprintf(tail, sizeof tail, "  (run %s, %.1f s)",
+                  o.run_id.empty() ? "-" : o.run_id.c_str(), o.seconds);
+    say(std::string(head) + p.group + "  rep " + std::to_string(p.rep) + "/" +
+        std::to_string(p.reps) + ": " + verdict + tail);
+    result.runs.push_back(std::move(o));
+  }
+  if (g_stop) result.interrupted = true;
+  ::unlink((tmp + "/run.json").c_str());
+  ::unlink((tmp + "/run.err").c_str());
+  rmdir(tmp.c_str());
+
+  // Regression checks, group by group, over the finished runs of this invocation.
+  if (suite.regression.enabled && !result.interrupted) {
+    auto reader = reports::compare::RunReader::Open(options.db_path);
+    std::vector<std::string> groups;
+    for (const auto& r : result.runs)
+      if (std::find(groups.begin(), groups.end(), r.plan.group) == groups.end())
+        groups.push_back(r.plan.group);
+    for (const auto& g : groups) {
+      std::vector<reports::RunRecord> current;
+      for (const auto& r : result.runs)
+        if (r.plan.group == g && r.run &&
+            (r.run->status == reports::RunStatus::kPassed ||
+             r.run->status == reports::RunStatus::kFailed))
+          current.push_back(*r.run);
+      if (current.empty() || !reader.ok()) continue;
+      auto reg = CheckRegression(**reader, g, current, suite.regression, suite.policies);
+      if (!reg.ok()) {
+        say("regression check of " + g + ": " + reg.status().ToUserString());
+        continue;
+      }
+      if (reg->baseline_runs.empty()) {
+        say("regression " + g +
+            ": no earlier passing run with the same tags (first run: " + "nothing to compare)");
+      } else {
+        auto regressed = reg->Regressed();
+        say("regression " + g + ": against " + std::to_string(reg->baseline_runs.size()) +
+            " baseline run(s): " +
+            (regressed.empty() ? std::string("no metric regressed")
+                               : std::to_string(regressed.size()) + " metric(s) REGRESSED"));
+        for (const auto* m : regressed)
+          say("  " + m->key + ": " + reports::compare::FormatValue(m->median_a) + " -> " +
+              reports::compare::FormatValue(m->median_b) + " " + m->unit + " (allowed " +
+              reports::compare::FormatValue(m->allowed) + ")");
+      }
+      result.regressions.push_back(std::move(*reg));
+    }
+  }
+  result.seconds = static_cast<double>(MonoNowNs() - t0) / 1e9;
+  result.exit_code = ExitCodeOf(result);
+  if (!options.junit_path.empty()) {
+    Status st = WriteFileAtomic(options.junit_path, SuiteJUnit(suite, result));
+    if (!st.ok()) {
+      say("cannot write " + options.junit_path + ": " + st.ToUserString());
+      if (result.exit_code == 0) result.exit_code = 3;
+    } else {
+      say("JUnit: " + options.junit_path);
+    }
+  }
+  int passed = 0, failed = 0, errors = 0;
+  for (const auto& r : result.runs)
+    (r.exit_code == 0 ? passed : r.exit_code == 1 ? failed : errors)++;
+  int regressed = 0;
+  for (const auto& g : result.regressions) regressed += !g.Regressed().empty();
+  char summary[256];
+  std::snprintf(summary, sizeof summary,
+                "suite %s: %d passed, %d failed, %d error(s), %d group(s) regressed%s; %.1f s; "
+                "exit %d",
+                suite.name.c_str(), passed, failed, errors, regressed,
+                result.interrupted ? ", interrupted" : "", result.seconds, result.exit_code);
+  say(summary);
+  return result;
+}
+
+std::string SuiteJUnit(const Suite& suite, const SuiteResult& result) {
+  JUnitWriter w("faultline suite " + suite.name);
+  std::vector<std::string> groups;
+  for (const auto& r : result.runs)
+    if (std::find(groups.begin(), groups.end(), r.plan.group) == groups.end())
+      groups.push_back(r.plan.group);
+  for (const auto& g : groups) {
+    JUnitWriter::Suite& ts = w.AddSuite(g);
+    ts.properties["suite_run"] = result.suite_run;
+    for (const auto& r : result.runs) {
+      if (r.plan.group != g) continue;
+      std::string cls = "rep" + std::to_string(r.plan.rep);
+      if (!r.run_id.empty()) cls += "." + r.run_id;
+      if (r.verdicts.empty() || (r.exit_code != 0 && r.exit_code != 1)) {
+        JUnitWriter::Case c{cls, "run", r.seconds};
+        c.error = r.error.empty() ? "the run gave no verdicts" : r.error;
+        c.system_out = "run " + (r.run_id.empty() ? std::string("-") : r.run_id);
+        ts.cases.push_back(std::move(c));
+      }
+      for (const auto& v : r.verdicts) {
+        JUnitWriter::Case c{cls, v.expectation + (v.fault_id ? " " + *v.fault_id : ""), 0};
+        if (!v.passed) c.failure = v.message.empty() ? "failed" : v.message;
+        c.system_out = "run " + r.run_id + ": " + v.message;
+        ts.cases.push_back(std::move(c));
+      }
+    }
+    for (const auto& reg : result.regressions) {
+      if (reg.group != g) continue;
+      JUnitWriter::Case c{"history", "regression", 0};
+      if (reg.baseline_runs.empty()) {
+        c.skipped = "no earlier passing run with the same tags";
+      } else {
+        std::string msg;
+        for (const auto* m : reg.Regressed())
+          msg += m->key + ": " + reports::compare::FormatValue(m->median_a) + " -> " +
+                 reports::compare::FormatValue(m->median_b) + " " + m->unit + " (allowed " +
+                 reports::compare::FormatValue(m->allowed) + ")\n";
+        if (!msg.empty()) c.failure = msg;
+        c.system_out = reports::compare::RenderText(reg.comparison);
+      }
+      ts.cases.push_back(std::move(c));
+    }
+  }
+  return w.Xml();
+}
+
+}  // namespace fl::harness::suite
