@@ -11,6 +11,7 @@
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
+#include "injectors/journal.h"
 
 namespace {
 
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
   app.add_option("--host", opts.host,
                  "the topology host name this agent serves (\"fabric\" for switches)");
   app.add_option("--lab", rt.lab, "the local lab whose hosts and fabric this agent acts on");
+  app.add_option("--inventory", rt.inventory,
+                 "or: the inventory file of real hosts (configs/inventories/*.yaml); this agent\n"
+                 "acts on --host's NICs in its own network namespace and runs ranks in cgroups")
+      ->check(CLI::ExistingFile);
   app.add_option("--journal-dir", rt.journal_dir,
                  "fault journal directory (default $FAULTLINE_STATE_DIR/journal)");
   app.add_option("--run-dir", rt.run_dir, "directory for the workers' telemetry socket");
@@ -81,6 +86,22 @@ int main(int argc, char** argv) {
     rt.policy = *p;
   }
   rt.host = opts.host;
+  // A host of an inventory: the workers' telemetry socket lives in this host's state dir,
+  // removed again when the agent exits (declared before the runtime, so it goes after it).
+  struct RunDirGuard {
+    std::string path;
+    ~RunDirGuard() {
+      if (!path.empty()) rmdir(path.c_str());
+    }
+  } run_dir_guard;
+  if (rt.run_dir.empty() && !rt.inventory.empty()) {
+    rt.run_dir = injectors::StateDir() + "/agent-" + opts.host;
+    if (Status s = MakeDirs(rt.run_dir, 0700); !s.ok()) {
+      FL_LOG(kError, "agent") << s.ToUserString();
+      return 3;
+    }
+    run_dir_guard.path = rt.run_dir;
+  }
   if (rt.worker_binary.empty()) rt.worker_binary = SelfExeDir() + "/faultline-worker";
 
   std::signal(SIGINT, OnSignal);

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/yaml_util.h"
 #include "harness/agent/agent_session.h"
+#include "harness/lab/inventory.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/injection.h"
 #include "injectors/journal.h"
@@ -81,8 +82,15 @@ class AgentRuntime::Impl {
       : opts_(std::move(o)), journal_(opts_.journal_dir), acceptor_(io_), flush_timer_(io_) {}
 
   Status Init() {
+    if (!opts_.lab.empty() && !opts_.inventory.empty())
+      return InvalidArgumentError("an agent serves a local lab or an inventory, not both");
     if (!opts_.lab.empty()) {
       FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Open(opts_.lab));
+      fabric_ = &lab_->fabric();
+    }
+    if (!opts_.inventory.empty()) {
+      FL_ASSIGN_OR_RETURN(site_, lab::OpenInventorySite(opts_.inventory, opts_.host));
+      fabric_ = site_.get();
     }
     FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry_));
     injectors::RecoveryReport rec = journal_.RecoverDead(registry_);
@@ -244,8 +252,8 @@ class AgentRuntime::Impl {
   pb::Ack Launch(const pb::LaunchRanks& l) {
     if (!opts_.policy.allow_ranks)
       return Fail(FailedPreconditionError("policy: this agent does not start ranks"));
-    if (!lab_)
-      return Fail(FailedPreconditionError("agent has no local lab to start containers in"));
+    if (!lab_ && !site_)
+      return Fail(FailedPreconditionError("agent has no lab or inventory to start ranks in"));
     nlohmann::json extra = nlohmann::json::parse(l.worker_args_json(), nullptr, false);
     if (!extra.is_array())
       return Fail(InvalidArgumentError("worker_args_json must be a JSON array of strings"));
@@ -263,8 +271,10 @@ class AgentRuntime::Impl {
         if (!a.is_string()) return Fail(InvalidArgumentError("worker argument is not a string"));
         argv.push_back(a.get<std::string>());
       }
-      int local = spec.rank() % std::max(1, lab_->topology().gpus_per_host);
-      auto info = lab_->StartContainer(opts_.host, local, argv);
+      int per_host = lab_ ? lab_->topology().gpus_per_host : site_->self().ranks;
+      int local = spec.rank() % std::max(1, per_host);
+      auto info =
+          lab_ ? lab_->StartContainer(opts_.host, local, argv) : site_->StartContainer(local, argv);
       if (!info.ok()) return Fail(info.status());
       auto r = std::make_unique<Rank>();
       r->rank = spec.rank();
@@ -352,7 +362,8 @@ class AgentRuntime::Impl {
 
   pb::Ack Inject(const pb::InjectFault& f) {
     if (Status p = CheckPolicy(f); !p.ok()) return Fail(p);
-    if (!lab_) return Fail(FailedPreconditionError("agent has no lab to resolve targets in"));
+    if (!fabric_)
+      return Fail(FailedPreconditionError("agent has no lab or inventory to resolve targets in"));
     auto inj = registry_.Create(f.kind());
     if (!inj.ok()) return Fail(inj.status());
     injectors::FaultSpec spec;
@@ -361,7 +372,7 @@ class AgentRuntime::Impl {
     spec.params = {f.params().begin(), f.params().end()};
     spec.duration = f.duration_ms() * kNsPerMs;
     Nanos requested = WallNowNs();
-    auto handle = injectors::InjectFault(**inj, spec, lab_->fabric(), &journal_);
+    auto handle = injectors::InjectFault(**inj, spec, *fabric_, &journal_);
     if (!handle.ok()) return Fail(handle.status());
     pb::Ack ack;
     ack.set_ok(true);
@@ -411,6 +422,7 @@ class AgentRuntime::Impl {
                                 << " failed (journal keeps it): " << st.message();
     }
     StopRanks(2 * kNsPerSec);
+    if (site_) site_->RemoveCgroupDir();  // ours alone; a LocalLab's goes with the lab
   }
 
   pb::Heartbeat Heartbeat() {
@@ -425,6 +437,8 @@ class AgentRuntime::Impl {
 
   AgentRuntimeOptions opts_;
   std::unique_ptr<lab::LocalLab> lab_;
+  std::unique_ptr<lab::InventorySite> site_;
+  const injectors::Fabric* fabric_ = nullptr;  // lab_'s or site_
   injectors::InjectorRegistry registry_{"injector"};
   injectors::FaultJournal journal_;
   std::mutex mu_;

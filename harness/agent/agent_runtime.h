@@ -44,7 +44,9 @@ StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path);
 
 struct AgentRuntimeOptions {
   std::string host;         // topology host name ("fabric" for the switch-side agent)
-  std::string lab;          // LocalLab name; empty: no local lab (faults and ranks refused)
+  std::string lab;          // LocalLab name; empty: no local lab
+  std::string inventory;    // or: inventory file (harness/lab/inventory.h); neither: faults and
+                            // ranks are refused
   std::string journal_dir;  // empty: the default journal
   std::string run_dir;      // telemetry socket lives here
   std::string worker_binary;

@@ -21,6 +21,7 @@
 #include "harness/control/auth.h"
 #include "harness/coordinator/control_server.h"
 #include "harness/coordinator/lab_catalog.h"
+#include "harness/lab/inventory.h"
 #include "harness/lab/local_lab.h"
 #include "harness/scenario/plan.h"
 #include "injectors/injector.h"
@@ -152,14 +153,23 @@ struct ActiveFault {
   Nanos revert_at_mono = 0;  // 0: at the end of the job
 };
 
-std::string AgentFor(const std::string& target, const lab::Topology& t) {
-  for (int h = 0; h < t.hosts; ++h) {
-    std::string host = "h" + std::to_string(h);
-    if (target == host || target.rfind(host + ".", 0) == 0) return host;
-  }
+// A host of the job: its agent's name, its ranks and its data NICs' addresses (rail order).
+struct HostSlot {
+  std::string name;
+  int ranks = 1;
+  std::vector<std::string> nics;
+};
+
+// The agent that acts on a target: the host it names, the host of a rank, else the fabric.
+std::string AgentFor(const std::string& target, const std::vector<HostSlot>& hosts) {
+  for (const auto& h : hosts)
+    if (target == h.name || target.rfind(h.name + ".", 0) == 0) return h.name;
   if (target.rfind("rank", 0) == 0) {
     int r = std::atoi(target.c_str() + 4);
-    return "h" + std::to_string(r / std::max(1, t.gpus_per_host));
+    for (const auto& h : hosts) {
+      if (r < h.ranks) return h.name;
+      r -= h.ranks;
+    }
   }
   return "fabric";
 }
@@ -196,6 +206,16 @@ class Runner {
   Status Prepare();
   Status Provision();
   Status StartAgents();
+  Status StartControlServer(const std::string& listen, const std::string& token);
+  Status AwaitInventoryAgents();
+  // Where the ranks rendezvous: the run directory, or a run folder in the inventory's shared
+  // rendezvous_dir.
+  std::string RendezvousDir() const {
+    if (inventory_ && !inventory_->rendezvous_dir.empty())
+      return inventory_->rendezvous_dir + "/" + run_id_;
+    return run_dir_ + "/store";
+  }
+  Status RegisterAgents();
   Status Launch(int attempt, uint64_t first_iteration);
   Status StopRanks();
   int Timeline();
@@ -210,6 +230,8 @@ class Runner {
   RunOptions opts_;
   Scenario scenario_;
   lab::Topology topology_;
+  std::optional<lab::Inventory> inventory_;  // set for a lab of real hosts (no topology_)
+  std::vector<HostSlot> hosts_;
   Plan plan_;
   uint64_t seed_ = 0;
   std::string run_id_;
@@ -264,18 +286,56 @@ Status Runner::Prepare() {
     seed_ = opts_.seed.value_or(scenario_.seed);
   }
   FL_RETURN_IF_ERROR(ApplyCclOverrides(scenario_, opts_.ccl, opts_.ccl_options));
-  if (scenario_.lab.topology.empty())
-    return InvalidArgumentError(
-        scenario_.lab.where +
-        ": inventory labs are not supported by this build yet; use 'topology'");
-  FL_ASSIGN_OR_RETURN(topology_, lab::LoadTopology(scenario_.lab.topology));
-  world_ = topology_.hosts * topology_.gpus_per_host;
   injectors::InjectorRegistry registry("injector");
   FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry));
-  lab::LabPlan lab_plan = lab::PlanLab(topology_, "check", 0);
-  LabFaultCatalog catalog(topology_, lab_plan, registry.Names());
-  FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, catalog));
-  FL_ASSIGN_OR_RETURN(plan_, MakePlan(scenario_, catalog, seed_));
+  if (!scenario_.lab.inventory.empty()) {
+    auto inv = lab::LoadInventory(scenario_.lab.inventory);
+    if (!inv.ok()) {
+      Status st = inv.status();
+      return st.Prepend(scenario_.lab.where + ": inventory");
+    }
+    inventory_ = std::move(*inv);
+    world_ = inventory_->world_size();
+    for (const auto& h : inventory_->hosts) {
+      HostSlot slot{h.name, h.ranks, {}};
+      for (const auto& n : h.nics) slot.nics.push_back(n.address);
+      hosts_.push_back(slot);
+    }
+    const std::vector<std::string> kinds = lab::InventoryFaultKinds();
+    for (const auto& f : scenario_.faults)
+      if (std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end())
+        return InvalidArgumentError(f.where + ": " + f.kind +
+                                    " needs switch access, which an inventory lab does not "
+                                    "have (it takes nic_port_flap and container_kill)");
+  } else {
+    FL_ASSIGN_OR_RETURN(topology_, lab::LoadTopology(scenario_.lab.topology));
+    world_ = topology_.hosts * topology_.gpus_per_host;
+    for (int h = 0; h < topology_.hosts; ++h)
+      hosts_.push_back({"h" + std::to_string(h), topology_.gpus_per_host, {}});
+  }
+  std::unique_ptr<FaultCatalog> catalog;
+  if (inventory_) {
+    auto c = std::make_unique<StaticFaultCatalog>();
+    c->AddKind("nic_port_flap", {"nic", "host"});
+    c->AddKind("container_kill", {"container", "rank"});
+    std::map<std::string, std::vector<std::string>> targets;
+    int rank = 0;
+    for (const auto& h : inventory_->hosts) {
+      targets["host"].push_back(h.name);
+      for (const auto& n : h.nics) targets["nic"].push_back(h.name + "." + n.name);
+      for (int g = 0; g < h.ranks; ++g) {
+        targets["container"].push_back(h.name + ".rank" + std::to_string(g));
+        targets["rank"].push_back("rank" + std::to_string(rank++));
+      }
+    }
+    for (auto& [cls, names] : targets) c->AddTargets(cls, std::move(names));
+    catalog = std::move(c);
+  } else {
+    lab::LabPlan lab_plan = lab::PlanLab(topology_, "check", 0);
+    catalog = std::make_unique<LabFaultCatalog>(topology_, lab_plan, registry.Names());
+  }
+  FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, *catalog));
+  FL_ASSIGN_OR_RETURN(plan_, MakePlan(scenario_, *catalog, seed_));
   // Each injector checks its own parameters now, before anything exists.
   for (const PlannedFault& pf : plan_.faults) {
     FL_ASSIGN_OR_RETURN(auto inj, registry.Create(pf.kind));
@@ -291,17 +351,20 @@ Status Runner::Prepare() {
 }
 
 Status Runner::Provision() {
+  if (inventory_) return OkStatus();  // real hosts: nothing to build
   FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Create(topology_, lab_name_));
   FL_RETURN_IF_ERROR(lab_->Provision());
+  for (auto& slot : hosts_)
+    for (const auto& l : lab_->plan().links)
+      if (l.kind == lab::LinkKind::kHost && l.a_node == slot.name && !l.a_addr.empty())
+        slot.nics.push_back(l.a_addr.substr(0, l.a_addr.find('/')));
   return OkStatus();
 }
 
-Status Runner::StartAgents() {
-  FL_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/store", 0700));
-  FL_ASSIGN_OR_RETURN(std::string token, CreateTokenFile(run_dir_ + "/token"));
+// The control plane: agents dial in at listen (port 0: the kernel's choice) with token.
+Status Runner::StartControlServer(const std::string& listen, const std::string& token) {
   ControlServerOptions so;
-  std::string mgmt = lab_->plan().root_mgmt_addr;
-  so.listen_address = mgmt.substr(0, mgmt.find('/')) + ":0";
+  so.listen_address = listen;
   so.token = token;
   so.run_id = run_id_;
   so.lease_ns = opts_.lease_ns;
@@ -309,6 +372,41 @@ Status Runner::StartAgents() {
   FL_ASSIGN_OR_RETURN(server_, ControlServer::Start(so));
   server_->SetTelemetryHandler(
       [this](const std::string& h, const pb::TelemetryBatch& b) { OnTelemetry(h, b); });
+  return OkStatus();
+}
+
+// An inventory's agents run on their hosts already: listen where they dial and wait for them.
+Status Runner::AwaitInventoryAgents() {
+  FL_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(inventory_->token_file));
+  FL_RETURN_IF_ERROR(StartControlServer(inventory_->listen, token));
+  for (const auto& h : hosts_) agent_hosts_.push_back(h.name);
+  std::fprintf(stderr, "[agents] waiting up to %.0f s for %zu agents to dial in at %s\n",
+               static_cast<double>(inventory_->agent_wait_ns) / 1e9, agent_hosts_.size(),
+               server_->address().c_str());
+  // In slices, so that Ctrl-C during a long wait is answered at once.
+  Deadline end = Deadline::After(inventory_->agent_wait_ns);
+  for (;;) {
+    Status st = server_->WaitForAgents(agent_hosts_, Deadline::After(200 * kNsPerMs));
+    if (st.ok() || g_interrupted) return st;
+    if (end.Expired()) {
+      std::string missing;
+      for (const auto& h : agent_hosts_)
+        if (!server_->Agent(h).ok()) missing += (missing.empty() ? "" : ", ") + h;
+      return UnavailableError("no agent dialled in from " + missing + " within agent_wait (" +
+                              inventory_->source + ")");
+    }
+  }
+}
+
+Status Runner::StartAgents() {
+  FL_RETURN_IF_ERROR(MakeDirs(RendezvousDir(), 0700));
+  if (inventory_) {
+    FL_RETURN_IF_ERROR(AwaitInventoryAgents());
+    return RegisterAgents();
+  }
+  FL_ASSIGN_OR_RETURN(std::string token, CreateTokenFile(run_dir_ + "/token"));
+  const std::string mgmt = lab_->plan().root_mgmt_addr;
+  FL_RETURN_IF_ERROR(StartControlServer(mgmt.substr(0, mgmt.find('/')) + ":0", token));
 
   std::string policy = opts_.policy_path;
   for (int h = 0; h <= topology_.hosts; ++h) {
@@ -327,6 +425,11 @@ Status Runner::StartAgents() {
     agent_hosts_.push_back(host);
   }
   FL_RETURN_IF_ERROR(server_->WaitForAgents(agent_hosts_, Deadline::After(30 * kNsPerSec)));
+  return RegisterAgents();
+}
+
+// Clock offsets and fingerprints of the registered agents, into the store.
+Status Runner::RegisterAgents() {
   for (const auto& host : agent_hosts_) {
     FL_ASSIGN_OR_RETURN(ClockOffset off,
                         server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
@@ -414,7 +517,7 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   std::vector<std::string> args = {"--job-id",
                                    job_id_,
                                    "--store-dir",
-                                   run_dir_ + "/store",
+                                   RendezvousDir(),
                                    "--ccl",
                                    j.ccl,
                                    "--workload",
@@ -434,19 +537,20 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   else
     args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
   if (!j.failover) args.push_back("--no-failover");
+  if (j.workload == "training_step")
+    args.insert(args.end(), {"--compute", std::to_string(j.compute_ns) + "ns", "--compute-device",
+                             j.compute_device});
   for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
   nlohmann::json extra = args;
-  for (int h = 0; h < topology_.hosts; ++h) {
-    std::string host = "h" + std::to_string(h);
-    std::vector<std::string> nics;
-    for (const auto& l : lab_->plan().links)
-      if (l.kind == lab::LinkKind::kHost && l.a_node == host && !l.a_addr.empty())
-        nics.push_back(l.a_addr.substr(0, l.a_addr.find('/')));
+  int first_rank = 0;
+  for (const HostSlot& slot : hosts_) {
+    const std::string& host = slot.name;
+    const std::vector<std::string>& nics = slot.nics;
     pb::CoordinatorMessage m;
     m.mutable_launch()->set_worker_args_json(extra.dump());
-    for (int g = 0; g < topology_.gpus_per_host; ++g) {
+    for (int g = 0; g < slot.ranks; ++g) {
       auto* r = m.mutable_launch()->add_ranks();
-      r->set_rank(h * topology_.gpus_per_host + g);
+      r->set_rank(first_rank + g);
       r->set_world_size(world_);
       // gloo binds one NIC per rank (local rank g on rail g); ftccl uses every NIC, rail order.
       if (j.ccl == "gloo" && !nics.empty())
@@ -457,6 +561,7 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
     FL_ASSIGN_OR_RETURN(pb::Ack ack, server_->Call(host, m, Deadline::After(30 * kNsPerSec)));
     if (!ack.ok())
       return Status(static_cast<Code>(ack.error_code()), host + ": launch failed: " + ack.error());
+    first_rank += slot.ranks;
   }
   Event("job_launch", {{"attempt", attempt}, {"first_iteration", first_iteration}});
   return OkStatus();
@@ -464,10 +569,10 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
 
 Status Runner::StopRanks() {
   Status first;
-  for (int h = 0; h < topology_.hosts; ++h) {
+  for (const HostSlot& slot : hosts_) {
     pb::CoordinatorMessage m;
     m.mutable_stop()->set_grace_ms(2000);
-    auto ack = server_->Call("h" + std::to_string(h), m, Deadline::After(20 * kNsPerSec));
+    auto ack = server_->Call(slot.name, m, Deadline::After(20 * kNsPerSec));
     if (!ack.ok() && first.ok()) first = ack.status();
   }
   return first;
@@ -589,7 +694,7 @@ int Runner::Timeline() {
   for (const PlannedFault& pf : plan_.faults) {
     ActiveFault f;
     f.plan = pf;
-    f.agent = AgentFor(pf.target, topology_);
+    f.agent = AgentFor(pf.target, hosts_);
     f.record.run_id = run_id_;
     f.record.fault_id = pf.id;
     f.record.kind = pf.kind;
@@ -706,6 +811,11 @@ void Runner::Teardown() {
     Status st = lab_->Teardown();
     if (!st.ok())
       std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
+  }
+  if (inventory_ && !inventory_->rendezvous_dir.empty() && !run_id_.empty()) {
+    std::vector<std::string> argv = {"rm", "-rf", "--", RendezvousDir()};
+    Proc p = *Spawn(argv, "cleanup");
+    Reap(p, Deadline::After(10 * kNsPerSec));
   }
   if (!run_dir_.empty()) {
     unlink((run_dir_ + "/token").c_str());
@@ -859,7 +969,7 @@ int Runner::Run() {
     auto plan = PlanOnly();
     if (!plan.ok()) return BadInput(plan.status());
     std::printf("scenario %s: %d ranks on %d hosts, seed %llu, %zu fault firing(s)\n%s",
-                scenario_.name.c_str(), world_, topology_.hosts,
+                scenario_.name.c_str(), world_, static_cast<int>(hosts_.size()),
                 static_cast<unsigned long long>(seed_), plan_.faults.size(), plan->c_str());
     return kExitPass;
   }
@@ -932,7 +1042,7 @@ int Runner::Run() {
   std::fprintf(stderr,
                "faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)\n",
                run_id_.c_str(), scenario_.name.c_str(), static_cast<unsigned long long>(seed_),
-               world_, topology_.hosts, plan_.faults.size());
+               world_, static_cast<int>(hosts_.size()), plan_.faults.size());
   std::fputs(DescribePlan(plan_).c_str(), stderr);
 
   std::string failure;
@@ -944,11 +1054,15 @@ int Runner::Run() {
     }
     return s.ok();
   };
-  std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(),
-               scenario_.lab.topology.c_str());
+  if (inventory_)
+    std::fprintf(stderr, "[provision] inventory %s from %s: real hosts, nothing to build\n",
+                 inventory_->name.c_str(), scenario_.lab.inventory.c_str());
+  else
+    std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(),
+                 scenario_.lab.topology.c_str());
   bool ok = phase("provisioning the lab", Provision()) && !g_interrupted;
   if (ok) {
-    std::fprintf(stderr, "[agents] starting %d agents\n", topology_.hosts + 1);
+    if (!inventory_) std::fprintf(stderr, "[agents] starting %zu agents\n", hosts_.size() + 1);
     ok = phase("starting agents", StartAgents()) && !g_interrupted;
   }
   if (ok) ok = phase("launching ranks", Launch(0, 0)) && !g_interrupted;
@@ -977,8 +1091,11 @@ int Runner::Run() {
     store_->FinishRun(run_id_, st, WallNowNs(), failure).IgnoreError();
     exit_code = rc;
   }
-  std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n",
-               lab_name_.c_str());
+  if (inventory_)
+    std::fprintf(stderr, "[teardown] reverting, stopping ranks, releasing the agents\n");
+  else
+    std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n",
+                 lab_name_.c_str());
   Teardown();
   if (writer_) writer_->Close(Deadline::After(30 * kNsPerSec)).IgnoreError();
   return exit_code;

@@ -1,9 +1,14 @@
 // `faultline run` end to end on a real (small) local lab, as the user runs it: the binary, its
 // agents, workers in containers, real faults, a real SQLite file. Root only.
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,8 +17,12 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "harness/control/auth.h"
+#include "harness/lab/local_lab.h"
+#include "injectors/journal.h"
 #include "injectors/sys.h"
 #include "reports/store/store.h"
+#include "tests/child_process.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -61,47 +70,30 @@ int AgentsOfLab(const std::string& lab) {
 }
 
 // faultline with argv, stdout/stderr to files in dir; run from the source tree (configs/).
+// Ended with SIGINT (the coordinator tears down on it) if still running at the end.
 class Faultline {
  public:
   Faultline(const std::vector<std::string>& args, const std::string& dir)
-      : out_(dir + "/out.txt"), err_(dir + "/err.txt") {
-    std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(s.data());
-    a.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addchdir_np(&fa, FL_SOURCE_DIR);
-    if (posix_spawn(&pid_, a[0], &fa, nullptr, a.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Faultline() {
-    if (pid_ > 0 && !done_) {
-      kill(pid_, SIGINT);  // the coordinator tears down on SIGINT
-      if (!Wait(Deadline::After(60 * kNsPerSec))) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-      }
-    }
-  }
-  std::optional<int> Wait(Deadline d) {
-    int status = 0;
-    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, d, 20 * kNsPerMs))
-      return std::nullopt;
-    done_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  }
-  int pid() const { return pid_; }
+      : out_(dir + "/out.txt"),
+        err_(dir + "/err.txt"),
+        proc_(Argv(args), {.out = out_,
+                           .err = err_,
+                           .cwd = FL_SOURCE_DIR,
+                           .stop_signal = SIGINT,
+                           .stop_grace = 60 * kNsPerSec}) {}
+  std::optional<int> Wait(Deadline d) { return proc_.Wait(d); }
+  int pid() const { return proc_.pid(); }
   std::string out() const { return ReadFile(out_).value_or(""); }
   std::string err() const { return ReadFile(err_).value_or(""); }
 
  private:
+  static std::vector<std::string> Argv(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
   std::string out_, err_;
-  pid_t pid_ = -1;
-  bool done_ = false;
+  testing::ChildProcess proc_;
 };
 
 // Two hosts x 2 ranks x 2 NICs: a small lab where a NIC fault can be survived.
@@ -195,6 +187,34 @@ TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cle
   CHECK(f.out().find("PASS") != std::string::npos);
 }
 
+// Waits until the run's first fault is in place (its effective time is in the results file).
+bool WaitFaultApplied(const std::string& db, std::string* run_id) {
+  return WaitUntil(
+      [&] {
+        auto store = reports::Store::Open(db, {.create = false});
+        if (!store.ok()) return false;
+        auto runs = (*store)->ListRuns({});
+        if (!runs.ok() || runs->empty()) return false;
+        *run_id = runs->front().id;
+        auto data = (*store)->LoadRun(*run_id);
+        return data.ok() && !data->faults.empty() && data->faults[0].effective_wall_ns.has_value();
+      },
+      Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
+}
+
+// Directories of rank containers of a lab under the cgroup2 tree ("...rank...").
+bool NoRankCgroups(const std::string& lab) {
+  auto cgroot = injectors::Cgroup2Root();
+  if (!cgroot.ok()) return false;
+  DIR* d = opendir((*cgroot + "/faultline/fl-" + lab).c_str());
+  if (!d) return true;
+  bool any = false;
+  while (dirent* e = readdir(d))
+    any = any || std::string(e->d_name).find("rank") != std::string::npos;
+  closedir(d);
+  return !any;
+}
+
 TEST_CASE(
     "faultline run: SIGKILL of the coordinator leaves nothing applied, the next command marks the "
     "run aborted",
@@ -206,19 +226,8 @@ TEST_CASE(
   auto before = Netns();
   std::string db = dir.path() + "/r.db";
   Faultline f({"run", scenario, "--db", db, "--lease", "1"}, dir.path());
-  // Wait until the fault is in place (its effective time is in the results file).
   std::string run_id, lab;
-  bool applied = WaitUntil(
-      [&] {
-        auto store = reports::Store::Open(db, {.create = false});
-        if (!store.ok()) return false;
-        auto runs = (*store)->ListRuns({});
-        if (!runs.ok() || runs->empty()) return false;
-        run_id = runs->front().id;
-        auto data = (*store)->LoadRun(run_id);
-        return data.ok() && !data->faults.empty() && data->faults[0].effective_wall_ns.has_value();
-      },
-      Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
+  bool applied = WaitFaultApplied(db, &run_id);
   INFO(f.err());
   REQUIRE(applied);
   lab = "fl" + run_id.substr(run_id.size() - 6);
@@ -233,20 +242,8 @@ TEST_CASE(
   REQUIRE(f.Wait(Deadline::After(10 * kNsPerSec)) == -SIGKILL);
   // Within the lease (1 s) plus scheduling slack, the agent brings nic0 back and stops ranks.
   CHECK(WaitUntil(link_up, Deadline::After(15 * kNsPerSec), 50 * kNsPerMs));
-  auto cgroot = injectors::Cgroup2Root();
-  REQUIRE(cgroot.ok());
-  const std::string containers = *cgroot + "/faultline/fl-" + lab;
-  CHECK(WaitUntil(
-      [&] {
-        DIR* d = opendir(containers.c_str());
-        if (!d) return true;
-        bool any = false;
-        while (dirent* e = readdir(d))
-          any = any || std::string(e->d_name).find("rank") != std::string::npos;
-        closedir(d);
-        return !any;
-      },
-      Deadline::After(15 * kNsPerSec), 50 * kNsPerMs));
+  CHECK(WaitUntil([&] { return NoRankCgroups(lab); }, Deadline::After(15 * kNsPerSec),
+                  50 * kNsPerMs));
 
   // The next faultline command marks the run aborted and removes its lab.
   Faultline runs({"runs", "--db", db}, dir.path());
@@ -256,6 +253,145 @@ TEST_CASE(
   CHECK(WaitUntil([&] { return Netns() == before; }, Deadline::After(30 * kNsPerSec)));
   // Agents exit on their own once their lease lapsed and they have reverted.
   CHECK(WaitUntil([&] { return AgentsOfLab(lab) == 0; }, Deadline::After(20 * kNsPerSec)));
+}
+
+TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down and exits 130",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario = WriteScenario(
+      dir.path(), WriteLab(dir.path()), "120s",
+      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
+  auto before = Netns();
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db}, dir.path());
+  std::string run_id;
+  bool applied = WaitFaultApplied(db, &run_id);
+  INFO(f.err());
+  REQUIRE(applied);
+  const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
+  REQUIRE(Netns().size() > before.size());
+
+  kill(f.pid(), SIGINT);
+  auto rc = f.Wait(Deadline::After(60 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 130);
+  // Everything was undone by the coordinator itself, before it exited: no lab namespace, no
+  // agent, no rank container; the run is recorded as aborted with the fault reverted.
+  CHECK(Netns() == before);
+  CHECK(AgentsOfLab(lab) == 0);
+  CHECK(NoRankCgroups(lab));
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun(run_id);
+  REQUIRE(data.ok());
+  CHECK(data->run.status == reports::RunStatus::kAborted);
+  REQUIRE(data->faults.size() == 1);
+  CHECK(data->faults[0].reverted_wall_ns.has_value());
+}
+
+// A TCP port on addr that is free now (the kernel's choice).
+int FreePort(const std::string& addr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
+  socklen_t len = sizeof sa;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
+    port = ntohs(sa.sin_port);
+  close(fd);
+  return port;
+}
+
+TEST_CASE(
+    "faultline run: an inventory lab — agents started by hand on its hosts dial in, a NIC flap "
+    "is survived and reverted",
+    "[.root][integration]") {
+  // The "real hosts" are the namespaces of a local lab this test builds; the coordinator knows
+  // them only through the inventory file, and starts no agent itself.
+  TempDir dir("fl_inv");
+  auto topo = lab::LoadTopology(WriteLab(dir.path()));
+  REQUIRE(topo.ok());
+  const std::string lab_name = "inv" + std::to_string(getpid() % 100000);
+  auto lab = lab::LocalLab::Create(*topo, lab_name);
+  REQUIRE(lab.ok());
+  struct LabGuard {
+    lab::LocalLab* l;
+    ~LabGuard() { l->Teardown().IgnoreError(); }
+  } guard{lab->get()};
+  REQUIRE((*lab)->Provision().ok());
+  const lab::LabPlan& plan = (*lab)->plan();
+  const std::string mgmt = plan.root_mgmt_addr.substr(0, plan.root_mgmt_addr.find('/'));
+  const int port = FreePort(mgmt);
+  REQUIRE(port > 0);
+  const std::string token = dir.path() + "/token";
+  REQUIRE(CreateTokenFile(token).ok());
+  std::string inv = "name: t" + std::to_string(getpid() % 100000) +
+                    "\ncoordinator: {listen: " + mgmt + ":" + std::to_string(port) +
+                    ", token_file: " + token + "}\nagent_wait: 60s\nhosts:\n";
+  for (const char* h : {"h0", "h1"}) {
+    inv += std::string("  - name: ") + h + "\n    ranks: 2\n    nics:\n";
+    for (const auto& l : plan.links)
+      if (l.kind == lab::LinkKind::kHost && l.a_node == h)
+        inv += "      - {name: " + l.a_if + ", ifname: " + l.a_if +
+               ", address: " + l.a_addr.substr(0, l.a_addr.find('/')) + "}\n";
+  }
+  const std::string inv_path = dir.path() + "/inventory.yaml";
+  REQUIRE(WriteFileAtomic(inv_path, inv).ok());
+  const std::string scenario = dir.path() + "/scenario.yaml";
+  REQUIRE(WriteFileAtomic(scenario,
+                          "name: inv_flap\nseed: 5\nlab: {inventory: " + inv_path +
+                              "}\njob:\n  size: 256KiB\n  duration: 6s\n  warmup_iterations: 10\n"
+                              "  collective_timeout: 20s\nfaults:\n"
+                              "  - kind: nic_port_flap\n    target: h1.nic0\n    at: 500ms\n"
+                              "    duration: 2s\nexpectations:\n  survives: true\n")
+              .ok());
+
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db}, dir.path());
+  // The agents come up after the coordinator listens; they retry until it does.
+  std::vector<std::unique_ptr<testing::ChildProcess>> agents;
+  for (const char* h : {"h0", "h1"})
+    agents.push_back(std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
+                                 "--coordinator", mgmt + ":" + std::to_string(port), "--token-file",
+                                 token, "--host", h, "--inventory", inv_path, "--connect-timeout",
+                                 "60"},
+        testing::ChildProcess::Options{.out = dir.path() + "/agent-" + h + ".log",
+                                       .netns = (*lab)->NetnsOf(h)}));
+  auto rc = f.Wait(Deadline::After(240 * kNsPerSec));
+  INFO(f.err() + "\n" + ReadFile(dir.path() + "/agent-h0.log").value_or("") +
+       ReadFile(dir.path() + "/agent-h1.log").value_or(""));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  CHECK(f.out().find("survives") != std::string::npos);
+  // The coordinator released its agents: they exit on their own.
+  for (auto& a : agents) CHECK(a->Wait(Deadline::After(30 * kNsPerSec)).value_or(-1) == 0);
+  // nic0 of h1 is up again, and no rank cgroup is left on either host.
+  CHECK(std::system(("ip -n " + (*lab)->NetnsOf("h1") + " -o link show nic0 | grep -q 'state UP'")
+                        .c_str()) == 0);
+  auto cgroot = injectors::Cgroup2Root();
+  REQUIRE(cgroot.ok());
+  struct stat st;
+  for (const char* h : {"h0", "h1"})
+    CHECK(stat((injectors::StateDir() + "/agent-" + h).c_str(), &st) != 0);  // socket dirs gone
+  for (const char* h : {"h0", "h1"})
+    CHECK(stat((*cgroot + "/faultline/inv-t" + std::to_string(getpid() % 100000) + "-" + h).c_str(),
+               &st) != 0);
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto runs = (*store)->ListRuns({});
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  auto data = (*store)->LoadRun(runs->front().id);
+  REQUIRE(data.ok());
+  CHECK(data->run.status == reports::RunStatus::kPassed);
+  CHECK(data->hosts.size() == 2);
+  REQUIRE(data->faults.size() == 1);
+  CHECK(data->faults[0].target == "h1.nic0");
+  CHECK(data->faults[0].reverted_wall_ns.has_value());
+  CHECK(data->samples.size() > 40);
 }
 
 }  // namespace

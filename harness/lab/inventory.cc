@@ -1,0 +1,240 @@
+#include "harness/lab/inventory.h"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "common/yaml_util.h"
+#include "harness/lab/topology.h"
+#include "injectors/sys.h"
+
+namespace fl::lab {
+namespace {
+
+using injectors::Port;
+using injectors::PortSide;
+
+std::string ResolveBeside(const std::string& rel, const std::string& source) {
+  if (rel.empty() || rel[0] == '/') return rel;
+  auto slash = source.rfind('/');
+  std::string beside = (slash == std::string::npos ? "." : source.substr(0, slash)) + "/" + rel;
+  if (access(beside.c_str(), F_OK) == 0) return beside;
+  return rel;
+}
+
+bool IsHostName(std::string_view s) {
+  if (s.empty() || s.size() > 32 || s[0] == '-') return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  return true;
+}
+
+Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "nic"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ifname", "address"}, "nic"));
+  FL_ASSIGN_OR_RETURN(nic->name, doc.Get<std::string>(n, "name"));
+  if (!IsHostName(nic->name) || nic->name.find("rank") == 0)
+    return doc.Error(n["name"], "NIC name '" + nic->name +
+                                    "' must be [a-z0-9_-] and not start with 'rank' (e.g. nic0)");
+  FL_ASSIGN_OR_RETURN(nic->ifname, doc.Get<std::string>(n, "ifname"));
+  if (!injectors::IsSafeName(nic->ifname, 15))
+    return doc.Error(n["ifname"], "'" + nic->ifname + "' is not an interface name");
+  FL_ASSIGN_OR_RETURN(nic->address, doc.Get<std::string>(n, "address"));
+  in_addr a;
+  if (inet_pton(AF_INET, nic->address.c_str(), &a) != 1)
+    return doc.Error(n["address"], "'" + nic->address + "' is not an IPv4 address");
+  return OkStatus();
+}
+
+Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "host"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ranks", "nics"}, "host"));
+  FL_ASSIGN_OR_RETURN(host->name, doc.Get<std::string>(n, "name"));
+  if (!IsHostName(host->name) || host->name == "fabric" || host->name.rfind("rank", 0) == 0)
+    return doc.Error(n["name"], "host name '" + host->name +
+                                    "' must be 1-32 chars [a-z0-9_-], not 'fabric' or rank*");
+  FL_ASSIGN_OR_RETURN(host->ranks, doc.GetOr<int>(n, "ranks", 1));
+  if (host->ranks < 1 || host->ranks > 64) return doc.Error(n["ranks"], "ranks must be 1..64");
+  if (!doc.Has(n, "nics")) return doc.Error(n, "host " + host->name + " needs 'nics'");
+  const YAML::Node nics = n["nics"];
+  FL_RETURN_IF_ERROR(doc.ExpectSequence(nics, "nics"));
+  std::set<std::string> names;
+  for (const auto& x : nics) {
+    InventoryNic nic;
+    FL_RETURN_IF_ERROR(ParseNic(doc, x, &nic));
+    if (!names.insert(nic.name).second)
+      return doc.Error(x, "NIC '" + nic.name + "' appears twice on " + host->name);
+    host->nics.push_back(nic);
+  }
+  if (host->nics.empty()) return doc.Error(nics, "host " + host->name + " needs at least one NIC");
+  return OkStatus();
+}
+
+}  // namespace
+
+int Inventory::world_size() const {
+  int n = 0;
+  for (const auto& h : hosts) n += h.ranks;
+  return n;
+}
+
+const InventoryHost* Inventory::HostOfRank(int rank, int* local) const {
+  for (const auto& h : hosts) {
+    if (rank >= 0 && rank < h.ranks) {
+      if (local) *local = rank;
+      return &h;
+    }
+    rank -= h.ranks;
+  }
+  return nullptr;
+}
+
+const InventoryHost* Inventory::FindHost(std::string_view name) const {
+  for (const auto& h : hosts)
+    if (h.name == name) return &h;
+  return nullptr;
+}
+
+StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
+  const YAML::Node& root = doc.root();
+  FL_RETURN_IF_ERROR(doc.ExpectMap(root, "inventory"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      root, {"name", "coordinator", "agent_wait", "rendezvous_dir", "hosts"}, "inventory"));
+  Inventory inv;
+  inv.source = source;
+  FL_ASSIGN_OR_RETURN(inv.name, doc.Get<std::string>(root, "name"));
+  if (!IsValidLabName(inv.name))
+    return doc.Error(root["name"], "inventory name must be 1-10 characters [a-z0-9]");
+  if (!doc.Has(root, "coordinator")) return doc.Error(root, "inventory needs 'coordinator'");
+  const YAML::Node c = root["coordinator"];
+  FL_RETURN_IF_ERROR(doc.ExpectMap(c, "coordinator"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(c, {"listen", "token_file"}, "coordinator"));
+  FL_ASSIGN_OR_RETURN(inv.listen, doc.Get<std::string>(c, "listen"));
+  auto colon = inv.listen.rfind(':');
+  int port = colon == std::string::npos ? 0 : std::atoi(inv.listen.c_str() + colon + 1);
+  in_addr a;
+  if (colon == std::string::npos || port <= 0 || port > 65535 ||
+      inet_pton(AF_INET, inv.listen.substr(0, colon).c_str(), &a) != 1)
+    return doc.Error(
+        c["listen"],
+        "listen wants IPv4:PORT with a fixed port (agents dial it), got '" + inv.listen + "'");
+  FL_ASSIGN_OR_RETURN(std::string token, doc.Get<std::string>(c, "token_file"));
+  inv.token_file = ResolveBeside(token, source);
+  FL_ASSIGN_OR_RETURN(inv.agent_wait_ns, doc.GetDurationOr(root, "agent_wait", inv.agent_wait_ns));
+  if (inv.agent_wait_ns <= 0) return doc.Error(root["agent_wait"], "agent_wait must be > 0");
+  FL_ASSIGN_OR_RETURN(inv.rendezvous_dir, doc.GetOr<std::string>(root, "rendezvous_dir", ""));
+  if (!inv.rendezvous_dir.empty() && inv.rendezvous_dir[0] != '/')
+    return doc.Error(root["rendezvous_dir"], "rendezvous_dir must be an absolute path");
+  if (!doc.Has(root, "hosts")) return doc.Error(root, "inventory needs 'hosts'");
+  const YAML::Node hosts = root["hosts"];
+  FL_RETURN_IF_ERROR(doc.ExpectSequence(hosts, "hosts"));
+  for (const auto& h : hosts) {
+    InventoryHost host;
+    FL_RETURN_IF_ERROR(ParseHost(doc, h, &host));
+    if (inv.FindHost(host.name)) return doc.Error(h, "host '" + host.name + "' appears twice");
+    if (!inv.hosts.empty() && (host.nics.size() != inv.hosts.front().nics.size() ||
+                               host.ranks != inv.hosts.front().ranks))
+      return doc.Error(h, "every host needs the same number of ranks and NICs (rails line up): " +
+                              host.name + " differs from " + inv.hosts.front().name);
+    inv.hosts.push_back(std::move(host));
+  }
+  if (inv.hosts.empty()) return doc.Error(hosts, "inventory needs at least one host");
+  return inv;
+}
+
+StatusOr<Inventory> LoadInventory(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
+  return ParseInventory(doc.text(), path);
+}
+
+std::vector<std::string> InventoryFaultKinds() { return {"nic_port_flap", "container_kill"}; }
+
+InventorySite::InventorySite(Inventory inventory, std::string self) : inv_(std::move(inventory)) {
+  self_ = inv_.FindHost(self);
+}
+
+StatusOr<std::vector<Port>> InventorySite::HostLinks(std::string_view target, PortSide side) const {
+  if (side == PortSide::kSwitch)
+    return FailedPreconditionError("inventory " + inv_.name + ": '" + std::string(target) +
+                                   "': no switch access on an inventory lab (host-side faults "
+                                   "only: nic_port_flap, container_kill)");
+  std::vector<Port> ports;
+  for (const auto& nic : self_->nics) {
+    std::string name = self_->name + "." + nic.name;
+    if (target == self_->name || target == name)
+      ports.push_back(Port{name, "", nic.ifname, "", "", 0, 0});
+  }
+  if (ports.empty())
+    return NotFoundError("host " + self_->name + ": unknown link target '" + std::string(target) +
+                         "' (use " + self_->name + " or " + self_->name + "." +
+                         self_->nics.front().name + ")");
+  return ports;
+}
+
+StatusOr<std::vector<Port>> InventorySite::Uplinks(std::string_view target) const {
+  return FailedPreconditionError("inventory " + inv_.name + ": '" + std::string(target) +
+                                 "': no switch access on an inventory lab");
+}
+
+StatusOr<std::vector<Port>> InventorySite::UpstreamOf(const Port& port) const {
+  return FailedPreconditionError("inventory " + inv_.name + ": '" + port.name +
+                                 "': no switch access on an inventory lab");
+}
+
+StatusOr<injectors::ContainerRef> InventorySite::Container(std::string_view target) const {
+  std::string t(target);
+  std::string name = t;
+  if (t.rfind("rank", 0) == 0 && t.size() > 4) {
+    int local = 0;
+    const InventoryHost* h = inv_.HostOfRank(std::atoi(t.c_str() + 4), &local);
+    if (h) name = h->name + ".rank" + std::to_string(local);
+  }
+  std::string path = CgroupDir() + "/" + name;
+  struct stat st;
+  if (name.rfind(self_->name + ".rank", 0) != 0 || !injectors::IsSafeName(name) ||
+      stat(path.c_str(), &st) != 0)
+    return NotFoundError("host " + self_->name + ": no running container '" + t +
+                         "' (containers are named like " + self_->name + ".rank0 or rank3)");
+  return injectors::ContainerRef{name, path};
+}
+
+std::string InventorySite::CgroupDir() const {
+  auto root = injectors::Cgroup2Root();
+  return (root.ok() ? *root : std::string("/sys/fs/cgroup")) + "/faultline/inv-" + inv_.name + "-" +
+         self_->name;
+}
+
+StatusOr<injectors::ContainerInfo> InventorySite::StartContainer(
+    int local_rank, const std::vector<std::string>& argv) {
+  if (local_rank < 0 || local_rank >= self_->ranks)
+    return InvalidArgumentError(self_->name + " has ranks 0.." + std::to_string(self_->ranks - 1));
+  injectors::ContainerSpec spec;
+  spec.name = self_->name + ".rank" + std::to_string(local_rank);
+  spec.netns = "";
+  spec.cgroup_parent = CgroupDir();
+  spec.argv = argv;
+  injectors::LocalContainerRuntime rt;
+  return rt.Start(spec);
+}
+
+void InventorySite::RemoveCgroupDir() const {
+  rmdir(CgroupDir().c_str());
+  auto root = injectors::Cgroup2Root();
+  if (root.ok()) rmdir((*root + "/faultline").c_str());  // only when nothing else is there
+}
+
+StatusOr<std::unique_ptr<InventorySite>> OpenInventorySite(const std::string& path,
+                                                           const std::string& host) {
+  FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path));
+  if (!inv.FindHost(host)) {
+    std::string names;
+    for (const auto& h : inv.hosts) names += (names.empty() ? "" : ", ") + h.name;
+    return NotFoundError(path + ": no host '" + host + "' (hosts: " + names + ")");
+  }
+  return std::make_unique<InventorySite>(std::move(inv), host);
+}
+
+}  // namespace fl::lab

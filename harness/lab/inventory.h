@@ -1,0 +1,107 @@
+// Inventory: a lab of real hosts whose agents dial in, instead of a LocalLab built from a
+// topology. The coordinator provisions nothing: it listens where the inventory says, waits
+// for an agent per host, and runs the job on the hosts' own NICs. Only host-side faults exist
+// (no switch access): a NIC taken down, a blackhole/loss/throttle at the host's end of its
+// link, a rank's container killed.
+//
+// File format (configs/inventories/*.yaml; unknown keys are errors with file:line:col):
+//   name: rack7                       # 1-10 chars [a-z0-9]; names the cgroups of the ranks
+//   coordinator:
+//     listen: 10.0.0.254:7070         # where the coordinator listens and agents dial
+//     token_file: /etc/faultline/token  # shared token (0600), the same file on every host
+//   agent_wait: 60s                   # how long to wait for every host's agent
+//   rendezvous_dir: /shared/faultline # a directory every host sees at this path (NFS):
+//                                     # ranks find each other through files there
+//                                     # (default: the coordinator's run directory, which
+//                                     # only works when every host shares its filesystem)
+//   hosts:
+//     - name: node01                  # [a-z0-9_-], unique; targets are node01, node01.nic0
+//       ranks: 8                      # ranks (GPUs) on this host: node01.rank0..7
+//       nics:                         # rail order: NIC i of every host is on rail i
+//         - {name: nic0, ifname: ens1f0np0, address: 10.0.0.1}
+//
+// Every host lists the same number of NICs and ranks (rails must line up). On each host the
+// agent runs `faultline-agent --coordinator ADDR --token-file FILE --host NAME --inventory
+// FILE`; it acts on interfaces in its own network namespace and runs ranks in cgroups under
+// <cgroup2>/faultline/inv-<name>-<host>.
+//
+// Thread-safety: Inventory is a value; InventorySite allows concurrent const calls.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "injectors/container_runtime.h"
+#include "injectors/fabric.h"
+
+namespace fl::lab {
+
+struct InventoryNic {
+  std::string name;  // "nic0": the target is "<host>.<name>"
+  std::string ifname;
+  std::string address;  // IPv4 the ranks bind to
+};
+
+struct InventoryHost {
+  std::string name;
+  int ranks = 1;
+  std::vector<InventoryNic> nics;
+};
+
+struct Inventory {
+  std::string source;
+  std::string name;
+  std::string listen;      // host:port
+  std::string token_file;  // absolute, resolved against the inventory's folder
+  Nanos agent_wait_ns = 60 * kNsPerSec;
+  std::string rendezvous_dir;  // empty: the coordinator's run directory
+  std::vector<InventoryHost> hosts;
+
+  int world_size() const;
+  // The host and local rank of a global rank (hosts in file order, ranks consecutive).
+  const InventoryHost* HostOfRank(int rank, int* local) const;
+  const InventoryHost* FindHost(std::string_view name) const;
+};
+
+// Errors are InvalidArgument "FILE:LINE:COL: ..."; nothing outside the process is touched.
+StatusOr<Inventory> LoadInventory(const std::string& path);
+StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source);
+
+// Fault kinds an inventory lab can take, with their target classes (host-side only).
+std::vector<std::string> InventoryFaultKinds();
+
+// The hosts of an inventory as a Fabric and a place to run containers. `self` is the host this
+// process serves (its interfaces are in the caller's namespace); targets on other hosts are
+// NotFound here (their own agent resolves them).
+class InventorySite : public injectors::Fabric {
+ public:
+  InventorySite(Inventory inventory, std::string self);
+
+  StatusOr<std::vector<injectors::Port>> HostLinks(std::string_view target,
+                                                   injectors::PortSide side) const override;
+  StatusOr<std::vector<injectors::Port>> Uplinks(std::string_view target) const override;
+  StatusOr<std::vector<injectors::Port>> UpstreamOf(const injectors::Port& port) const override;
+  StatusOr<injectors::ContainerRef> Container(std::string_view target) const override;
+
+  // Starts rank `local_rank` of this host in a container (cgroup; the host's own network).
+  StatusOr<injectors::ContainerInfo> StartContainer(int local_rank,
+                                                    const std::vector<std::string>& argv);
+  // Removes this host's (empty) cgroup directory; call when every rank is gone.
+  void RemoveCgroupDir() const;
+  std::string CgroupDir() const;
+  const Inventory& inventory() const { return inv_; }
+  const InventoryHost& self() const { return *self_; }
+
+ private:
+  Inventory inv_;
+  const InventoryHost* self_ = nullptr;
+};
+
+// Opens the site for `host`: NotFound when the inventory has no such host.
+StatusOr<std::unique_ptr<InventorySite>> OpenInventorySite(const std::string& path,
+                                                           const std::string& host);
+
+}  // namespace fl::lab
