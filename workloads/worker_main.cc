@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> nics = {"127.0.0.1"};
   uint64_t iterations = 0, check_every = 1, first_iteration = 0;
   bool no_failover = false;
+  std::string wc_device = "auto";
   std::vector<std::string> ccl_options;
   app.add_option("--rank", rank, "this rank")->required();
   app.add_option("--world-size", world, "number of ranks in the job")->required();
@@ -74,6 +75,9 @@ int main(int argc, char** argv) {
   app.add_option("--collective-timeout", coll_timeout, "deadline of one collective")
       ->capture_default_str();
   app.add_option("--init-timeout", init_timeout, "deadline for joining the group")
+      ->capture_default_str();
+  app.add_option("--compute-device", wc_device,
+                 "training_step: cpu | gpu (cuBLAS GEMMs) | auto (the GPU when there is one)")
       ->capture_default_str();
   app.add_option("--compute", compute, "training_step: compute time per step")
       ->capture_default_str();
@@ -108,6 +112,7 @@ int main(int argc, char** argv) {
   wc.dtype = *dt;
   wc.collective_timeout = *ct;
   wc.compute_ns = *cp;
+  wc.compute_device = wc_device;
 
   int out_fd = 1;
   if (!telemetry.empty()) {

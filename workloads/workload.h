@@ -29,8 +29,12 @@ struct WorkloadConfig {
   uint64_t size_bytes = 16ull << 20;  // per-rank message size of the main collective
   ccl::DataType dtype = ccl::DataType::kFloat32;
   Nanos collective_timeout = 10 * kNsPerSec;
-  // training_step: the compute phase per iteration (CPU work of about this long).
+  // training_step: the compute phase per iteration (work of about this long).
   Nanos compute_ns = 20 * kNsPerMs;
+  // training_step: where the compute phase runs. "gpu": cuBLAS GEMMs on device
+  // rank % (visible GPUs), an error without one; "cpu": host arithmetic; "auto": the GPU when
+  // this build has CUDA and a GPU is visible, else the CPU.
+  std::string compute_device = "auto";
 };
 
 class Workload {

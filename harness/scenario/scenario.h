@@ -34,6 +34,9 @@ struct JobSpec {
   // Tuning of the CCL (ftccl: see CclOptionNames), e.g. dead_timeout_ms: "900". Values are
   // positive integers; checked by CheckCclOptions.
   std::map<std::string, std::string> ccl_options;
+  // training_step: the compute phase per step, and where it runs (cpu | gpu | auto).
+  Nanos compute_ns = 20 * kNsPerMs;
+  std::string compute_device = "auto";
   Nanos collective_timeout_ns = 10 * kNsPerSec;
   Nanos hang_timeout_ns = 30 * kNsPerSec;  // no progress on any rank for this long = hung
 };

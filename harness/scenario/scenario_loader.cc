@@ -42,11 +42,12 @@ Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
 }
 
 Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(
-      n,
-      {"workload", "ccl", "size", "dtype", "iterations", "duration", "warmup_iterations",
-       "check_every", "failover", "collective_timeout", "hang_timeout", "ccl_options"},
-      "job"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(n,
+                    {"workload", "ccl", "size", "dtype", "iterations", "duration",
+                     "warmup_iterations", "check_every", "failover", "collective_timeout",
+                     "hang_timeout", "ccl_options", "compute", "compute_device"},
+                    "job"));
   FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
   static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step",
                                                       "moe_alltoall"};
@@ -81,6 +82,13 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
                       doc.GetDurationOr(n, "hang_timeout", job->hang_timeout_ns));
   if (job->collective_timeout_ns == 0 || job->hang_timeout_ns == 0)
     return doc.Error(n, "timeouts must be greater than 0");
+  FL_ASSIGN_OR_RETURN(job->compute_ns, doc.GetDurationOr(n, "compute", job->compute_ns));
+  FL_ASSIGN_OR_RETURN(job->compute_device,
+                      doc.GetOr<std::string>(n, "compute_device", job->compute_device));
+  if (job->compute_device != "cpu" && job->compute_device != "gpu" && job->compute_device != "auto")
+    return doc.Error(n["compute_device"], "compute_device must be cpu, gpu or auto");
+  if ((doc.Has(n, "compute") || doc.Has(n, "compute_device")) && job->workload != "training_step")
+    return doc.Error(n, "compute and compute_device apply to workload training_step only");
   if (doc.Has(n, "ccl_options")) {
     const YAML::Node p = n["ccl_options"];
     FL_RETURN_IF_ERROR(doc.ExpectMap(p, "ccl_options"));

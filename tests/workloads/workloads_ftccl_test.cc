@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "ccl_under_test/ftccl/ftccl.h"
+#include "workloads/gpu_gemm.h"
 #include "workloads/worker.h"
 
 namespace fl::workloads {
@@ -24,7 +25,7 @@ class CountingSink : public TelemetrySink {
 
 // iterations 0: run for 300 ms, the ranks agreeing on the last iteration over the communicator.
 void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, int world,
-            uint64_t iterations) {
+            uint64_t iterations, const std::string& compute_device = "auto") {
   ccl::MemoryStore store;
   CountingSink sink;
   std::vector<Status> results(world);
@@ -53,6 +54,7 @@ void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, in
       c.size_bytes = bytes;
       c.dtype = dtype;
       c.compute_ns = kNsPerMs;
+      c.compute_device = compute_device;
       if (Status s = w->Init(comm->get(), c); !s.ok()) {
         results[r] = s;
         return;
@@ -91,6 +93,45 @@ TEST_CASE("workloads over ftccl: every workload verifies exactly on 4 ranks", "[
 TEST_CASE("workloads over ftccl: a timed job ends on the same iteration on every rank",
           "[integration]") {
   RunJob("allreduce_loop", ccl::DataType::kFloat32, 64 << 10, 4, 0);
+}
+
+TEST_CASE("training_step: compute_device gpu needs a GPU, cpu never touches one", "[integration]") {
+  // Without a GPU (or without CUDA in the build) "gpu" is refused at Init, before any
+  // collective; with one, the job runs its GEMMs there and still verifies exactly.
+  ccl::MemoryStore store;
+  ccl::CommConfig cfg;
+  cfg.job_id = "wl-gpu-check";
+  cfg.store = &store;
+  auto comm = ccl::ftccl::CreateFtcclCommunicator(cfg);
+  REQUIRE(comm.ok());
+  WorkloadRegistry reg("workload");
+  REQUIRE(RegisterBuiltinWorkloads(reg).ok());
+  auto w = *reg.Create("training_step");
+  WorkloadConfig c;
+  c.size_bytes = 4096;
+  c.compute_device = "gpu";
+  Status st = w->Init(comm->get(), c);
+  if (CudaDeviceCount() == 0) {
+    CHECK(st.code() == Code::kUnavailable);
+  } else {
+    CHECK(st.ok());
+    RunJob("training_step", ccl::DataType::kFloat32, 64 * 1024, 2, 20, "gpu");
+  }
+  c.compute_device = "tpu";
+  CHECK(reg.Create("training_step").value()->Init(comm->get(), c).code() == Code::kInvalidArgument);
+  RunJob("training_step", ccl::DataType::kFloat32, 64 * 1024, 2, 10, "cpu");
+}
+
+TEST_CASE("gpu gemm: cuBLAS GEMMs run on the device and change C", "[.gpu]") {
+  REQUIRE(CudaDeviceCount() > 0);
+  auto g = CreateGpuGemm(0, 512);
+  REQUIRE(g.ok());
+  auto n = (*g)->RunFor(5 * kNsPerMs);
+  REQUIRE(n.ok());
+  CHECK(*n >= 1);
+  auto probe = (*g)->Probe();
+  REQUIRE(probe.ok());
+  CHECK(*probe > 0.0f);
 }
 
 }  // namespace
