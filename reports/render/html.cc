@@ -61,7 +61,18 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
   JsonSeconds(o, t1, t0);
 
   // Per-rank throughput, binned.
-  ThroughputSeries tp = BinThroughput(d.samples, t0, t1, options.max_points);
+  // The median sample duration, from a spread subset (enough to set a bin width).
+  std::vector<Nanos> durations;
+  const size_t stride = std::max<size_t>(1, d.samples.size() / 4096);
+  for (size_t i = 0; i < d.samples.size(); i += stride)
+    durations.push_back(d.samples[i].end_ns - d.samples[i].start_ns);
+  Nanos min_bin = kNsPerMs;
+  if (!durations.empty()) {
+    std::nth_element(durations.begin(), durations.begin() + durations.size() / 2, durations.end());
+    min_bin = std::max(
+        min_bin, static_cast<Nanos>(options.min_bin_samples * durations[durations.size() / 2]));
+  }
+  ThroughputSeries tp = BinThroughput(d.samples, t0, t1, options.max_points, min_bin);
   double peak = 0;
   for (const auto& series : tp.values)
     for (const auto& v : series)
@@ -114,10 +125,14 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
   }
   o += ']';
 
-  // Event markers: every kind, thinned evenly per kind when there are more than max_markers.
+  // Event markers: every kind but progress reports, thinned evenly per kind beyond max_markers.
   std::map<std::string, std::vector<const EventRecord*>> by_kind;
-  for (const auto& e : d.events) by_kind[e.kind].push_back(&e);
-  size_t total = d.events.size();
+  size_t total = 0;
+  for (const auto& e : d.events) {
+    if (IsProgressEvent(e.kind)) continue;
+    by_kind[e.kind].push_back(&e);
+    ++total;
+  }
   o += ",\"events\":{\"kinds\":[";
   first = true;
   for (const auto& [kind, list] : by_kind) {
@@ -448,6 +463,10 @@ void InlineScript(std::string& o, std::string_view js) {
 }
 
 }  // namespace
+
+bool IsProgressEvent(std::string_view kind) {
+  return kind == "collective_begin" || kind == "collective_end" || kind == "collective_progress";
+}
 
 std::string RenderHtml(const RunData& run, const HtmlOptions& options) {
   RunView view(run);

@@ -5,7 +5,7 @@
 //   - per-rank throughput over time (BinThroughput), with every fault's window shaded from
 //     its request to its revert (the run's end when never reverted), its effective time
 //     marked, and CCL/coordinator events (fault_detected, failover_done, path_restored, ...)
-//     as markers;
+//     as markers (not the per-collective progress events);
 //   - detection, failover, first progress, recovery, failback per fault (log scale).
 // Every text from the database is escaped (escape.h). The page's script writes what it drew
 // into <div id="fl-render-status"> (charts, non-blank pixels, fault windows, markers, script
@@ -16,15 +16,23 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "reports/store/records.h"
 
 namespace fl::reports::render {
 
 struct HtmlOptions {
-  size_t max_points = 1200;   // time bins per rank in the throughput chart
+  size_t max_points = 1200;  // time bins per rank in the throughput chart
+  // Bins are at least this many median sample durations wide: narrower bins would show each
+  // gap between two iterations as a drop to zero.
+  double min_bin_samples = 4;
   size_t max_markers = 4000;  // event markers drawn (the tables list every kind and count)
 };
+
+// Event kinds that are progress reports, not incidents: listed in the events table, never
+// drawn as markers (a run has one pair per collective per rank).
+bool IsProgressEvent(std::string_view kind);
 
 std::string RenderHtml(const RunData& run, const HtmlOptions& options = {});
 

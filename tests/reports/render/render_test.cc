@@ -169,6 +169,14 @@ TEST_CASE("HTML chart data stays small for a long run", "[unit]") {
   spec.duration_s = 300;
   spec.iterations_per_s = 100;
   RunData run = MakeSyntheticRun(spec);
+  // A begin/end pair per collective per rank: listed, not drawn.
+  for (const auto& s : run.samples) {
+    EventRecord e;
+    e.rank = s.rank;
+    e.wall_ns = s.start_ns;
+    e.kind = "collective_begin";
+    run.events.push_back(e);
+  }
   HtmlOptions options;
   options.max_points = 300;
   std::string html = RenderHtml(run, options);
@@ -178,6 +186,10 @@ TEST_CASE("HTML chart data stays small for a long run", "[unit]") {
   REQUIRE(std::regex_search(data, m, std::regex("\"x\":\\[([^\\]]*)\\]")));
   std::string xs = m[1];
   CHECK(static_cast<size_t>(std::count(xs.begin(), xs.end(), ',')) + 1 <= 300);
+  CHECK(data.find("collective_begin") == std::string::npos);
+  CHECK(data.find("\"fault_detected\"") != std::string::npos);
+  CHECK(html.find("<tr><td>collective_begin</td><td>" + std::to_string(run.samples.size()) +
+                  "</td>") != std::string::npos);
   // 240,000 samples, yet the page is a few hundred KiB (uPlot itself is ~50 KiB).
   CHECK(run.samples.size() > 200'000);
   CHECK(html.size() < 400 * 1024);
