@@ -16,6 +16,8 @@ namespace fl::harness::suite {
 class JUnitWriter {
  public:
   struct Case {
+    Case(std::string cls, std::string n, double s)
+        : classname(std::move(cls)), name(std::move(n)), seconds(s) {}
     std::string classname;
     std::string name;
     double seconds = 0;

@@ -107,7 +107,7 @@ StatusOr<Child> RunChild(const std::vector<std::string>& argv, const std::string
     return InternalError("cannot start " + argv[0] + ": " + std::string(std::strerror(rc)));
   Child c;
   Deadline deadline = Deadline::After(timeout);
-  std::optional<Deadline> kill_at;
+  Deadline kill_at = Deadline::Never();
   bool sent_int = false;
   for (;;) {
     int status = 0;
@@ -124,9 +124,9 @@ StatusOr<Child> RunChild(const std::vector<std::string>& argv, const std::string
       sent_int = true;
       kill_at = Deadline::After(60 * kNsPerSec);
     }
-    if (kill_at && kill_at->Expired()) {
+    if (kill_at.Expired()) {
       kill(pid, SIGKILL);
-      kill_at.reset();
+      kill_at = Deadline::Never();
     }
     usleep(50 * 1000);
   }
