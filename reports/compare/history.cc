@@ -91,8 +91,11 @@ std::string Svg(const HistorySeries& s) {
   size_t step = std::max<size_t>(1, n / 8);
   for (size_t i = 0; i < n; i += step)
     out += "<text x=\"" + Num(x(i), "%.1f") + "\" y=\"" + Num(h - bottom + 15) +
-           "\" font-size=\"10\" text-anchor=\"middle\">" +
-           HtmlEscape(FormatWallIso(s.points[i].start_wall_ns).substr(5, 11)) + "</text>";
+           "\" font-size=\"10\" text-anchor=\"" +
+           (n > 1 && i + step >= n ? "end"
+            : i == 0 && n > 1      ? "start"
+                                   : "middle") +
+           "\">" + HtmlEscape(FormatWallIso(s.points[i].start_wall_ns).substr(5, 11)) + "</text>";
   out += "<text x=\"" + Num(left) + "\" y=\"" + Num(h - 4) + "\" font-size=\"11\">runs, oldest " +
          "to newest (" + std::to_string(n) + ")</text></svg>";
   return out;
