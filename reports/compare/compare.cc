@@ -9,6 +9,7 @@
 #include "common/rng.h"
 
 namespace fl::reports::compare {
+
 namespace {
 
 bool Selected(const std::vector<std::string>& metrics, const std::string& key) {
@@ -73,32 +74,6 @@ std::string FormatValue(double v) {
   else
     std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
-}
-
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 int Comparison::Count(Verdict v) const {

@@ -19,6 +19,7 @@
 #include "reports/compare/metric_policy.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/compare/stats.h"
+#include "reports/render/escape.h"
 
 namespace fl::reports::compare {
 
@@ -84,7 +85,7 @@ std::string RenderHtml(const Comparison& c);
 
 // Shared by the renderings here and in history.h.
 std::string FormatValue(double v);
-// Escapes & < > " ' (for HTML and XML text and attributes).
-std::string HtmlEscape(std::string_view s);
+// HTML escaping of the renderings: reports/render's.
+using render::HtmlEscape;
 
 }  // namespace fl::reports::compare

@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,26 +22,17 @@
 #include "injectors/sys.h"
 #include "reports/store/store.h"
 #include "tests/child_process.h"
+#include "tests/harness/run_testing.h"
 #include "tests/test_util.h"
 
-extern char** environ;
 
 namespace fl::harness {
 namespace {
 
+using testing::Faultline;
+using testing::Netns;
 using testing::TempDir;
-
-// The namespaces of labs made by `faultline run` ("fl-fl<6 hex>-<node>"); other tests'
-// namespaces come and go concurrently and are not ours to judge.
-std::set<std::string> Netns() {
-  std::set<std::string> out;
-  if (DIR* d = opendir("/run/netns")) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name).rfind("fl-fl", 0) == 0) out.insert(e->d_name);
-    closedir(d);
-  }
-  return out;
-}
+using testing::WriteLab;
 
 // Processes whose command line is "faultline-agent ... --lab <lab> ...".
 int AgentsOfLab(const std::string& lab) {
@@ -67,43 +57,6 @@ int AgentsOfLab(const std::string& lab) {
   }
   closedir(d);
   return n;
-}
-
-// faultline with argv, stdout/stderr to files in dir; run from the source tree (configs/).
-// Ended with SIGINT (the coordinator tears down on it) if still running at the end.
-class Faultline {
- public:
-  Faultline(const std::vector<std::string>& args, const std::string& dir)
-      : out_(dir + "/out.txt"),
-        err_(dir + "/err.txt"),
-        proc_(Argv(args), {.out = out_,
-                           .err = err_,
-                           .cwd = FL_SOURCE_DIR,
-                           .stop_signal = SIGINT,
-                           .stop_grace = 60 * kNsPerSec}) {}
-  std::optional<int> Wait(Deadline d) { return proc_.Wait(d); }
-  int pid() const { return proc_.pid(); }
-  std::string out() const { return ReadFile(out_).value_or(""); }
-  std::string err() const { return ReadFile(err_).value_or(""); }
-
- private:
-  static std::vector<std::string> Argv(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-  std::string out_, err_;
-  testing::ChildProcess proc_;
-};
-
-// Two hosts x 2 ranks x 2 NICs: a small lab where a NIC fault can be survived.
-std::string WriteLab(const std::string& dir) {
-  std::string p = dir + "/lab2.yaml";
-  REQUIRE(WriteFileAtomic(p,
-                          "name: lab2\nhosts: 2\ngpus_per_host: 2\nnics_per_host: 2\n"
-                          "link: {rate: 1gbit, burst: 256KiB, mtu: 1500}\n")
-              .ok());
-  return p;
 }
 
 // The job runs for job_duration; the fault starts 500 ms into the steady state.

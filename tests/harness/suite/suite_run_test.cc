@@ -6,7 +6,6 @@
 // flag the metrics that depend on how fast the fault is detected, and nothing else.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,78 +18,16 @@
 #include "reports/compare/compare.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/store/store.h"
+#include "tests/harness/run_testing.h"
 #include "tests/test_util.h"
-
-extern char** environ;
 
 namespace fl::harness::suite {
 namespace {
 
+using testing::Faultline;
+using testing::Netns;
 using testing::TempDir;
-
-std::set<std::string> Netns() {
-  std::set<std::string> out;
-  if (DIR* d = opendir("/run/netns")) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name).rfind("fl-fl", 0) == 0) out.insert(e->d_name);
-    closedir(d);
-  }
-  return out;
-}
-
-// faultline with argv, run from the source tree; stdout/stderr into files in dir. The
-// destructor interrupts a command still running (the suite forwards it to its run).
-class Faultline {
- public:
-  Faultline(const std::vector<std::string>& args, const std::string& dir, const std::string& tag)
-      : out_(dir + "/" + tag + ".out"), err_(dir + "/" + tag + ".err") {
-    std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(s.data());
-    a.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addchdir_np(&fa, FL_SOURCE_DIR);
-    if (posix_spawn(&pid_, a[0], &fa, nullptr, a.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Faultline() {
-    if (pid_ > 0 && !done_) {
-      kill(pid_, SIGINT);
-      if (!Wait(Deadline::After(90 * kNsPerSec))) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-      }
-    }
-  }
-  std::optional<int> Wait(Deadline d) {
-    int status = 0;
-    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, d, 20 * kNsPerMs))
-      return std::nullopt;
-    done_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  }
-  std::string out() const { return ReadFile(out_).value_or(""); }
-  std::string err() const { return ReadFile(err_).value_or(""); }
-
- private:
-  std::string out_, err_;
-  pid_t pid_ = -1;
-  bool done_ = false;
-};
-
-// Two hosts x 2 ranks x 2 NICs: the smallest lab where a NIC fault can be survived.
-std::string WriteLab(const std::string& dir) {
-  std::string p = dir + "/lab2.yaml";
-  REQUIRE(WriteFileAtomic(p,
-                          "name: lab2\nhosts: 2\ngpus_per_host: 2\nnics_per_host: 2\n"
-                          "link: {rate: 1gbit, burst: 256KiB, mtu: 1500}\n")
-              .ok());
-  return p;
-}
+using testing::WriteLab;
 
 // A short ftccl job with one fault; `expect` is the expectations block's body.
 std::string WriteScenario(const std::string& dir, const std::string& name, const std::string& lab,

@@ -1,0 +1,70 @@
+// What the end-to-end tests of `faultline run` and `faultline suite` share: the faultline
+// binary as a child process, a small lab file, and the namespaces of faultline's labs.
+#pragma once
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/file_util.h"
+#include "tests/child_process.h"
+
+namespace fl::testing {
+
+// The namespaces of labs made by `faultline run` ("fl-fl<6 hex>-<node>"); other tests'
+// namespaces come and go concurrently and are not ours to judge.
+inline std::set<std::string> Netns() {
+  std::set<std::string> out;
+  if (DIR* d = opendir("/run/netns")) {
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("fl-fl", 0) == 0) out.insert(e->d_name);
+    closedir(d);
+  }
+  return out;
+}
+
+// Two hosts x 2 ranks x 2 NICs: the smallest lab where a NIC fault can be survived.
+inline std::string WriteLab(const std::string& dir) {
+  std::string p = dir + "/lab2.yaml";
+  REQUIRE(WriteFileAtomic(p,
+                          "name: lab2\nhosts: 2\ngpus_per_host: 2\nnics_per_host: 2\n"
+                          "link: {rate: 1gbit, burst: 256KiB, mtu: 1500}\n")
+              .ok());
+  return p;
+}
+
+// build/bin/faultline with args, run from the source tree (configs/), stdout and stderr into
+// files in dir (out.txt/err.txt, or TAG.out/TAG.err). Interrupted (SIGINT: the coordinator
+// and the suite tear down on it) if still running at the end.
+class Faultline {
+ public:
+  Faultline(const std::vector<std::string>& args, const std::string& dir,
+            const std::string& tag = "")
+      : out_(dir + "/" + (tag.empty() ? "out.txt" : tag + ".out")),
+        err_(dir + "/" + (tag.empty() ? "err.txt" : tag + ".err")),
+        proc_(Argv(args), {.out = out_,
+                           .err = err_,
+                           .cwd = FL_SOURCE_DIR,
+                           .stop_signal = SIGINT,
+                           .stop_grace = 90 * kNsPerSec}) {}
+  std::optional<int> Wait(Deadline d) { return proc_.Wait(d); }
+  int pid() const { return proc_.pid(); }
+  std::string out() const { return ReadFile(out_).value_or(""); }
+  std::string err() const { return ReadFile(err_).value_or(""); }
+
+ private:
+  static std::vector<std::string> Argv(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  std::string out_, err_;
+  ChildProcess proc_;
+};
+
+}  // namespace fl::testing
