@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
-# The Quick-start main command: set up (packages, configure, build what the run needs) and run
-# the default resilience scenario on the embedded local lab. Extra arguments go to
-# `faultline run` (e.g. --seed 7, --tag fw=22.39, --json); FL_SCENARIO picks another scenario.
+# The Quick-start main command: set up (packages, configure, build what the run needs), run the
+# default resilience scenario on the embedded local lab, and write its report (results.html,
+# results.md). Extra arguments go to `faultline run` (e.g. --seed 7, --tag fw=22.39, --json,
+# --db PATH); FL_SCENARIO picks another scenario. Exits with the run's exit code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh faultline faultline-agent faultline-worker
 BIN=${FL_BUILD_DIR:-$(pwd)/build}/bin
-exec "$BIN/faultline" run "${FL_SCENARIO:-configs/scenarios/nic_flap.yaml}" "$@"
+db=results.db
+prev=
+for a in "$@"; do
+  [ "$prev" = --db ] && db=$a
+  case $a in --db=*) db=${a#--db=} ;; esac
+  prev=$a
+done
+rc=0
+"$BIN/faultline" run "${FL_SCENARIO:-configs/scenarios/nic_flap.yaml}" "$@" || rc=$?
+# A run that ended with verdicts (0 passed, 1 an expectation failed) gets its report.
+if [ "$rc" -le 1 ] && [ -f "$db" ]; then
+  if "$BIN/faultline" report latest --db "$db" --html results.html --md results.md; then
+    echo "report: results.html (open it in a browser), results.md" >&2
+  fi
+fi
+exit "$rc"
