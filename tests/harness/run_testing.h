@@ -47,17 +47,22 @@ class Faultline {
             const std::string& tag = "")
       : out_(dir + "/" + (tag.empty() ? "out.txt" : tag + ".out")),
         err_(dir + "/" + (tag.empty() ? "err.txt" : tag + ".err")),
-        proc_(Argv(args), {.out = out_,
-                           .err = err_,
-                           .cwd = FL_SOURCE_DIR,
-                           .stop_signal = SIGINT,
-                           .stop_grace = 90 * kNsPerSec}) {}
+        proc_(Argv(args), Options(out_, err_)) {}
   std::optional<int> Wait(Deadline d) { return proc_.Wait(d); }
   int pid() const { return proc_.pid(); }
   std::string out() const { return ReadFile(out_).value_or(""); }
   std::string err() const { return ReadFile(err_).value_or(""); }
 
  private:
+  static ChildProcess::Options Options(const std::string& out, const std::string& err) {
+    ChildProcess::Options o;
+    o.out = out;
+    o.err = err;
+    o.cwd = FL_SOURCE_DIR;
+    o.stop_signal = SIGINT;
+    o.stop_grace = 90 * kNsPerSec;
+    return o;
+  }
   static std::vector<std::string> Argv(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline"};
     argv.insert(argv.end(), args.begin(), args.end());

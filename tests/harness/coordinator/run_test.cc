@@ -25,7 +25,6 @@
 #include "tests/harness/run_testing.h"
 #include "tests/test_util.h"
 
-
 namespace fl::harness {
 namespace {
 
@@ -242,6 +241,13 @@ TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down an
   CHECK(data->faults[0].reverted_wall_ns.has_value());
 }
 
+testing::ChildProcess::Options AgentOptions(const std::string& log, const std::string& netns) {
+  testing::ChildProcess::Options o;
+  o.out = log;
+  o.netns = netns;
+  return o;
+}
+
 // A TCP port on addr that is free now (the kernel's choice).
 int FreePort(const std::string& addr) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -311,8 +317,7 @@ TEST_CASE(
                                  "--coordinator", mgmt + ":" + std::to_string(port), "--token-file",
                                  token, "--host", h, "--inventory", inv_path, "--connect-timeout",
                                  "60"},
-        testing::ChildProcess::Options{.out = dir.path() + "/agent-" + h + ".log",
-                                       .netns = (*lab)->NetnsOf(h)}));
+        AgentOptions(dir.path() + "/agent-" + h + ".log", (*lab)->NetnsOf(h))));
   auto rc = f.Wait(Deadline::After(240 * kNsPerSec));
   INFO(f.err() + "\n" + ReadFile(dir.path() + "/agent-h0.log").value_or("") +
        ReadFile(dir.path() + "/agent-h1.log").value_or(""));
