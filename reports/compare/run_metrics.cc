@@ -35,49 +35,15 @@ StatusOr<std::unique_ptr<RunReader>> RunReader::Open(const std::string& db_path)
   if (access(db_path.c_str(), F_OK) != 0)
     return NotFoundError("results database '" + db_path + "' does not exist");
   FL_ASSIGN_OR_RETURN(auto store, Store::Open(db_path, {.create = false}));
-  FL_ASSIGN_OR_RETURN(auto db, OpenStoreDb(db_path, false, 5 * kNsPerSec, 0));
-  return std::unique_ptr<RunReader>(new RunReader(std::move(store), std::move(db)));
+  return std::unique_ptr<RunReader>(new RunReader(std::move(store)));
 }
 
 StatusOr<std::vector<MetricRecord>> RunReader::Metrics(const std::string& run_id) {
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT fault_id, name, value, unit FROM metrics "
-                                            "WHERE run_id = ?1 ORDER BY rowid"));
-  st.Bind(1, run_id);
-  std::vector<MetricRecord> out;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    MetricRecord m;
-    m.run_id = run_id;
-    m.fault_id = st.OptText(0);
-    m.name = st.Text(1);
-    m.value = st.Double(2);
-    m.unit = st.Text(3);
-    out.push_back(std::move(m));
-  }
-  return out;
+  return store_->LoadMetrics(run_id);
 }
 
 StatusOr<std::vector<VerdictRecord>> RunReader::Verdicts(const std::string& run_id) {
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT fault_id, expectation, passed, observed, "
-                                            "limit_value, message FROM verdicts "
-                                            "WHERE run_id = ?1 ORDER BY rowid"));
-  st.Bind(1, run_id);
-  std::vector<VerdictRecord> out;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    VerdictRecord v;
-    v.run_id = run_id;
-    v.fault_id = st.OptText(0);
-    v.expectation = st.Text(1);
-    v.passed = st.Int(2) != 0;
-    v.observed = st.OptDouble(3);
-    v.limit = st.OptDouble(4);
-    v.message = st.Text(5);
-    out.push_back(std::move(v));
-  }
-  return out;
+  return store_->LoadVerdicts(run_id);
 }
 
 StatusOr<RunMetricSet> RunReader::Load(const RunRecord& run) {

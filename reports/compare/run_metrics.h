@@ -17,7 +17,6 @@
 
 #include "common/status.h"
 #include "reports/store/records.h"
-#include "reports/store/sqlite.h"
 #include "reports/store/store.h"
 
 namespace fl::reports::compare {
@@ -59,10 +58,8 @@ class RunReader {
       const std::string& selector, const std::optional<std::string>& scenario = std::nullopt);
 
  private:
-  RunReader(std::unique_ptr<Store> store, std::unique_ptr<sql::Db> db)
-      : store_(std::move(store)), db_(std::move(db)) {}
+  explicit RunReader(std::unique_ptr<Store> store) : store_(std::move(store)) {}
   std::unique_ptr<Store> store_;
-  std::unique_ptr<sql::Db> db_;
 };
 
 }  // namespace fl::reports::compare

@@ -461,27 +461,47 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
         {id, static_cast<int32_t>(events.Int(0)), events.Int(1), events.Text(2), events.Text(3)});
   }
 
+  FL_ASSIGN_OR_RETURN(d.metrics, LoadMetricsLocked(id));
+  FL_ASSIGN_OR_RETURN(d.verdicts, LoadVerdictsLocked(id));
+  return d;
+}
+
+StatusOr<std::vector<MetricRecord>> Store::LoadMetrics(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  return LoadMetricsLocked(run_id);
+}
+
+StatusOr<std::vector<VerdictRecord>> Store::LoadVerdicts(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  return LoadVerdictsLocked(run_id);
+}
+
+StatusOr<std::vector<MetricRecord>> Store::LoadMetricsLocked(const std::string& id) {
   FL_ASSIGN_OR_RETURN(auto metrics, db_->Prepare("SELECT fault_id, name, value, unit FROM "
                                                  "metrics WHERE run_id = ?1 ORDER BY rowid"));
   metrics.Bind(1, id);
+  std::vector<MetricRecord> out;
   for (;;) {
     FL_ASSIGN_OR_RETURN(bool row, metrics.Step());
     if (!row) break;
-    d.metrics.push_back(
-        {id, metrics.OptText(0), metrics.Text(1), metrics.Double(2), metrics.Text(3)});
+    out.push_back({id, metrics.OptText(0), metrics.Text(1), metrics.Double(2), metrics.Text(3)});
   }
+  return out;
+}
 
+StatusOr<std::vector<VerdictRecord>> Store::LoadVerdictsLocked(const std::string& id) {
   FL_ASSIGN_OR_RETURN(auto verdicts,
                       db_->Prepare("SELECT fault_id, expectation, passed, observed, limit_value, "
                                    "message FROM verdicts WHERE run_id = ?1 ORDER BY rowid"));
   verdicts.Bind(1, id);
+  std::vector<VerdictRecord> out;
   for (;;) {
     FL_ASSIGN_OR_RETURN(bool row, verdicts.Step());
     if (!row) break;
-    d.verdicts.push_back({id, verdicts.OptText(0), verdicts.Text(1), verdicts.Int(2) != 0,
-                          verdicts.OptDouble(3), verdicts.OptDouble(4), verdicts.Text(5)});
+    out.push_back({id, verdicts.OptText(0), verdicts.Text(1), verdicts.Int(2) != 0,
+                   verdicts.OptDouble(3), verdicts.OptDouble(4), verdicts.Text(5)});
   }
-  return d;
+  return out;
 }
 
 }  // namespace fl::reports

@@ -92,6 +92,9 @@ class Store {
   // NotFound for an unknown id. "latest" names the most recently started run.
   [[nodiscard]] StatusOr<RunRecord> GetRun(const std::string& run_id);
   [[nodiscard]] StatusOr<RunData> LoadRun(const std::string& run_id);
+  // Only a run's metrics / verdicts (in insertion order), without its telemetry.
+  [[nodiscard]] StatusOr<std::vector<MetricRecord>> LoadMetrics(const std::string& run_id);
+  [[nodiscard]] StatusOr<std::vector<VerdictRecord>> LoadVerdicts(const std::string& run_id);
 
   [[nodiscard]] StatusOr<int> SchemaVersion();
   const std::string& path() const { return db_->path(); }
@@ -102,6 +105,8 @@ class Store {
   Status InsertTelemetry(std::span<const Row> rows);
   StatusOr<RunRecord> GetRunLocked(const std::string& run_id);
   Status LoadTagsLocked(RunRecord& run);
+  StatusOr<std::vector<MetricRecord>> LoadMetricsLocked(const std::string& id);
+  StatusOr<std::vector<VerdictRecord>> LoadVerdictsLocked(const std::string& id);
 
   std::mutex mu_;
   std::unique_ptr<sql::Db> db_;
