@@ -8,8 +8,8 @@
 
 namespace fl::harness {
 
-void AddLabCommands(CLI::App& app, int* exit_code);  // harness/cli/lab_cmd.cc
-void AddRunCommands(CLI::App& app, int* exit_code);  // harness/cli/run_cmd.cc
+void AddLabCommands(CLI::App& app, int* exit_code);     // harness/cli/lab_cmd.cc
+void AddRunCommands(CLI::App& app, int* exit_code);     // harness/cli/run_cmd.cc
 void AddReportCommands(CLI::App& app, int* exit_code);  // harness/cli/report_cmd.cc
 void AddSuiteCommands(CLI::App& app, int* exit_code);   // harness/cli/suite_cmd.cc
 
