@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/log.h"
 
@@ -16,6 +17,23 @@ void AddSuiteCommands(CLI::App& app, int* exit_code);   // harness/cli/suite_cmd
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
 //   void AddLabCommands(CLI::App& app, int* exit_code);   // harness/cli/lab_cmd.cc
+
+bool ParseKeyValues(const char* cmd, const char* flag, const std::vector<std::string>& in,
+                    std::map<std::string, std::string>* out) {
+  for (const auto& t : in) {
+    auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "faultline %s: %s wants key=value, got '%s'\n", cmd, flag, t.c_str());
+      return false;
+    }
+    (*out)[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  return true;
+}
+
+void QuietLogsUnlessAsked() {
+  if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
+}
 
 int RunCli(int argc, char** argv) {
   log::ConfigureFromEnv();

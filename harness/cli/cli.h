@@ -2,10 +2,23 @@
 // main() only forwards here, so the CLI can be driven from tests.
 #pragma once
 
+#include <map>
+#include <string>
+#include <vector>
+
 namespace fl::harness {
 
 // Returns the process exit code: 0 pass, 1 an expectation failed, 2 bad input,
 // 3 infrastructure error.
 int RunCli(int argc, char** argv);
+
+// Shared by the command modules (harness/cli/*_cmd.cc):
+// Parses repeated key=value arguments of `flag` into out; false (after saying what is wrong on
+// stderr, "faultline CMD: FLAG wants key=value, got '...'") for one without a key or '='.
+bool ParseKeyValues(const char* cmd, const char* flag, const std::vector<std::string>& in,
+                    std::map<std::string, std::string>* out);
+// Commands that print their own progress show library logs below warnings only when
+// FAULTLINE_LOG asks for them.
+void QuietLogsUnlessAsked();
 
 }  // namespace fl::harness

@@ -8,31 +8,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/store/store.h"
 
 namespace fl::harness {
-namespace {
-
-bool ParseTags(const std::vector<std::string>& in, std::map<std::string, std::string>* out) {
-  for (const auto& t : in) {
-    auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "faultline: --tag and --ccl-option want key=value, got '%s'\n",
-                   t.c_str());
-      return false;
-    }
-    (*out)[t.substr(0, eq)] = t.substr(eq + 1);
-  }
-  return true;
-}
-
-// A run prints its own progress and summary; library logs below warnings only on request.
-void QuietLogsUnlessAsked() {
-  if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
-}
-
-}  // namespace
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
@@ -86,7 +66,9 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     }
     o.db_path = args->db;
     if (cmd->count("--seed")) o.seed = args->seed;
-    if (!ParseTags(args->tags, &o.tags) || !ParseTags(args->ccl_options, &o.ccl_options)) {
+    if (!ParseKeyValues(replay ? "replay" : "run", "--tag", args->tags, &o.tags) ||
+        !ParseKeyValues(replay ? "replay" : "run", "--ccl-option", args->ccl_options,
+                        &o.ccl_options)) {
       *exit_code = 2;
       return;
     }

@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
 #include "harness/suite/suite_file.h"
 #include "harness/suite/suite_runner.h"
@@ -19,19 +20,6 @@ namespace fl::harness {
 namespace {
 
 namespace cmp = reports::compare;
-
-bool ParseKv(const char* cmd, const std::vector<std::string>& in,
-             std::map<std::string, std::string>* out) {
-  for (const auto& t : in) {
-    auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "faultline %s: --tag wants key=value, got '%s'\n", cmd, t.c_str());
-      return false;
-    }
-    (*out)[t.substr(0, eq)] = t.substr(eq + 1);
-  }
-  return true;
-}
 
 // Exit code for a store / selection error: bad input when the user named something that is
 // not there, infrastructure otherwise.
@@ -49,10 +37,6 @@ bool WriteOut(const char* cmd, const std::string& path, const std::string& text)
   }
   std::printf("wrote %s\n", path.c_str());
   return true;
-}
-
-void QuietLogsUnlessAsked() {
-  if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
 }
 
 void AddSuite(CLI::App& app, int* exit_code) {
@@ -81,7 +65,7 @@ void AddSuite(CLI::App& app, int* exit_code) {
     o.db_path = a->db;
     o.repeat = a->repeat;
     o.junit_path = a->junit;
-    if (!ParseKv("suite", a->tags, &o.tags)) {
+    if (!ParseKeyValues("suite", "--tag", a->tags, &o.tags)) {
       *exit_code = 2;
       return;
     }
@@ -214,7 +198,7 @@ void AddHistory(CLI::App& app, int* exit_code) {
     cmp::HistoryOptions o;
     o.metrics = a->metrics;
     o.limit = a->limit;
-    if (!ParseKv("history", a->tags, &o.tags)) {
+    if (!ParseKeyValues("history", "--tag", a->tags, &o.tags)) {
       *exit_code = 2;
       return;
     }
