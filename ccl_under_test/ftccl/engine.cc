@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "ccl_under_test/ftccl/link_monitor.h"
+#include "ccl_under_test/ftccl/transport/unix/unix_transport.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -64,8 +65,11 @@ FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq,
   return h;
 }
 
-// "Same host" for the host-local channel means "can reach each other over 127.0.0.1": the same
-// kernel (boot id) and the same network namespace (inode of /proc/self/ns/net).
+// The label of host-local channels (the local "address" given to the host transport).
+constexpr char kHostLocal[] = "host-local";
+
+// "Same host" for the host-local channel means "can reach each other's abstract unix sockets":
+// the same kernel (boot id) and the same network namespace (inode of /proc/self/ns/net).
 std::string HostKey() {
   std::string boot;
   if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
@@ -94,14 +98,82 @@ enum FdKind : uint64_t {
 };
 uint64_t Key(FdKind kind, uint64_t a, uint64_t b = 0) { return kind << 56 | a << 24 | b; }
 
-// A payload buffer that is not zero-filled (it is always written before it is read).
-struct Blob {
-  std::unique_ptr<char[]> data;
-  size_t size = 0;
-  void Reset(size_t n) {
-    data.reset(n ? new char[n] : nullptr);
-    size = n;
+// Payload buffers of chunks that arrive before their receive is posted (or that we forward)
+// come and go at the network's pace, up to chunk_bytes each. Fresh ones of that size are
+// mmapped by malloc and page-faulted in again each time (6% of the CPU of a 64 MiB AllReduce
+// on the lab, perf); recycled ones are warm. Process-wide, since ranks may be threads.
+class BufferPool {
+ public:
+  static BufferPool& Get() {
+    static BufferPool* pool = new BufferPool;  // never destroyed: buffers may outlive main
+    return *pool;
   }
+  // A buffer of at least n bytes; *cap is its real size.
+  char* Take(size_t n, size_t* cap) {
+    *cap = n < kMinPooled ? n : RoundUp(n);
+    if (*cap >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& list = free_[*cap];
+      if (!list.empty()) {
+        char* p = list.back();
+        list.pop_back();
+        pooled_ -= *cap;
+        return p;
+      }
+    }
+    return new char[*cap];
+  }
+  void Give(char* p, size_t cap) {
+    if (cap >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pooled_ + cap <= kMaxPooledBytes) {
+        free_[cap].push_back(p);
+        pooled_ += cap;
+        return;
+      }
+    }
+    delete[] p;
+  }
+
+ private:
+  static constexpr size_t kMinPooled = 64 * 1024;
+  static constexpr size_t kMaxPooledBytes = 64 << 20;
+  static size_t RoundUp(size_t n) { return (n + kMinPooled - 1) / kMinPooled * kMinPooled; }
+  std::mutex mu_;
+  std::map<size_t, std::vector<char*>> free_;
+  size_t pooled_ = 0;
+};
+
+// A payload buffer that is not zero-filled (it is always written before it is read).
+class Blob {
+ public:
+  Blob() = default;
+  Blob(Blob&& o) noexcept : data_(o.data_), size_(o.size_), cap_(o.cap_) { o.data_ = nullptr; }
+  Blob& operator=(Blob&& o) noexcept {
+    if (this != &o) {
+      Reset(0);
+      data_ = o.data_;
+      size_ = o.size_;
+      cap_ = o.cap_;
+      o.data_ = nullptr;
+      o.size_ = o.cap_ = 0;
+    }
+    return *this;
+  }
+  ~Blob() { Reset(0); }
+  void Reset(size_t n) {
+    if (data_) BufferPool::Get().Give(data_, cap_);
+    data_ = n ? BufferPool::Get().Take(n, &cap_) : nullptr;
+    size_ = n;
+    if (!n) cap_ = 0;
+  }
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t cap_ = 0;
 };
 
 struct SendChunk {
@@ -110,18 +182,20 @@ struct SendChunk {
   const char* data;
   uint32_t len;
   uint64_t cookie;
-  int channel = -1;         // in flight on this channel, or -1 (queued)
-  int via = -1;             // channel belongs to this relay rank instead of the chunk's peer
-  int failover = -1;        // id of the failover that moved it, or -1
-  std::vector<char> owned;  // payload copy after CancelAll (frame half written)
+  int channel = -1;       // in flight on this channel, or -1 (queued)
+  int via = -1;           // channel belongs to this relay rank instead of the chunk's peer
+  int failover = -1;      // id of the failover that moved it, or -1
+  Blob owned;             // payload copy: after CancelAll (frame half written) or DetachSends
+  bool detached = false;  // completed by DetachSends before its ack
   // A chunk we forward for another rank of our host (or to one): whose it is and its
   // sequence number there; the payload is ours.
   bool forward = false;
   int origin = -1;
+  int origin_channel = -1;  // the channel of `origin` it came in on: the ack goes back there
   uint64_t oseq = 0;
   Blob payload;
   const char* Bytes() const {
-    return forward ? payload.data.get() : owned.empty() ? data : owned.data();
+    return forward ? payload.data() : owned.data() ? owned.data() : data;
   }
 };
 
@@ -210,7 +284,7 @@ struct PendingAccept {
 };
 
 struct Op {
-  enum Kind { kSend, kRecv, kCancel, kDump } kind;
+  enum Kind { kSend, kRecv, kCancel, kDump, kDetach } kind;
   int peer;
   uint64_t tag;
   char* data;
@@ -222,8 +296,11 @@ struct Op {
 
 class Engine::Impl {
  public:
-  Impl(const CommConfig& config, std::shared_ptr<transport::Transport> t, EngineOptions o)
-      : cfg_(config), transport_(std::move(t)), opt_(o) {}
+  Impl(const CommConfig& config, std::shared_ptr<transport::Transport> t,
+       std::shared_ptr<transport::Transport> host_t, EngineOptions o)
+      : cfg_(config), transport_(std::move(t)), host_transport_(std::move(host_t)), opt_(o) {
+    if (!host_transport_) host_transport_ = transport::unix_socket::CreateUnixTransport();
+  }
   ~Impl() { Stop(); }
 
   Status Init();
@@ -259,6 +336,7 @@ class Engine::Impl {
 
   const CommConfig cfg_;
   std::shared_ptr<transport::Transport> transport_;
+  std::shared_ptr<transport::Transport> host_transport_;  // host-local channels
   const EngineOptions opt_;
 
  private:
@@ -285,10 +363,14 @@ class Engine::Impl {
     return peers_[c.via >= 0 ? c.via : peer].ch[c.channel];
   }
   std::string LocalAddr(const Channel& ch) const {
-    return ch.local_nic < 0 ? "127.0.0.1" : cfg_.nics[ch.local_nic];
+    return ch.local_nic < 0 ? kHostLocal : cfg_.nics[ch.local_nic];
   }
   std::string RemoteAddr(int peer, const Channel& ch) const {
     return ch.local_nic < 0 ? peers_[peer].lo_addr : peers_[peer].addrs[ch.remote_nic];
+  }
+  // The host-local channel, when the peer has one, is the last.
+  static bool HostLocalUp(const Peer& p) {
+    return !p.ch.empty() && p.ch.back().local_nic < 0 && p.ch.back().state == ChState::kUp;
   }
   static bool AnyUp(const Peer& p) {
     for (auto& ch : p.ch)
@@ -368,7 +450,7 @@ class Engine::Impl {
 
  public:
   std::atomic<uint64_t> st_sent_{0}, st_requeued_{0}, st_dups_{0}, st_faults_{0}, st_restored_{0};
-  std::atomic<uint64_t> st_relayed_{0}, st_forwarded_{0};
+  std::atomic<uint64_t> st_relayed_{0}, st_forwarded_{0}, st_detached_{0};
 
  private:
   bool fail_stopped_ = false;
@@ -411,10 +493,10 @@ Status Engine::Impl::Init() {
       epoll_ctl(epfd_, EPOLL_CTL_ADD, links_.fd(), &ev);
     }
   }
-  // Host-local channel and relay: only with a host id, and a loopback listener.
+  // Host-local channel and relay: only with a host id, and a host-local listener.
   host_id_ = opt_.host_id == "auto" ? HostKey() : opt_.host_id;
   if (!host_id_.empty() && host_id_.find_first_of(",|") == std::string::npos) {
-    auto l = transport_->Listen("127.0.0.1");
+    auto l = host_transport_->Listen(kHostLocal);
     if (l.ok()) {
       my_lo_ = (*l)->address();
       ev.events = EPOLLIN;
@@ -422,13 +504,13 @@ Status Engine::Impl::Init() {
       epoll_ctl(epfd_, EPOLL_CTL_ADD, (*l)->fd(), &ev);
       listeners_.push_back(std::move(*l));
     } else {
-      FL_LOG(kWarn, "ftccl") << "no loopback listener (" << l.status().ToString()
+      FL_LOG(kWarn, "ftccl") << "no host-local listener (" << l.status().ToString()
                              << "): no host-local channels, no relay";
     }
   }
   if (my_lo_.empty()) host_id_.clear();
   relay_ = !host_id_.empty() && cfg_.failover;
-  // "ip:port,ip:port" (NICs in rail order), then "|host|127.0.0.1:port" with a host id.
+  // "ip:port,ip:port" (NICs in rail order), then "|host|@name" with a host id.
   std::string joined;
   for (const auto& a : my_addrs_) joined += (joined.empty() ? "" : ",") + a;
   if (!host_id_.empty()) joined += "|" + host_id_ + "|" + my_lo_;
@@ -624,7 +706,8 @@ void Engine::Impl::SetWantOut(int peer, Channel& ch, bool want) {
 void Engine::Impl::StartConnect(int peer, Channel& ch, Nanos now) {
   ch.attempt_started = now;
   ++ch.gen;
-  auto c = transport_->Connect(LocalAddr(ch), RemoteAddr(peer, ch));
+  auto c = (ch.local_nic < 0 ? host_transport_ : transport_)
+               ->Connect(LocalAddr(ch), RemoteAddr(peer, ch));
   if (!c.ok()) {
     ch.state = ChState::kDown;
     ch.next_attempt = now + ch.backoff;
@@ -878,11 +961,16 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
         if (q.via == peer && !q.queue.empty() && *q.queue.begin() < kForwardKeyBase) from = &q;
       }
       if (!from || ch.inflight_bytes >= opt_.window_bytes) break;
+      // A peer of our host is reached over the host-local channel while it works: its NIC
+      // channels would only loop back through the kernel's IP stack at twice the CPU per
+      // byte. They stay connected (keep-alives) for failover.
+      const bool local_up = HostLocalUp(p);
+      if (local_up && ch.local_nic >= 0) break;
       // Take the next chunk only if no other working channel has less in flight: chunks
       // spread over the paths, and a path whose acks come back faster takes more.
       bool least = true;
       for (auto& other : p.ch) {
-        if (&other != &ch && other.state == ChState::kUp &&
+        if (&other != &ch && other.state == ChState::kUp && !(local_up && other.local_nic >= 0) &&
             other.inflight_bytes < ch.inflight_bytes) {
           least = false;
         }
@@ -1030,7 +1118,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
   if (ch.rfwd) {
     // To be forwarded (we are the relay): kept until the destination acknowledges it.
     ch.rpriv.Reset(h.len);
-    ch.rdst = ch.rpriv.data.get();
+    ch.rdst = ch.rpriv.data();
     if (!ch.in_payload) OnPayloadDone(peer, ch);
     return;
   }
@@ -1064,7 +1152,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
     ch.rposted = true;
   } else {
     ch.rpriv.Reset(h.len);
-    ch.rdst = ch.rpriv.data.get();
+    ch.rdst = ch.rpriv.data();
   }
   if (!ch.in_payload) OnPayloadDone(peer, ch);
 }
@@ -1105,7 +1193,7 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   } else {
     auto it = p.posted.find(h.tag);
     if (it != p.posted.end()) {
-      if (h.len) std::memcpy(it->second.data, ch.rpriv.data.get(), h.len);
+      if (h.len) std::memcpy(it->second.data, ch.rpriv.data(), h.len);
       uint64_t cookie = it->second.cookie;
       p.posted.erase(it);
       Complete(cookie, false);
@@ -1136,6 +1224,7 @@ void Engine::Impl::ForwardChunk(int from, Channel& ch) {
     c->cookie = 0;
     c->forward = true;
     c->origin = from;
+    c->origin_channel = ch.index;
     c->oseq = h.seq;
     c->payload = std::move(ch.rpriv);
     fwd_index_[key] = c->seq;
@@ -1184,19 +1273,32 @@ void Engine::Impl::OnAck(int peer, uint64_t seq) {
   }
   const int via = c->via;
   if (c->forward) {
-    // Pass the destination's ack back to the chunk's origin, over any working channel.
+    // Pass the destination's ack back to the chunk's origin on the channel the chunk came in
+    // on, as acks of direct chunks do: if that channel fails before the ack gets through, the
+    // origin resends the chunk (the relay forwards it again, the destination drops the
+    // duplicate and acks again). An ack sent on another channel could die with that one
+    // while the origin's chunk waits on a working channel for ever. Any working channel only
+    // when that one is down (the origin is requeueing then).
     const int origin = c->origin;
     fwd_index_.erase(std::make_tuple(peer, origin, c->oseq));
-    for (auto& och : peers_[origin].ch) {
-      if (och.state != ChState::kUp) continue;
-      QueueCtrl(och, MakeHeader(kAck, 0, static_cast<uint32_t>(peer), c->oseq, 0, kFlagRelayAck));
-      PumpSend(origin, och);
-      break;
+    std::vector<Channel>& back = peers_[origin].ch;
+    Channel* via_ch = nullptr;
+    if (c->origin_channel >= 0 && c->origin_channel < static_cast<int>(back.size()) &&
+        back[c->origin_channel].state == ChState::kUp) {
+      via_ch = &back[c->origin_channel];
+    }
+    for (size_t k = 0; !via_ch && k < back.size(); ++k) {
+      if (back[k].state == ChState::kUp) via_ch = &back[k];
+    }
+    if (via_ch) {
+      QueueCtrl(*via_ch,
+                MakeHeader(kAck, 0, static_cast<uint32_t>(peer), c->oseq, 0, kFlagRelayAck));
+      PumpSend(origin, *via_ch);
     }
     p.chunks.erase(seq);
   } else {
     uint64_t cookie = c->cookie;
-    bool cancelled = !c->owned.empty() || c->data == nullptr;
+    bool cancelled = c->detached || c->owned.data() || c->data == nullptr;
     p.chunks.erase(it);
     if (!cancelled) Complete(cookie, true);
   }
@@ -1263,11 +1365,11 @@ void Engine::Impl::HandleOp(const Op& op) {
       Peer& p = peers_[op.peer];
       auto u = p.unexpected.find(op.tag);
       if (u != p.unexpected.end()) {
-        if (u->second.size != op.len) {
+        if (u->second.size() != op.len) {
           Fail(InternalError("ftccl: message " + TagString(op.tag) + " size mismatch"));
           return;
         }
-        if (op.len) std::memcpy(op.data, u->second.data.get(), op.len);
+        if (op.len) std::memcpy(op.data, u->second.data(), op.len);
         p.unexpected.erase(u);
         Complete(op.cookie, false);
         return;
@@ -1283,10 +1385,12 @@ void Engine::Impl::HandleOp(const Op& op) {
         p.unexpected.clear();
         for (auto& ch : p.ch) {
           if (ch.in_payload && ch.rposted) ch.rdst = nullptr;
-          if (ch.cur && !ch.cur->forward && ch.cur->owned.empty() && ch.cur->data) {
+          SendChunk* cur = ch.cur;
+          if (cur && !cur->forward && !cur->owned.data() && cur->data) {
             // Half-written frame: keep the stream framed, but stop reading the user buffer.
-            ch.cur->owned.assign(ch.cur->data, ch.cur->data + ch.cur->len);
-            if (ch.cur->owned.empty()) ch.cur->data = nullptr;
+            cur->owned.Reset(cur->len);
+            if (cur->len) std::memcpy(cur->owned.data(), cur->data, cur->len);
+            if (!cur->len) cur->data = nullptr;
           }
         }
         // Unsent chunks are dropped; sent-but-unacked ones are kept as "cancelled" so that
@@ -1314,6 +1418,23 @@ void Engine::Impl::HandleOp(const Op& op) {
         done_.clear();
       }
       done_cv_.notify_all();
+      return;
+    }
+    case Op::kDetach: {
+      // The caller's buffers are released: what is still unacknowledged is delivered (and
+      // resent after a fault) from a copy.
+      for (auto& p : peers_) {
+        for (auto& [seq, c] : p.chunks) {
+          if (c->forward || c->detached || c->owned.data() || c->data == nullptr) continue;
+          if (c->len) {
+            c->owned.Reset(c->len);
+            std::memcpy(c->owned.data(), c->data, c->len);
+          }
+          c->detached = true;
+          ++st_detached_;
+          Complete(c->cookie, true);
+        }
+      }
       return;
     }
     case Op::kDump: {
@@ -1443,6 +1564,9 @@ void Engine::Impl::Timers(Nanos now) {
       const Nanos quiet_since = std::max(p.all_down_since, p.relay_heard);
       bool work = !p.chunks.empty() || !p.posted.empty();
       if (work && now - quiet_since > opt_.peer_dead_timeout) {
+        FL_LOG(kError, "ftccl") << "no healthy path to rank " << p.rank
+                                << "; what each channel waits for:\n"
+                                << DumpLocked();
         Fail(UnavailableError("ftccl: no healthy path to rank " + std::to_string(p.rank) + " for " +
                               FormatDuration(now - p.all_down_since)));
         p.all_down_since = now;
@@ -1550,10 +1674,11 @@ void Engine::Impl::Loop() {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-StatusOr<std::unique_ptr<Engine>> Engine::Create(const CommConfig& config,
-                                                 std::shared_ptr<transport::Transport> transport,
-                                                 const EngineOptions& options) {
-  auto impl = std::make_unique<Impl>(config, std::move(transport), options);
+StatusOr<std::unique_ptr<Engine>> Engine::Create(
+    const CommConfig& config, std::shared_ptr<transport::Transport> transport,
+    const EngineOptions& options, std::shared_ptr<transport::Transport> host_transport) {
+  auto impl =
+      std::make_unique<Impl>(config, std::move(transport), std::move(host_transport), options);
   FL_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
@@ -1570,6 +1695,7 @@ void Engine::PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t c
 }
 StatusOr<Completion> Engine::WaitCompletion(Deadline deadline) { return impl_->Wait(deadline); }
 void Engine::CancelAll() { impl_->CancelAll(); }
+void Engine::DetachSends() { impl_->Post({Op::kDetach, -1, 0, nullptr, 0, 0}); }
 std::string Engine::DumpState() { return impl_->Dump(); }
 Status Engine::error() const { return impl_->error(); }
 EngineStats Engine::stats() const {
@@ -1581,6 +1707,7 @@ EngineStats Engine::stats() const {
   s.paths_restored = impl_->st_restored_;
   s.chunks_relayed = impl_->st_relayed_;
   s.chunks_forwarded = impl_->st_forwarded_;
+  s.sends_detached = impl_->st_detached_;
   return s;
 }
 void Engine::Fail(Status status) { impl_->Fail(std::move(status)); }

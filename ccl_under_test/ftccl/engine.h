@@ -57,8 +57,9 @@ struct EngineOptions {
   // Watch the local NICs' links through rtnetlink.
   bool watch_links = true;
   // Intra-host routing. Ranks that publish the same host id get a host-local channel
-  // (127.0.0.1) between them, and a rank with no working channel of its own to a peer sends
-  // through a rank of its own or of the peer's host that it still reaches (failover only).
+  // (an abstract AF_UNIX socket) between them, and a rank with no working channel of its own to a
+  // peer sends through a rank of its own or of the peer's host that it still reaches (failover
+  // only).
   // "" = off; "auto" = this kernel and network namespace (who can reach whom over loopback).
   std::string host_id;
 };
@@ -72,6 +73,7 @@ struct EngineStats {
   uint64_t paths_restored = 0;      // path_restored events
   uint64_t chunks_relayed = 0;      // our chunks sent through a relay rank
   uint64_t chunks_forwarded = 0;    // other ranks' chunks we forwarded as the relay
+  uint64_t sends_detached = 0;      // sends completed from a copy by DetachSends
 };
 
 struct Completion {
@@ -83,9 +85,11 @@ class Engine {
  public:
   // Listens, publishes, connects to every peer and waits until each peer has at least one
   // working channel (init_timeout). config.store must be set when world_size > 1.
-  static StatusOr<std::unique_ptr<Engine>> Create(const CommConfig& config,
-                                                  std::shared_ptr<transport::Transport> transport,
-                                                  const EngineOptions& options);
+  // host_transport carries host-local channels (nullptr = abstract AF_UNIX sockets,
+  // transport/unix); transport carries the NIC channels.
+  static StatusOr<std::unique_ptr<Engine>> Create(
+      const CommConfig& config, std::shared_ptr<transport::Transport> transport,
+      const EngineOptions& options, std::shared_ptr<transport::Transport> host_transport = nullptr);
   ~Engine();
 
   int rank() const;
@@ -101,6 +105,11 @@ class Engine {
   // Forgets every posted message and drops queued completions; after it returns no posted
   // buffer is touched again.
   void CancelAll();
+  // Completes every posted send that is still unacknowledged, after copying its payload: the
+  // caller's buffers are free, and the engine delivers (and after a fault resends) the copies.
+  // For the end of a collective, whose last chunks would otherwise hold the caller for an ack
+  // round trip through loaded links while the links stand idle (up to a window per channel).
+  void DetachSends();
   // What every channel is doing and waiting for (the hang dump).
   std::string DumpState();
 

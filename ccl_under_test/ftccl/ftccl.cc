@@ -44,18 +44,22 @@ class FtcclCommunicator : public Communicator {
     const size_t es = SizeOf(type);
     return Run(
         opts, {{send, count * es}}, {{recv, count * es}}, [&](char* const* in, char* const* out) {
-          if (in[0] != out[0] && count) std::memcpy(out[0], in[0], count * es);
           std::vector<size_t> off = EvenSegments(count);
           if (!dev_out_ || count == 0) {
-            return Ring(out[0], off, es, type, op, /*rs=*/true, /*ag=*/true, nullptr);
+            // Out of place: the reduce-scatter reads the input where it would have read a
+            // copy of it (one pass over the buffer less).
+            if (size() == 1 && in[0] != out[0] && count) std::memcpy(out[0], in[0], count * es);
+            return Ring(out[0], in[0] != out[0] ? in[0] : nullptr, off, es, type, op,
+                        /*rs=*/true, /*ag=*/true, nullptr);
           }
+          if (in[0] != out[0]) std::memcpy(out[0], in[0], count * es);
           // Device buffers: the user's output buffer is the accumulator, reduced by
           // the CUDA kernel; the host copy carries the bytes over the network.
           FL_RETURN_IF_ERROR(CudaCopyToDevice(dev_out_, out[0], count * es));
           const size_t scratch_bytes = std::min(count * es, SliceElems(off[1] - off[0], es) * es);
           FL_ASSIGN_OR_RETURN(void* scratch, CudaAlloc(scratch_bytes));
           DeviceReduce dev{dev_out_, static_cast<char*>(scratch)};
-          Status st = Ring(out[0], off, es, type, op, /*rs=*/true, /*ag=*/true, &dev);
+          Status st = Ring(out[0], nullptr, off, es, type, op, /*rs=*/true, /*ag=*/true, &dev);
           CudaFree(scratch);
           return st;
         });
@@ -69,8 +73,8 @@ class FtcclCommunicator : public Communicator {
                [&](char* const* in, char* const* out) {
                  char* dst = out[0] + static_cast<size_t>(rank()) * count * es;
                  if (count && dst != in[0]) std::memmove(dst, in[0], count * es);
-                 return Ring(out[0], BlockSegments(count), es, type, ReduceOp::kSum, false, true,
-                             nullptr);
+                 return Ring(out[0], nullptr, BlockSegments(count), es, type, ReduceOp::kSum, false,
+                             true, nullptr);
                });
   }
 
@@ -82,8 +86,8 @@ class FtcclCommunicator : public Communicator {
                [&](char* const* in, char* const* out) {
                  if (work_.size() < count * es * n) work_.resize(count * es * n);
                  if (count) std::memcpy(work_.data(), in[0], count * es * n);
-                 FL_RETURN_IF_ERROR(
-                     Ring(work_.data(), BlockSegments(count), es, type, op, true, false, nullptr));
+                 FL_RETURN_IF_ERROR(Ring(work_.data(), nullptr, BlockSegments(count), es, type, op,
+                                         true, false, nullptr));
                  if (count)
                    std::memcpy(out[0], work_.data() + static_cast<size_t>(rank()) * count * es,
                                count * es);
@@ -226,8 +230,11 @@ class FtcclCommunicator : public Communicator {
   // Pipelined ring over buf split into segments off[k]..off[k+1] (elements of es bytes).
   //   rs: reduce-scatter: after n-1 steps rank r holds the reduction of segment r;
   //   ag: all-gather: rank r's segment r travels to every rank.
-  Status Ring(char* buf, const std::vector<size_t>& off, size_t es, DataType type, ReduceOp op,
-              bool rs, bool ag, const DeviceReduce* dev) {
+  //   src: the reduce-scatter's own contribution when it is not already in buf (out-of-place
+  //        AllReduce, host buffers): step 0 sends from it and each received slice is reduced
+  //        with it into buf. nullptr = buf holds it.
+  Status Ring(char* buf, const char* src, const std::vector<size_t>& off, size_t es, DataType type,
+              ReduceOp op, bool rs, bool ag, const DeviceReduce* dev) {
     const int n = size();
     const int r = rank();
     if (n == 1) return OkStatus();
@@ -248,8 +255,10 @@ class FtcclCommunicator : public Communicator {
     const uint32_t max_slices = static_cast<uint32_t>((max_seg + se - 1) / se);
     size_t sends_posted = 0, sends_done = 0, recvs_expected = 0, recvs_done = 0;
 
+    auto src_ptr = [&](int k, uint32_t j) { return src + (off[k] + j * se) * es; };
     auto send = [&](uint32_t step, int seg, uint32_t j) {
-      engine_->PostSend(next, MakeTag(coll_, step, j), slice_ptr(seg, j), slice_bytes(seg, j),
+      const char* from = src && step == 0 ? src_ptr(seg, j) : slice_ptr(seg, j);
+      engine_->PostSend(next, MakeTag(coll_, step, j), from, slice_bytes(seg, j),
                         Cookie(kSendDone, step, j));
       ++sends_posted;
     };
@@ -292,7 +301,9 @@ class FtcclCommunicator : public Communicator {
         for (uint32_t j = 0; j < nslices(ag_send(0)); ++j) send(steps, ag_send(0), j);
       }
     }
+    bool detached = false;
     while (recvs_done < recvs_expected || sends_done < sends_posted) {
+      DetachWhenReceived(recvs_done == recvs_expected, sends_done < sends_posted, &detached);
       FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
       const uint32_t step = StepOf(c.cookie), j = SliceOf(c.cookie);
       switch (KindOf(c.cookie)) {
@@ -314,6 +325,9 @@ class FtcclCommunicator : public Communicator {
                 CudaReduceInPlace(dev->acc + at, dev->scratch, bytes / es, type, op, nullptr));
             FL_RETURN_IF_ERROR(CudaStreamSync(nullptr));
             FL_RETURN_IF_ERROR(CudaCopyToHost(slice_ptr(seg, j), dev->acc + at, bytes));
+          } else if (src) {
+            HostReduce3(slice_ptr(seg, j), src_ptr(seg, j), slot_ptr(slot, j),
+                        slice_bytes(seg, j) / es, type, op);
           } else {
             HostReduce(slice_ptr(seg, j), slot_ptr(slot, j), slice_bytes(seg, j) / es, type, op);
           }
@@ -335,6 +349,15 @@ class FtcclCommunicator : public Communicator {
       }
     }
     return OkStatus();
+  }
+
+  // Once everything of a collective has arrived, its sends still waiting for acks are
+  // completed from copies (Engine::DetachSends): the caller goes on to the next collective
+  // instead of idling the links for an ack round trip through their queues.
+  void DetachWhenReceived(bool all_received, bool sends_pending, bool* detached) {
+    if (*detached || !all_received || !sends_pending) return;
+    engine_->DetachSends();
+    *detached = true;
   }
 
   // Pipelined chain from root through the ring order (Broadcast).
@@ -362,7 +385,9 @@ class FtcclCommunicator : public Communicator {
       }
     }
     const size_t recvs_expected = pos == 0 ? 0 : slices;
+    bool detached = false;
     while (recvs_done < recvs_expected || sends_done < sends_posted) {
+      DetachWhenReceived(recvs_done == recvs_expected, sends_done < sends_posted, &detached);
       FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
       uint32_t j = SliceOf(c.cookie);
       if (KindOf(c.cookie) == kSendDone) {
@@ -389,7 +414,7 @@ class FtcclCommunicator : public Communicator {
     const uint32_t slices = static_cast<uint32_t>((block + sb - 1) / sb);
     if (slices > kMaxSlices) return InvalidArgumentError("alltoall: message too large");
     auto len = [&](uint32_t j) { return std::min(sb, block - j * sb); };
-    size_t expected = 0, done = 0;
+    size_t expected = 0;
     for (int d = 1; d < n; ++d) {
       int from = Mod(r - d, n);
       for (uint32_t j = 0; j < slices; ++j, ++expected) {
@@ -404,10 +429,14 @@ class FtcclCommunicator : public Communicator {
                           Cookie(kSendDone, 0, j));
       }
     }
-    while (done < expected) {
+    size_t recvs_done = 0, sends_done = 0;
+    const size_t recvs_expected = expected / 2;
+    bool detached = false;
+    while (recvs_done + sends_done < expected) {
+      DetachWhenReceived(recvs_done == recvs_expected, sends_done < expected - recvs_expected,
+                         &detached);
       FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
-      (void)c;
-      ++done;
+      ++(KindOf(c.cookie) == kSendDone ? sends_done : recvs_done);
     }
     return OkStatus();
   }
@@ -458,7 +487,8 @@ StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig
     tcp.user_timeout = std::max<Nanos>(options.engine.dead_timeout * 4, kNsPerSec);
     transport = transport::tcp::CreateTcpTransport(tcp);
   }
-  FL_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, transport, options.engine));
+  FL_ASSIGN_OR_RETURN(auto engine,
+                      Engine::Create(config, transport, options.engine, options.host_transport));
   return std::unique_ptr<Communicator>(std::make_unique<FtcclCommunicator>(std::move(engine)));
 }
 

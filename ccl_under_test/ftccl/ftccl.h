@@ -26,6 +26,9 @@ struct FtcclOptions {
   EngineOptions engine;
   // nullptr = TCP (transport/tcp). Tests pass a FaultyTransport here.
   std::shared_ptr<transport::Transport> transport;
+  // Host-local channels between ranks of one host; nullptr = abstract AF_UNIX sockets
+  // (transport/unix). Tests pass a FaultyTransport over it.
+  std::shared_ptr<transport::Transport> host_transport;
 };
 
 StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig& config,

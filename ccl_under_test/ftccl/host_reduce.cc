@@ -76,32 +76,72 @@ void Loop(void* dst, const void* src, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) d[i] = f(d[i], s[i]);
 }
 
+// The same with a separate output: d[i] = f(a[i], b[i]).
+template <typename T, typename F>
+void Loop3(void* dst, const void* a, const void* b, size_t n, F f) {
+  T* __restrict d = static_cast<T*>(dst);
+  const T* __restrict x = static_cast<const T*>(a);
+  const T* __restrict y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) d[i] = f(x[i], y[i]);
+}
+
+// In place (a == nullptr: d = f(d, b)) or out of place.
+template <typename T, typename F>
+void Run(void* dst, const void* a, const void* b, size_t n, F f) {
+  if (a == nullptr) {
+    Loop<T>(dst, b, n, f);
+  } else {
+    Loop3<T>(dst, a, b, n, f);
+  }
+}
+
 template <typename T>
-void Typed(void* dst, const void* src, size_t n, ReduceOp op) {
+void Typed(void* dst, const void* a, const void* b, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-      Loop<T>(dst, src, n, [](T a, T b) { return static_cast<T>(a + b); });
+      Run<T>(dst, a, b, n, [](T x, T y) { return static_cast<T>(x + y); });
       break;
     case ReduceOp::kMax:
-      Loop<T>(dst, src, n, [](T a, T b) { return a > b ? a : b; });
+      Run<T>(dst, a, b, n, [](T x, T y) { return x > y ? x : y; });
       break;
     case ReduceOp::kMin:
-      Loop<T>(dst, src, n, [](T a, T b) { return a < b ? a : b; });
+      Run<T>(dst, a, b, n, [](T x, T y) { return x < y ? x : y; });
       break;
   }
 }
 
 template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
-void Half(void* dst, const void* src, size_t n, ReduceOp op) {
+void Half(void* dst, const void* a, const void* b, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-      Loop<uint16_t>(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(ToF(a) + ToF(b)); });
+      Run<uint16_t>(dst, a, b, n, [](uint16_t x, uint16_t y) { return FromF(ToF(x) + ToF(y)); });
       break;
     case ReduceOp::kMax:
-      Loop<uint16_t>(dst, src, n, [](uint16_t a, uint16_t b) { return ToF(a) >= ToF(b) ? a : b; });
+      Run<uint16_t>(dst, a, b, n, [](uint16_t x, uint16_t y) { return ToF(x) >= ToF(y) ? x : y; });
       break;
     case ReduceOp::kMin:
-      Loop<uint16_t>(dst, src, n, [](uint16_t a, uint16_t b) { return ToF(a) <= ToF(b) ? a : b; });
+      Run<uint16_t>(dst, a, b, n, [](uint16_t x, uint16_t y) { return ToF(x) <= ToF(y) ? x : y; });
+      break;
+  }
+}
+
+// a == nullptr: dst = op(dst, b).
+void Reduce(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op) {
+  switch (type) {
+    case DataType::kFloat32:
+      Typed<float>(dst, a, b, count, op);
+      break;
+    case DataType::kInt32:
+      Typed<int32_t>(dst, a, b, count, op);
+      break;
+    case DataType::kInt64:
+      Typed<int64_t>(dst, a, b, count, op);
+      break;
+    case DataType::kFloat16:
+      Half<HalfToFloat, FloatToHalf>(dst, a, b, count, op);
+      break;
+    case DataType::kBFloat16:
+      Half<BFloat16ToFloat, FloatToBFloat16>(dst, a, b, count, op);
       break;
   }
 }
@@ -109,23 +149,12 @@ void Half(void* dst, const void* src, size_t n, ReduceOp op) {
 }  // namespace
 
 void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceOp op) {
-  switch (type) {
-    case DataType::kFloat32:
-      Typed<float>(dst, src, count, op);
-      break;
-    case DataType::kInt32:
-      Typed<int32_t>(dst, src, count, op);
-      break;
-    case DataType::kInt64:
-      Typed<int64_t>(dst, src, count, op);
-      break;
-    case DataType::kFloat16:
-      Half<HalfToFloat, FloatToHalf>(dst, src, count, op);
-      break;
-    case DataType::kBFloat16:
-      Half<BFloat16ToFloat, FloatToBFloat16>(dst, src, count, op);
-      break;
-  }
+  Reduce(dst, nullptr, src, count, type, op);
+}
+
+void HostReduce3(void* dst, const void* a, const void* b, size_t count, DataType type,
+                 ReduceOp op) {
+  Reduce(dst, a, b, count, type, op);
 }
 
 double GetElement(const void* buf, size_t i, DataType t) {

@@ -1,6 +1,6 @@
-// Host-memory reductions: dst[i] = op(dst[i], src[i]). float16/bfloat16 are computed in
-// float and rounded back (round to nearest even), as NCCL does on devices without native
-// half arithmetic.
+// Host-memory reductions: dst[i] = op(dst[i], src[i]), or dst[i] = op(a[i], b[i]). float16/bfloat16
+// are computed in float and rounded back (round to nearest even), as NCCL does on devices without
+// native half arithmetic.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,9 @@
 namespace fl::ccl::ftccl {
 
 void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceOp op);
+// dst[i] = op(a[i], b[i]); dst must not overlap a or b (out-of-place AllReduce: output =
+// own input op received slice, which saves copying the input to the output first).
+void HostReduce3(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op);
 
 // Element i of a buffer of `type`, as a double (for checks and test data).
 double GetElement(const void* buf, size_t i, DataType type);

@@ -5,13 +5,18 @@
 // counters, and bounded, clean errors where no path is left.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
+#include <thread>
+#include <vector>
 
 #include "ccl_under_test/ftccl/ftccl.h"
 #include "ccl_under_test/ftccl/transport/faulty/faulty_transport.h"
 #include "ccl_under_test/ftccl/transport/tcp/tcp_transport.h"
+#include "ccl_under_test/ftccl/transport/unix/unix_transport.h"
 #include "test_ranks.h"
 
 namespace fl::ccl {
@@ -38,6 +43,8 @@ struct Group {
     o.engine.watch_links = false;
     o.transport = ftccl::transport::faulty::CreateFaultyTransport(
         ftccl::transport::tcp::CreateTcpTransport({}), faults);
+    o.host_transport = ftccl::transport::faulty::CreateFaultyTransport(
+        ftccl::transport::unix_socket::CreateUnixTransport(), faults);
     auto made = testing::CreateAll(kRanks, [&](int r) {
       CommConfig c = testing::RankConfig(r, kRanks, nics, &store, "failover");
       c.failover = failover;
@@ -306,8 +313,8 @@ TEST_CASE("ftccl: no NIC and no host-local path ends in Unavailable - not a hang
   Group g;
   g.nics = 1;
   g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
-  // "127.0.0.1": every host-local channel.
-  RunUntilNoPath(g, {testing::LoopbackNic(0, 0), "127.0.0.1"});
+  // "host-local": every host-local channel.
+  RunUntilNoPath(g, {testing::LoopbackNic(0, 0), "host-local"});
   CHECK(g.comms[0]->GetAsyncError().code() == Code::kUnavailable);
 }
 
@@ -381,6 +388,57 @@ TEST_CASE("ftccl: Abort from another thread ends a blocked collective with Cance
   CHECK(st.code() == Code::kCancelled);
   CHECK(MonoNowNs() - t0 < 5 * kNsPerSec);
   CHECK(g.comms[0]->GetAsyncError().code() == Code::kCancelled);
+}
+
+// A collective returns once its own part is done: the root of a Broadcast has nothing to
+// receive, so it returns while its data is still unacknowledged (lost, here) and may reuse
+// its buffer at once. The engine resends the copy it took, not what the buffer holds now.
+TEST_CASE(
+    "ftccl: a collective returns once its part is done - unacknowledged data goes on "
+    "from a copy",
+    "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  const size_t count = 300 * 1000;  // 1.2 MB: several chunks
+  // Everything rank 0 sends or receives vanishes, on both NICs, until the paths time out.
+  g.faults->Set(testing::LoopbackNic(0, 0), {FaultMode::kBlackhole, 0, 0});
+  g.faults->Set(testing::LoopbackNic(0, 1), {FaultMode::kBlackhole, 0, 0});
+  std::vector<std::vector<int32_t>> buf(Group::kRanks, std::vector<int32_t>(count, -1));
+  for (size_t i = 0; i < count; ++i) buf[0][i] = static_cast<int32_t>(i * 7 + 3);
+  std::vector<Status> st(Group::kRanks);
+  std::vector<Nanos> took(Group::kRanks);
+  std::vector<std::thread> threads;
+  CollectiveOptions o;
+  o.timeout = 20 * kNsPerSec;
+  for (int r = 0; r < Group::kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      Nanos t0 = MonoNowNs();
+      st[r] = g.comms[r]->Broadcast(buf[r].data(), count, DataType::kInt32, 0, o);
+      took[r] = MonoNowNs() - t0;
+      // The root reuses its buffer as soon as the call returns.
+      if (r == 0) std::fill(buf[0].begin(), buf[0].end(), 0);
+    });
+  }
+  // Give the paths time to be declared silent (dead_timeout), then let them work again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  g.faults->Clear(testing::LoopbackNic(0, 0));
+  g.faults->Clear(testing::LoopbackNic(0, 1));
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < Group::kRanks; ++r) {
+    INFO("rank " << r << ": " << st[r].ToString() << " after " << took[r] / kNsPerMs << " ms");
+    REQUIRE(st[r].ok());
+  }
+  INFO("root returned after " << took[0] / kNsPerMs << " ms, rank 1 after " << took[1] / kNsPerMs
+                              << " ms");
+  CHECK(took[0] < 500 * kNsPerMs);  // long before the paths came back
+  CHECK(took[1] > 1000 * kNsPerMs);
+  CHECK(ftccl::GetStats(*g.comms[0])->sends_detached > 0);
+  for (int r = 1; r < Group::kRanks; ++r) {
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += buf[r][i] != static_cast<int32_t>(i * 7 + 3);
+    INFO("rank " << r);
+    CHECK(wrong == 0);
+  }
 }
 
 }  // namespace

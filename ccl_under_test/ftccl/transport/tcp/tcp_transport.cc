@@ -8,15 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ccl_under_test/ftccl/transport/stream_socket.h"
+
 namespace fl::ccl::ftccl::transport::tcp {
 namespace {
-
-// Send/recv errors are path faults whatever errno says: the engine fails over on Unavailable.
-Status PathError(int err, const std::string& what) {
-  Status s = ErrnoStatus(err, what);
-  if (s.code() == Code::kUnavailable) return s;
-  return UnavailableError(s.message());
-}
 
 StatusOr<sockaddr_in> MakeAddr(const std::string& ip, int port) {
   sockaddr_in a{};
@@ -47,18 +42,12 @@ void Tune(int fd, const TcpOptions& o) {
   }
 }
 
-class TcpConnection : public Connection {
+// A TCP connection learns its local port when the connect finishes.
+class TcpConnection : public SocketConnection {
  public:
-  TcpConnection(int fd, std::string desc) : fd_(fd), desc_(std::move(desc)) {}
-  ~TcpConnection() override {
-    if (fd_ >= 0) close(fd_);
-  }
-  int fd() const override { return fd_; }
+  using SocketConnection::SocketConnection;
   Status FinishConnect() override {
-    int err = 0;
-    socklen_t len = sizeof(err);
-    if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    if (err != 0) return PathError(err, "connect " + desc_);
+    FL_RETURN_IF_ERROR(SocketConnection::FinishConnect());
     sockaddr_in local{};
     socklen_t ll = sizeof(local);
     if (getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &ll) == 0) {
@@ -66,27 +55,6 @@ class TcpConnection : public Connection {
     }
     return OkStatus();
   }
-  StatusOr<size_t> Send(const iovec* iov, int iovcnt) override {
-    msghdr msg{};
-    msg.msg_iov = const_cast<iovec*>(iov);
-    msg.msg_iovlen = static_cast<size_t>(iovcnt);
-    ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) return static_cast<size_t>(n);
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
-    return PathError(errno, "send " + desc_);
-  }
-  StatusOr<size_t> Recv(void* buf, size_t len) override {
-    ssize_t n = recv(fd_, buf, len, MSG_DONTWAIT);
-    if (n > 0) return static_cast<size_t>(n);
-    if (n == 0) return UnavailableError("recv " + desc_ + ": connection closed by peer");
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
-    return PathError(errno, "recv " + desc_);
-  }
-  std::string Describe() const override { return desc_; }
-
- private:
-  int fd_;
-  std::string desc_;
 };
 
 class TcpListener : public Listener {
