@@ -20,6 +20,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ccl_under_test/ftccl/host_reduce.h"
 #include "ccl_under_test/ftccl/link_monitor.h"
 #include "ccl_under_test/ftccl/transport/unix/unix_transport.h"
 #include "common/log.h"
@@ -200,9 +201,11 @@ struct SendChunk {
 };
 
 struct RecvReq {
-  char* data;
+  char* data;  // nullptr: into an engine buffer, for the arrival action only
   size_t len;
   uint64_t cookie;
+  bool has_arrival = false;
+  Arrival arrival;
 };
 
 struct Failover {
@@ -284,13 +287,27 @@ struct PendingAccept {
 };
 
 struct Op {
-  enum Kind { kSend, kRecv, kCancel, kDump, kDetach } kind;
-  int peer;
-  uint64_t tag;
-  char* data;
-  size_t len;
-  uint64_t cookie;
+  enum Kind { kSend, kRecv, kCancel, kDump, kDetach } kind = kSend;
+  int peer = -1;
+  uint64_t tag = 0;
+  char* data = nullptr;
+  size_t len = 0;
+  uint64_t cookie = 0;
+  bool has_arrival = false;
+  Arrival arrival;
 };
+
+Op MakeOp(Op::Kind kind, int peer = -1, uint64_t tag = 0, char* data = nullptr, size_t len = 0,
+          uint64_t cookie = 0) {
+  Op op;
+  op.kind = kind;
+  op.peer = peer;
+  op.tag = tag;
+  op.data = data;
+  op.len = len;
+  op.cookie = cookie;
+  return op;
+}
 
 }  // namespace
 
@@ -396,6 +413,8 @@ class Engine::Impl {
   void OnHeader(int peer, Channel& ch);
   void OnPayloadDone(int peer, Channel& ch);
   void OnAck(int peer, uint64_t seq);
+  void EnqueueSend(int peer, uint64_t tag, const char* data, size_t len, uint64_t cookie);
+  void OnArrival(const Arrival& a, const char* got, size_t len);
   void Requeue(Peer& p, SendChunk& c, int fid);
   bool Applied(const Peer& p, uint64_t seq) const {
     return seq < p.recv_low || p.recv_above.count(seq);
@@ -638,7 +657,7 @@ void Engine::Impl::CancelAll() {
     std::lock_guard<std::mutex> lock(done_mu_);
     gen = ++cancel_gen_;
   }
-  Post({Op::kCancel, -1, 0, nullptr, 0, gen});
+  Post(MakeOp(Op::kCancel, -1, 0, nullptr, 0, gen));
   std::unique_lock<std::mutex> lock(done_mu_);
   // The engine thread never blocks, so this wait is short; the bound guards against a bug.
   Deadline d = Deadline::After(5 * kNsPerSec);
@@ -655,7 +674,7 @@ std::string Engine::Impl::Dump() {
     std::lock_guard<std::mutex> lock(done_mu_);
     gen = ++dump_gen_;
   }
-  Post({Op::kDump, -1, 0, nullptr, 0, gen});
+  Post(MakeOp(Op::kDump, -1, 0, nullptr, 0, gen));
   std::unique_lock<std::mutex> lock(done_mu_);
   Deadline d = Deadline::After(2 * kNsPerSec);
   while (dump_done_ < gen && !d.Expired()) done_cv_.wait_for(lock, std::chrono::milliseconds(10));
@@ -1148,8 +1167,13 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
       ch.rdst = nullptr;
       return;
     }
-    ch.rdst = it->second.data;
-    ch.rposted = true;
+    if (it->second.data) {
+      ch.rdst = it->second.data;
+      ch.rposted = true;
+    } else {  // lands in an engine buffer, for the arrival action
+      ch.rpriv.Reset(h.len);
+      ch.rdst = ch.rpriv.data();
+    }
   } else {
     ch.rpriv.Reset(h.len);
     ch.rdst = ch.rpriv.data();
@@ -1187,16 +1211,18 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   }
   if (ch.rposted) {
     auto it = p.posted.find(h.tag);
-    uint64_t cookie = it->second.cookie;
+    RecvReq req = it->second;
     p.posted.erase(it);
-    Complete(cookie, false);
+    if (req.has_arrival) OnArrival(req.arrival, req.data, req.len);
+    Complete(req.cookie, false);
   } else {
     auto it = p.posted.find(h.tag);
     if (it != p.posted.end()) {
-      if (h.len) std::memcpy(it->second.data, ch.rpriv.data(), h.len);
-      uint64_t cookie = it->second.cookie;
+      RecvReq req = it->second;
       p.posted.erase(it);
-      Complete(cookie, false);
+      if (req.data && h.len) std::memcpy(req.data, ch.rpriv.data(), h.len);
+      if (req.has_arrival) OnArrival(req.arrival, req.data ? req.data : ch.rpriv.data(), h.len);
+      Complete(req.cookie, false);
     } else {
       p.unexpected[h.tag] = std::move(ch.rpriv);
     }
@@ -1243,6 +1269,35 @@ void Engine::Impl::OnRelayedAck(int dest, int origin, uint64_t oseq) {
   auto it = fwd_index_.find(std::make_tuple(dest, origin, oseq));
   if (it == fwd_index_.end()) return;  // a second ack (the chunk was forwarded twice)
   OnAck(dest, it->second);
+}
+
+void Engine::Impl::EnqueueSend(int peer, uint64_t tag, const char* data, size_t len,
+                               uint64_t cookie) {
+  Peer& p = peers_[peer];
+  auto c = std::make_unique<SendChunk>();
+  c->seq = p.next_seq++;
+  c->tag = tag;
+  c->data = data;
+  c->len = static_cast<uint32_t>(len);
+  c->cookie = cookie;
+  p.queue.insert(c->seq);
+  p.chunks[c->seq] = std::move(c);
+}
+
+// The collective's next step, on the engine thread: reduce what arrived, send the result on.
+void Engine::Impl::OnArrival(const Arrival& a, const char* got, size_t len) {
+  if (a.reduce && len) {
+    const size_t count = len / SizeOf(a.type);
+    if (a.own) {
+      HostReduce3(a.out, a.own, got, count, a.type, a.op);
+    } else {
+      HostReduce(a.out, got, count, a.type, a.op);
+    }
+  }
+  if (a.to >= 0) {
+    EnqueueSend(a.to, a.tag, a.out, len, a.send_cookie);
+    PumpPeer(a.to);
+  }
 }
 
 void Engine::Impl::OnAck(int peer, uint64_t seq) {
@@ -1349,18 +1404,9 @@ void Engine::Impl::OnPendingReadable(size_t idx) {
 
 void Engine::Impl::HandleOp(const Op& op) {
   switch (op.kind) {
-    case Op::kSend: {
-      Peer& p = peers_[op.peer];
-      auto c = std::make_unique<SendChunk>();
-      c->seq = p.next_seq++;
-      c->tag = op.tag;
-      c->data = op.data;
-      c->len = static_cast<uint32_t>(op.len);
-      c->cookie = op.cookie;
-      p.queue.insert(c->seq);
-      p.chunks[c->seq] = std::move(c);
+    case Op::kSend:
+      EnqueueSend(op.peer, op.tag, op.data, op.len, op.cookie);
       break;
-    }
     case Op::kRecv: {
       Peer& p = peers_[op.peer];
       auto u = p.unexpected.find(op.tag);
@@ -1369,12 +1415,13 @@ void Engine::Impl::HandleOp(const Op& op) {
           Fail(InternalError("ftccl: message " + TagString(op.tag) + " size mismatch"));
           return;
         }
-        if (op.len) std::memcpy(op.data, u->second.data(), op.len);
+        if (op.data && op.len) std::memcpy(op.data, u->second.data(), op.len);
+        if (op.has_arrival) OnArrival(op.arrival, op.data ? op.data : u->second.data(), op.len);
         p.unexpected.erase(u);
         Complete(op.cookie, false);
         return;
       }
-      p.posted[op.tag] = {op.data, op.len, op.cookie};
+      p.posted[op.tag] = {op.data, op.len, op.cookie, op.has_arrival, op.arrival};
       // A channel may be receiving this message into a private buffer: fine, it is copied
       // when complete.
       break;
@@ -1688,14 +1735,21 @@ int Engine::size() const { return impl_->cfg_.world_size; }
 const EngineOptions& Engine::options() const { return impl_->opt_; }
 void Engine::PostSend(int peer, uint64_t tag, const void* data, size_t len, uint64_t cookie) {
   impl_->Post(
-      {Op::kSend, peer, tag, const_cast<char*>(static_cast<const char*>(data)), len, cookie});
+      MakeOp(Op::kSend, peer, tag, const_cast<char*>(static_cast<const char*>(data)), len, cookie));
 }
 void Engine::PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t cookie) {
-  impl_->Post({Op::kRecv, peer, tag, static_cast<char*>(data), len, cookie});
+  impl_->Post(MakeOp(Op::kRecv, peer, tag, static_cast<char*>(data), len, cookie));
+}
+void Engine::PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t cookie,
+                      const Arrival& arrival) {
+  Op op = MakeOp(Op::kRecv, peer, tag, static_cast<char*>(data), len, cookie);
+  op.has_arrival = true;
+  op.arrival = arrival;
+  impl_->Post(op);
 }
 StatusOr<Completion> Engine::WaitCompletion(Deadline deadline) { return impl_->Wait(deadline); }
 void Engine::CancelAll() { impl_->CancelAll(); }
-void Engine::DetachSends() { impl_->Post({Op::kDetach, -1, 0, nullptr, 0, 0}); }
+void Engine::DetachSends() { impl_->Post(MakeOp(Op::kDetach)); }
 std::string Engine::DumpState() { return impl_->Dump(); }
 Status Engine::error() const { return impl_->error(); }
 EngineStats Engine::stats() const {

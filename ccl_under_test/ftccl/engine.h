@@ -76,6 +76,22 @@ struct EngineStats {
   uint64_t sends_detached = 0;      // sends completed from a copy by DetachSends
 };
 
+// What the engine thread does with a message the moment it has arrived, before reporting its
+// completion: reduce it into `out` (with `own` as the other operand, or in place when own is
+// nullptr) and/or send `out` (len bytes) on to rank `to` under `tag`, whose own completion
+// is reported with `send_cookie`. A ring step then costs no hand-off to the caller's thread
+// and back (two context switches per slice, about a tenth of the CPU on the lab).
+struct Arrival {
+  bool reduce = false;
+  char* out = nullptr;
+  const char* own = nullptr;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int to = -1;  // -1: no send
+  uint64_t tag = 0;
+  uint64_t send_cookie = 0;
+};
+
 struct Completion {
   uint64_t cookie = 0;
   bool is_send = false;
@@ -99,6 +115,11 @@ class Engine {
   // REQUIRES: len <= chunk_bytes; tag unique per (peer, direction) among live messages.
   void PostSend(int peer, uint64_t tag, const void* data, size_t len, uint64_t cookie);
   void PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t cookie);
+  // A receive with an action on arrival (see Arrival). data == nullptr: the message lands in
+  // an engine buffer that only the action reads (REQUIRES: arrival.reduce).
+  // REQUIRES: the action's buffers stay valid as for posted buffers; len <= chunk_bytes.
+  void PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t cookie,
+                const Arrival& arrival);
   // Next completed message. Returns error() when the engine has failed, Cancelled after
   // Abort, DeadlineExceeded when nothing completes in time.
   StatusOr<Completion> WaitCompletion(Deadline deadline);

@@ -175,8 +175,9 @@ TEST_CASE("ftccl: a slow path carries less - chunks arrive out of order - result
           "[integration]") {
   Group g;
   g.Create(FastOptions());
-  // Rank 0's NIC 0 moves at most 512 bytes per send call; NIC 1 is free.
-  g.faults->Set(testing::LoopbackNic(0, 0), {FaultMode::kPass, 0, 512});
+  // Rank 0's NIC 0 moves at most 64 bytes per send call (1,024 calls per 64 KiB chunk); NIC 1
+  // is free.
+  g.faults->Set(testing::LoopbackNic(0, 0), {FaultMode::kPass, 0, 64});
   uint64_t slow0 = g.faults->BytesSent(testing::LoopbackNic(0, 0));
   uint64_t fast0 = g.faults->BytesSent(testing::LoopbackNic(0, 1));
   const int iters = 6;
