@@ -336,6 +336,8 @@ class Engine::Impl {
     if (was_empty) Wake();
   }
   StatusOr<Completion> Wait(Deadline deadline);
+  Status WaitCounts(size_t recvs, size_t sends, size_t* recvs_done, size_t* sends_done,
+                    Deadline deadline);
   void CancelAll();
   std::string Dump();
   Status error() const {
@@ -366,11 +368,16 @@ class Engine::Impl {
   void DrainInbox();
   void HandleOp(const Op& op);
   void Complete(uint64_t cookie, bool is_send) {
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(done_mu_);
       done_.push_back({cookie, is_send});
+      ++(is_send ? queued_sends_ : queued_recvs_);
+      // A WaitCounts caller sleeps until its counts are there: one wake-up per collective
+      // instead of one per slice.
+      wake = !counting_ || (queued_recvs_ >= want_recvs_ && queued_sends_ >= want_sends_);
     }
-    done_cv_.notify_one();
+    if (wake) done_cv_.notify_one();
   }
 
   Channel& Ch(int peer, int c) { return peers_[peer].ch[c]; }
@@ -444,6 +451,9 @@ class Engine::Impl {
   mutable std::mutex done_mu_;
   std::condition_variable done_cv_;
   std::deque<Completion> done_;
+  size_t queued_recvs_ = 0, queued_sends_ = 0;  // in done_
+  bool counting_ = false;                       // a WaitCounts caller is asleep
+  size_t want_recvs_ = 0, want_sends_ = 0;      // ... until done_ holds this many
   Status error_;
   uint64_t cancel_gen_ = 0;
   uint64_t cancel_done_ = 0;
@@ -643,9 +653,29 @@ StatusOr<Completion> Engine::Impl::Wait(Deadline deadline) {
     if (!done_.empty()) {
       Completion c = done_.front();
       done_.pop_front();
+      --(c.is_send ? queued_sends_ : queued_recvs_);
       return c;
     }
     if (deadline.Expired()) return DeadlineExceededError("ftccl: collective timed out");
+    done_cv_.wait_for(
+        lock, std::chrono::nanoseconds(std::min<Nanos>(deadline.Remaining(), 100 * kNsPerMs)));
+  }
+}
+
+Status Engine::Impl::WaitCounts(size_t recvs, size_t sends, size_t* recvs_done, size_t* sends_done,
+                                Deadline deadline) {
+  std::unique_lock<std::mutex> lock(done_mu_);
+  while (true) {
+    for (const Completion& c : done_) ++*(c.is_send ? sends_done : recvs_done);
+    done_.clear();
+    queued_recvs_ = queued_sends_ = 0;
+    counting_ = false;
+    if (!error_.ok()) return error_;
+    if (*recvs_done >= recvs && *sends_done >= sends) return OkStatus();
+    if (deadline.Expired()) return DeadlineExceededError("ftccl: collective timed out");
+    counting_ = true;
+    want_recvs_ = recvs > *recvs_done ? recvs - *recvs_done : 0;
+    want_sends_ = sends > *sends_done ? sends - *sends_done : 0;
     done_cv_.wait_for(
         lock, std::chrono::nanoseconds(std::min<Nanos>(deadline.Remaining(), 100 * kNsPerMs)));
   }
@@ -665,6 +695,7 @@ void Engine::Impl::CancelAll() {
     done_cv_.wait_for(lock, std::chrono::milliseconds(10));
   }
   done_.clear();
+  queued_recvs_ = queued_sends_ = 0;
 }
 
 std::string Engine::Impl::Dump() {
@@ -1463,6 +1494,7 @@ void Engine::Impl::HandleOp(const Op& op) {
         std::lock_guard<std::mutex> lock(done_mu_);
         cancel_done_ = op.cookie;
         done_.clear();
+        queued_recvs_ = queued_sends_ = 0;
       }
       done_cv_.notify_all();
       return;
@@ -1748,6 +1780,10 @@ void Engine::PostRecv(int peer, uint64_t tag, void* data, size_t len, uint64_t c
   impl_->Post(op);
 }
 StatusOr<Completion> Engine::WaitCompletion(Deadline deadline) { return impl_->Wait(deadline); }
+Status Engine::WaitCounts(size_t recvs, size_t sends, size_t* recvs_done, size_t* sends_done,
+                          Deadline deadline) {
+  return impl_->WaitCounts(recvs, sends, recvs_done, sends_done, deadline);
+}
 void Engine::CancelAll() { impl_->CancelAll(); }
 void Engine::DetachSends() { impl_->Post(MakeOp(Op::kDetach)); }
 std::string Engine::DumpState() { return impl_->Dump(); }

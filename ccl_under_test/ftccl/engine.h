@@ -11,18 +11,21 @@
 //     window_bytes unacknowledged, so a faster path carries more;
 //   - the receiver acknowledges every chunk on the channel it came on, applies each sequence
 //     number once (duplicates are acknowledged and dropped) and writes straight into the
-//     posted buffer when one is posted;
+//     posted buffer when one is posted; a receive may carry an Arrival action (reduce, send
+//     on) that the engine thread runs as soon as the message is in;
+//   - ranks of one host (same host id) also get a host-local channel (abstract AF_UNIX), which
+//     carries all their traffic while it is up;
 //   - a channel fails on a transport error, on silence longer than dead_timeout (peers send
 //     keep-alives when idle), on rtnetlink link-down of its NIC, or on the peer's notice
 //     (PATH_DOWN over another channel); its unacknowledged chunks go back to the queue;
 //     the connecting side reconnects with backoff (at once on link-up): failback;
 //   - failover=false turns the first channel fault into a communicator error (fail-stop).
 //
-// Thread-safety: Post*, WaitCompletion, CancelAll and DumpState are called by one user thread
-// (the communicator's); error() and Abort() from any thread. All network state is owned by
+// Thread-safety: Post*, WaitCompletion, DetachSends, CancelAll and DumpState are called by one user
+// thread (the communicator's); error() and Abort() from any thread. All network state is owned by
 // the engine's own thread.
-// Ownership: posted buffers are the caller's and must stay valid until their completion has
-// been returned or CancelAll has returned.
+// Ownership: posted buffers (and an Arrival's) are the caller's and must stay valid until
+// their completion has been returned or CancelAll has returned; DetachSends releases sends.
 // Blocking: waits take deadlines; the engine thread never blocks on the network.
 #pragma once
 
@@ -123,6 +126,12 @@ class Engine {
   // Next completed message. Returns error() when the engine has failed, Cancelled after
   // Abort, DeadlineExceeded when nothing completes in time.
   StatusOr<Completion> WaitCompletion(Deadline deadline);
+  // Takes completions, counting them into *recvs_done and *sends_done, until those reach
+  // recvs and sends; sleeps without a wake-up per completion. For callers that do not need
+  // each cookie (the host ring: every step runs on the engine thread). Errors as
+  // WaitCompletion.
+  Status WaitCounts(size_t recvs, size_t sends, size_t* recvs_done, size_t* sends_done,
+                    Deadline deadline);
   // Forgets every posted message and drops queued completions; after it returns no posted
   // buffer is touched again.
   void CancelAll();

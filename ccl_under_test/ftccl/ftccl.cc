@@ -320,13 +320,13 @@ class FtcclCommunicator : public Communicator {
       const int first_seg = rs ? rs_send(0) : ag_send(0);
       for (uint32_t j = 0; j < nslices(first_seg); ++j) send(first, first_seg, j);
       sends_expected += sends_posted;
+      // Asleep until everything has arrived, then once more until every send is done.
+      FL_RETURN_IF_ERROR(
+          engine_->WaitCounts(recvs_expected, 0, &recvs_done, &sends_done, deadline_));
       bool detached = false;
-      while (recvs_done < recvs_expected || sends_done < sends_expected) {
-        DetachWhenReceived(recvs_done == recvs_expected, sends_done < sends_expected, &detached);
-        FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
-        ++(KindOf(c.cookie) == kSendDone ? sends_done : recvs_done);
-      }
-      return OkStatus();
+      DetachWhenReceived(true, sends_done < sends_expected, &detached);
+      return engine_->WaitCounts(recvs_expected, sends_expected, &recvs_done, &sends_done,
+                                 deadline_);
     }
     // Device buffers: the reductions run here, through the CUDA kernel.
     // Reduce-scatter receives go to staging, two slots per slice: slice j of the next step

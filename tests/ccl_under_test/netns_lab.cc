@@ -100,6 +100,13 @@ Status NetnsLab::Build() {
     FL_RETURN_IF_ERROR(Ip({"netns", "add", HostNs(h)}));
     namespaces_.push_back(HostNs(h));
     FL_RETURN_IF_ERROR(Ip({"-n", HostNs(h), "link", "set", "lo", "up"}));
+    // Runs on one lab must not inherit each other's TCP state: the kernel caches ssthresh per
+    // destination, and every later connection between the same hosts starts from what an
+    // earlier run left behind (bench_ftccl's five 2-NIC runs fell from 115 to 100 MB/s, one
+    // after the other, in every series).
+    FL_RETURN_IF_ERROR(RunCommand(
+        {"ip", "netns", "exec", HostNs(h), "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"},
+        10 * kNsPerSec));
     for (int k = 0; k < spec_.nics; ++k) {
       std::string port = "h" + std::to_string(h);
       FL_RETURN_IF_ERROR(Ip({"-n", HostNs(h), "link", "add", NicName(k), "type", "veth", "peer",
