@@ -149,7 +149,10 @@ class BufferPool {
 class Blob {
  public:
   Blob() = default;
-  Blob(Blob&& o) noexcept : data_(o.data_), size_(o.size_), cap_(o.cap_) { o.data_ = nullptr; }
+  Blob(Blob&& o) noexcept : data_(o.data_), size_(o.size_), cap_(o.cap_) {
+    o.data_ = nullptr;
+    o.size_ = o.cap_ = 0;
+  }
   Blob& operator=(Blob&& o) noexcept {
     if (this != &o) {
       Reset(0);
