@@ -21,9 +21,9 @@
 //     the connecting side reconnects with backoff (at once on link-up): failback;
 //   - failover=false turns the first channel fault into a communicator error (fail-stop).
 //
-// Thread-safety: Post*, WaitCompletion, DetachSends, CancelAll and DumpState are called by one user
-// thread (the communicator's); error() and Abort() from any thread. All network state is owned by
-// the engine's own thread.
+// Thread-safety: Post*, WaitCompletion, WaitCounts, DetachSends, CancelAll and DumpState are
+// called by one user thread (the communicator's); error() and Abort() from any thread. All
+// network state is owned by the engine's own thread.
 // Ownership: posted buffers (and an Arrival's) are the caller's and must stay valid until
 // their completion has been returned or CancelAll has returned; DetachSends releases sends.
 // Blocking: waits take deadlines; the engine thread never blocks on the network.

@@ -319,14 +319,7 @@ class FtcclCommunicator : public Communicator {
       const uint32_t first = rs ? 0 : steps;
       const int first_seg = rs ? rs_send(0) : ag_send(0);
       for (uint32_t j = 0; j < nslices(first_seg); ++j) send(first, first_seg, j);
-      sends_expected += sends_posted;
-      // Asleep until everything has arrived, then once more until every send is done.
-      FL_RETURN_IF_ERROR(
-          engine_->WaitCounts(recvs_expected, 0, &recvs_done, &sends_done, deadline_));
-      bool detached = false;
-      DetachWhenReceived(true, sends_done < sends_expected, &detached);
-      return engine_->WaitCounts(recvs_expected, sends_expected, &recvs_done, &sends_done,
-                                 deadline_);
+      return AwaitCompletions(recvs_expected, sends_expected + sends_posted);
     }
     // Device buffers: the reductions run here, through the CUDA kernel.
     // Reduce-scatter receives go to staging, two slots per slice: slice j of the next step
@@ -413,9 +406,19 @@ class FtcclCommunicator : public Communicator {
     return OkStatus();
   }
 
-  // Once everything of a collective has arrived, its sends still waiting for acks are
-  // completed from copies (Engine::DetachSends): the caller goes on to the next collective
-  // instead of idling the links for an ack round trip through their queues.
+  // The end of a collective that needs no per-message work from this thread (the host ring,
+  // AllToAll): asleep until everything has arrived, then the sends still waiting for acks go
+  // on from copies (Engine::DetachSends), and once more until every send is done.
+  Status AwaitCompletions(size_t recvs, size_t sends) {
+    size_t recvs_done = 0, sends_done = 0;
+    FL_RETURN_IF_ERROR(engine_->WaitCounts(recvs, 0, &recvs_done, &sends_done, deadline_));
+    if (sends_done < sends) engine_->DetachSends();
+    return engine_->WaitCounts(recvs, sends, &recvs_done, &sends_done, deadline_);
+  }
+
+  // The same for loops that handle each completion: once everything has arrived, the caller
+  // goes on to the next collective instead of idling the links for an ack round trip through
+  // their queues.
   void DetachWhenReceived(bool all_received, bool sends_pending, bool* detached) {
     if (*detached || !all_received || !sends_pending) return;
     engine_->DetachSends();
@@ -476,31 +479,22 @@ class FtcclCommunicator : public Communicator {
     const uint32_t slices = static_cast<uint32_t>((block + sb - 1) / sb);
     if (slices > kMaxSlices) return InvalidArgumentError("alltoall: message too large");
     auto len = [&](uint32_t j) { return std::min(sb, block - j * sb); };
-    size_t expected = 0;
+    size_t recvs = 0, sends = 0;
     for (int d = 1; d < n; ++d) {
       int from = Mod(r - d, n);
-      for (uint32_t j = 0; j < slices; ++j, ++expected) {
+      for (uint32_t j = 0; j < slices; ++j, ++recvs) {
         engine_->PostRecv(from, MakeTag(coll_, 0, j), recv + from * block + j * sb, len(j),
                           Cookie(kPlainRecv, 0, j));
       }
     }
     for (int d = 1; d < n; ++d) {
       int to = Mod(r + d, n);
-      for (uint32_t j = 0; j < slices; ++j, ++expected) {
+      for (uint32_t j = 0; j < slices; ++j, ++sends) {
         engine_->PostSend(to, MakeTag(coll_, 0, j), send + to * block + j * sb, len(j),
                           Cookie(kSendDone, 0, j));
       }
     }
-    size_t recvs_done = 0, sends_done = 0;
-    const size_t recvs_expected = expected / 2;
-    bool detached = false;
-    while (recvs_done + sends_done < expected) {
-      DetachWhenReceived(recvs_done == recvs_expected, sends_done < expected - recvs_expected,
-                         &detached);
-      FL_ASSIGN_OR_RETURN(Completion c, engine_->WaitCompletion(deadline_));
-      ++(KindOf(c.cookie) == kSendDone ? sends_done : recvs_done);
-    }
-    return OkStatus();
+    return AwaitCompletions(recvs, sends);
   }
 
   std::unique_ptr<Engine> engine_;
