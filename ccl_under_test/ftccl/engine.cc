@@ -343,6 +343,21 @@ class Engine::Impl {
                     Deadline deadline);
   void CancelAll();
   std::string Dump();
+  // Set in Init, read-only afterwards.
+  std::vector<std::string> HostIds() const {
+    std::vector<std::string> out(peers_.size());
+    for (size_t r = 0; r < out.size(); ++r) {
+      out[r] = static_cast<int>(r) == cfg_.rank ? host_id_ : peers_[r].host;
+    }
+    return out;
+  }
+  std::vector<std::vector<std::string>> NicAddrs() const {
+    std::vector<std::vector<std::string>> out(peers_.size());
+    for (size_t r = 0; r < out.size(); ++r) {
+      out[r] = static_cast<int>(r) == cfg_.rank ? my_addrs_ : peers_[r].addrs;
+    }
+    return out;
+  }
   Status error() const {
     std::lock_guard<std::mutex> lock(done_mu_);
     return error_;
@@ -482,7 +497,7 @@ class Engine::Impl {
 
  public:
   std::atomic<uint64_t> st_sent_{0}, st_requeued_{0}, st_dups_{0}, st_faults_{0}, st_restored_{0};
-  std::atomic<uint64_t> st_relayed_{0}, st_forwarded_{0}, st_detached_{0};
+  std::atomic<uint64_t> st_relayed_{0}, st_forwarded_{0}, st_detached_{0}, st_host_local_{0};
 
  private:
   bool fail_stopped_ = false;
@@ -1050,6 +1065,7 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
       ++ch.inflight_chunks;
       ++ch.chunks_sent;
       ++st_sent_;
+      if (ch.local_nic < 0) ++st_host_local_;
     }
     SendChunk* c = ch.cur;
     const char* payload = c->Bytes();
@@ -1320,13 +1336,22 @@ void Engine::Impl::EnqueueSend(int peer, uint64_t tag, const char* data, size_t 
 
 // The collective's next step, on the engine thread: reduce what arrived, send the result on.
 void Engine::Impl::OnArrival(const Arrival& a, const char* got, size_t len) {
+  ArrivalJoin* join = a.join;
   if (a.reduce && len) {
     const size_t count = len / SizeOf(a.type);
-    if (a.own) {
+    if (a.own && (!join || join->arrived == 0)) {
       HostReduce3(a.out, a.own, got, count, a.type, a.op);
     } else {
       HostReduce(a.out, got, count, a.type, a.op);
     }
+  }
+  if (join) {
+    if (++join->arrived < join->expected) return;
+    for (const ArrivalJoin::Send& s : join->sends) {
+      EnqueueSend(s.to, s.tag, a.out, len, s.cookie);
+      PumpPeer(s.to);
+    }
+    return;
   }
   if (a.to >= 0) {
     EnqueueSend(a.to, a.tag, a.out, len, a.send_cookie);
@@ -1768,6 +1793,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(
 int Engine::rank() const { return impl_->cfg_.rank; }
 int Engine::size() const { return impl_->cfg_.world_size; }
 const EngineOptions& Engine::options() const { return impl_->opt_; }
+std::vector<std::string> Engine::HostIds() const { return impl_->HostIds(); }
+std::vector<std::vector<std::string>> Engine::NicAddrs() const { return impl_->NicAddrs(); }
 void Engine::PostSend(int peer, uint64_t tag, const void* data, size_t len, uint64_t cookie) {
   impl_->Post(
       MakeOp(Op::kSend, peer, tag, const_cast<char*>(static_cast<const char*>(data)), len, cookie));
@@ -1801,6 +1828,7 @@ EngineStats Engine::stats() const {
   s.chunks_relayed = impl_->st_relayed_;
   s.chunks_forwarded = impl_->st_forwarded_;
   s.sends_detached = impl_->st_detached_;
+  s.chunks_host_local = impl_->st_host_local_;
   return s;
 }
 void Engine::Fail(Status status) { impl_->Fail(std::move(status)); }

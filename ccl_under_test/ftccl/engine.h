@@ -77,6 +77,7 @@ struct EngineStats {
   uint64_t chunks_relayed = 0;      // our chunks sent through a relay rank
   uint64_t chunks_forwarded = 0;    // other ranks' chunks we forwarded as the relay
   uint64_t sends_detached = 0;      // sends completed from a copy by DetachSends
+  uint64_t chunks_host_local = 0;   // of chunks_sent: over the host-local channel
 };
 
 // What the engine thread does with a message the moment it has arrived, before reporting its
@@ -84,6 +85,22 @@ struct EngineStats {
 // nullptr) and/or send `out` (len bytes) on to rank `to` under `tag`, whose own completion
 // is reported with `send_cookie`. A ring step then costs no hand-off to the caller's thread
 // and back (two context switches per slice, about a tenth of the CPU on the lab).
+// Several receives that feed one slice (a hierarchical AllReduce: the ring's partial sum and
+// each same-host partner's contribution): each arrival is reduced into `out` (the first with
+// `own`, the rest in place), and the sends go once all `expected` have arrived, in place of
+// the Arrival's own `to`. Owned by the caller, like the buffers, and touched only by the
+// engine thread once posted.
+struct ArrivalJoin {
+  struct Send {
+    int to = -1;
+    uint64_t tag = 0;
+    uint64_t cookie = 0;
+  };
+  int expected = 1;
+  int arrived = 0;
+  std::vector<Send> sends;
+};
+
 struct Arrival {
   bool reduce = false;
   char* out = nullptr;
@@ -93,6 +110,7 @@ struct Arrival {
   int to = -1;  // -1: no send
   uint64_t tag = 0;
   uint64_t send_cookie = 0;
+  ArrivalJoin* join = nullptr;  // see ArrivalJoin; nullptr: this arrival alone
 };
 
 struct Completion {
@@ -113,6 +131,11 @@ class Engine {
 
   int rank() const;
   int size() const;
+  // Every rank's host id as published in the rendezvous ("" = none: no host-local channel),
+  // the same on every rank.
+  std::vector<std::string> HostIds() const;
+  // Every rank's NIC listening addresses ("ip:port", rail order) as published.
+  std::vector<std::vector<std::string>> NicAddrs() const;
   const EngineOptions& options() const;
 
   // REQUIRES: len <= chunk_bytes; tag unique per (peer, direction) among live messages.

@@ -31,9 +31,64 @@ uint32_t SliceOf(uint64_t c) { return static_cast<uint32_t>(c & 0xffffff); }
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 
+// The ranks as hosts x local ranks, for the hierarchical AllReduce: equal numbers of ranks
+// (>= 2) on each of >= 2 hosts, by the host ids the ranks published. Hosts are ordered by
+// their lowest rank, the ranks of a host by rank: every rank computes the same layout.
+struct HostLayout {
+  int hosts = 0;
+  int local = 0;
+  std::vector<std::vector<int>> ranks;  // [host][local index]
+  std::vector<int> host_of, local_of;   // per rank
+  // The ranks of every host listen on the same NICs. Not so in a rail-per-rank placement
+  // (each rank on its own NIC): there the hierarchical rings run rail by rail, and a rank
+  // that loses its NIC could only be reached through two relays (its host's rank on another
+  // rail, then the peer's host's rank on that rail); the engine relays one hop, so the
+  // default keeps the flat ring there.
+  bool shared_nics = false;
+  bool usable() const { return hosts >= 2 && local >= 2; }
+};
+
+// "ip:port" -> "ip", sorted.
+std::vector<std::string> NicIps(std::vector<std::string> addrs) {
+  for (auto& a : addrs) a = a.substr(0, a.rfind(':'));
+  std::sort(addrs.begin(), addrs.end());
+  return addrs;
+}
+
+HostLayout MakeHostLayout(const std::vector<std::string>& ids,
+                          const std::vector<std::vector<std::string>>& nics) {
+  HostLayout l;
+  std::vector<std::string> order;
+  for (const std::string& id : ids) {
+    if (id.empty()) return {};
+    if (std::find(order.begin(), order.end(), id) == order.end()) order.push_back(id);
+  }
+  l.ranks.resize(order.size());
+  l.host_of.resize(ids.size());
+  l.local_of.resize(ids.size());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    const int h = static_cast<int>(std::find(order.begin(), order.end(), ids[r]) - order.begin());
+    l.host_of[r] = h;
+    l.local_of[r] = static_cast<int>(l.ranks[h].size());
+    l.ranks[h].push_back(static_cast<int>(r));
+  }
+  for (const auto& host : l.ranks) {
+    if (host.size() != l.ranks[0].size()) return {};
+  }
+  l.hosts = static_cast<int>(l.ranks.size());
+  l.local = l.hosts ? static_cast<int>(l.ranks[0].size()) : 0;
+  l.shared_nics = true;
+  for (const auto& host : l.ranks) {
+    for (int r : host) l.shared_nics &= NicIps(nics[r]) == NicIps(nics[host[0]]);
+  }
+  return l;
+}
+
 class FtcclCommunicator : public Communicator {
  public:
-  explicit FtcclCommunicator(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}
+  explicit FtcclCommunicator(std::unique_ptr<Engine> engine)
+      : engine_(std::move(engine)),
+        layout_(MakeHostLayout(engine_->HostIds(), engine_->NicAddrs())) {}
 
   int rank() const override { return engine_->rank(); }
   int size() const override { return engine_->size(); }
@@ -42,8 +97,24 @@ class FtcclCommunicator : public Communicator {
   Status AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                    const CollectiveOptions& opts) override {
     const size_t es = SizeOf(type);
+    bool hier = false;
+    if (opts.algorithm == "hier") {
+      if (!layout_.usable()) {
+        return InvalidArgumentError(
+            "ftccl: algorithm 'hier' needs >= 2 hosts with the same number (>= 2) of ranks each");
+      }
+      hier = true;
+    } else if (opts.algorithm.empty() || opts.algorithm == "auto") {
+      hier = layout_.usable() && layout_.shared_nics;
+    } else if (opts.algorithm != "ring") {
+      return InvalidArgumentError("ftccl: unknown algorithm '" + opts.algorithm +
+                                  "' (auto, ring, hier)");
+    }
     return Run(
         opts, {{send, count * es}}, {{recv, count * es}}, [&](char* const* in, char* const* out) {
+          if (hier && !dev_out_ && count > 0) {
+            return Hier(out[0], in[0] != out[0] ? in[0] : nullptr, count, es, type, op);
+          }
           std::vector<size_t> off = EvenSegments(count);
           if (!dev_out_ || count == 0) {
             // Out of place: the reduce-scatter reads the input where it would have read a
@@ -406,6 +477,154 @@ class FtcclCommunicator : public Communicator {
     return OkStatus();
   }
 
+  // Hierarchical AllReduce on host buffers (layout_ usable), for ranks that share hosts: the
+  // buffer is split into one part per local index i. Each rank
+  //   A. sends its contribution to part q to the partner of its host with local index q, and
+  //      reduces what its partners send of its own part i (host-local channels);
+  //   B. runs the pipelined ring AllReduce over part i with the ranks of local index i on the
+  //      other hosts (one ring per local index, side by side on the NICs);
+  //   C. sends the final part i to its partners and receives theirs.
+  // Each host puts 2(H-1)/H of the buffer on its NICs instead of the flat ring's 2(n-1)/n
+  // (H hosts, n ranks). Everything runs on the engine thread as slices arrive: a slice of
+  // part i is sent on once the ring's partial sum and every partner's contribution are in
+  // (ArrivalJoin), so A and C overlap the ring slice by slice.
+  Status Hier(char* buf, const char* src, size_t count, size_t es, DataType type, ReduceOp op) {
+    const int H = layout_.hosts, L = layout_.local;
+    const int me = rank(), hi = layout_.host_of[me], li = layout_.local_of[me];
+    const int next = layout_.ranks[Mod(hi + 1, H)][li], prev = layout_.ranks[Mod(hi - 1, H)][li];
+    const uint32_t steps = static_cast<uint32_t>(H - 1);
+    if (2 * static_cast<uint32_t>(H) + 2 * steps > kMaxSteps) {
+      return InvalidArgumentError("ftccl: too many hosts for the hierarchical AllReduce");
+    }
+    // off[i][k]: first element of segment k of part i (off[i][H] = end of part i).
+    std::vector<std::vector<size_t>> off(L, std::vector<size_t>(H + 1));
+    size_t max_seg = 0;
+    for (int i = 0; i < L; ++i) {
+      const size_t begin = i * (count / L) + std::min<size_t>(i, count % L);
+      const size_t len = count / L + (static_cast<size_t>(i) < count % L ? 1 : 0);
+      for (int k = 0; k <= H; ++k) off[i][k] = begin + k * (len / H) + std::min<size_t>(k, len % H);
+      for (int k = 0; k < H; ++k) max_seg = std::max(max_seg, off[i][k + 1] - off[i][k]);
+    }
+    const size_t se = SliceElems(max_seg, es);
+    auto nslices = [&](int i, int k) {
+      return static_cast<uint32_t>((off[i][k + 1] - off[i][k] + se - 1) / se);
+    };
+    auto at = [&](int i, int k, uint32_t j) { return (off[i][k] + j * se) * es; };
+    auto bytes = [&](int i, int k, uint32_t j) {
+      return std::min(se, off[i][k + 1] - off[i][k] - j * se) * es;
+    };
+    // Steps in tags: ring reduce-scatter 0..steps-1, ring all-gather steps..2*steps-1, then
+    // A (part, segment k) and C, one step per segment.
+    auto tag_a = [&](int k, uint32_t j) { return MakeTag(coll_, 2 * steps + k, j); };
+    auto tag_c = [&](int k, uint32_t j) { return MakeTag(coll_, 2 * steps + H + k, j); };
+    auto rs_send0 = Mod(hi - 1, H);
+    std::vector<int> partners;
+    for (int q = 0; q < L; ++q)
+      if (q != li) partners.push_back(layout_.ranks[hi][q]);
+
+    // One join per slice of our part for the reduce-scatter (partners + the ring), one for
+    // the all-gather. Built in full before anything is posted: the engine may run an
+    // arrival at once, and joins_ must not move while it can.
+    uint32_t per_seg = 0;
+    for (int k = 0; k < H; ++k) per_seg = std::max(per_seg, nslices(li, k));
+    joins_.assign(2 * static_cast<size_t>(H) * per_seg, ArrivalJoin{});
+    auto rs_join = [&](int k, uint32_t j) -> ArrivalJoin& { return joins_[k * per_seg + j]; };
+    auto ag_join = [&](int k, uint32_t j) -> ArrivalJoin& {
+      return joins_[(H + k) * static_cast<size_t>(per_seg) + j];
+    };
+    size_t sends = 0, recvs = 0;
+    auto add_send = [&](ArrivalJoin& jn, int to, uint64_t tag) {
+      jn.sends.push_back({to, tag, Cookie(kSendDone, 0, 0)});
+      ++sends;
+    };
+    auto to_partners = [&](ArrivalJoin& jn, int k, uint32_t j) {
+      for (int q : partners) add_send(jn, q, tag_c(k, j));
+    };
+    for (int k = 0; k < H; ++k) {
+      // The ring step that receives segment k (none for the one we send first).
+      const uint32_t s = static_cast<uint32_t>(Mod(hi - k - 2, H));
+      for (uint32_t j = 0; j < nslices(li, k); ++j) {
+        ArrivalJoin& rj = rs_join(k, j);
+        rj.expected = L - 1;
+        if (k == rs_send0) {
+          add_send(rj, next, MakeTag(coll_, 0, j));
+        } else {
+          rj.expected += 1;
+          if (s + 1 < steps) {
+            add_send(rj, next, MakeTag(coll_, s + 1, j));
+          } else {  // k == hi: final here; on to the ring's all-gather and our partners
+            add_send(rj, next, MakeTag(coll_, steps, j));
+            to_partners(rj, k, j);
+          }
+        }
+        if (k != hi) {
+          // The all-gather brings segment k in at step t = hi - k - 1.
+          const uint32_t t = static_cast<uint32_t>(Mod(hi - k - 1, H));
+          ArrivalJoin& aj = ag_join(k, j);
+          if (t + 1 < steps) add_send(aj, next, MakeTag(coll_, steps + t + 1, j));
+          to_partners(aj, k, j);
+        }
+      }
+    }
+    auto reduce_into = [&](int k, uint32_t j) {
+      Arrival a;
+      a.reduce = true;
+      a.out = buf + at(li, k, j);
+      a.own = src ? src + at(li, k, j) : nullptr;
+      a.type = type;
+      a.op = op;
+      a.join = &rs_join(k, j);
+      return a;
+    };
+    for (int k = 0; k < H; ++k) {
+      for (uint32_t j = 0; j < nslices(li, k); ++j) {
+        const size_t len = bytes(li, k, j);
+        for (int q : partners) {  // A: partners' contributions to our part
+          engine_->PostRecv(q, tag_a(k, j), nullptr, len, Cookie(kRsRecv0, 0, j),
+                            reduce_into(k, j));
+          ++recvs;
+        }
+        if (k != rs_send0) {  // the ring's partial sum
+          const uint32_t s = static_cast<uint32_t>(Mod(hi - k - 2, H));
+          engine_->PostRecv(prev, MakeTag(coll_, s, j), nullptr, len, Cookie(kRsRecv0, s, j),
+                            reduce_into(k, j));
+          ++recvs;
+        }
+        if (k != hi) {  // the ring's final segment
+          const uint32_t t = static_cast<uint32_t>(Mod(hi - k - 1, H));
+          Arrival a;
+          a.out = buf + at(li, k, j);
+          a.join = &ag_join(k, j);
+          engine_->PostRecv(prev, MakeTag(coll_, steps + t, j), a.out, len, Cookie(kAgRecv, t, j),
+                            a);
+          ++recvs;
+        }
+      }
+    }
+    for (int q = 0; q < L; ++q) {  // C: the partners' final parts
+      if (q == li) continue;
+      const int from = layout_.ranks[hi][q];
+      for (int k = 0; k < H; ++k) {
+        for (uint32_t j = 0; j < nslices(q, k); ++j, ++recvs) {
+          engine_->PostRecv(from, tag_c(k, j), buf + at(q, k, j), bytes(q, k, j),
+                            Cookie(kPlainRecv, 0, j));
+        }
+      }
+    }
+    const char* mine = src ? src : buf;
+    for (int q = 0; q < L; ++q) {  // A: our contribution to the partners' parts
+      if (q == li) continue;
+      const int to = layout_.ranks[hi][q];
+      for (int k = 0; k < H; ++k) {
+        for (uint32_t j = 0; j < nslices(q, k); ++j, ++sends) {
+          engine_->PostSend(to, tag_a(k, j), mine + at(q, k, j), bytes(q, k, j),
+                            Cookie(kSendDone, 0, j));
+        }
+      }
+    }
+    return AwaitCompletions(recvs, sends);
+  }
+
   // The end of a collective that needs no per-message work from this thread (the host ring,
   // AllToAll): asleep until everything has arrived, then the sends still waiting for acks go
   // on from copies (Engine::DetachSends), and once more until every send is done.
@@ -498,6 +717,10 @@ class FtcclCommunicator : public Communicator {
   }
 
   std::unique_ptr<Engine> engine_;
+  const HostLayout layout_;
+  // The hierarchical AllReduce's joins: kept here so that they outlive the collective until
+  // Run's CancelAll after a failure.
+  std::vector<ArrivalJoin> joins_;
   uint64_t seq_ = 0;
   uint64_t coll_ = 0;
   Deadline deadline_ = Deadline::Never();

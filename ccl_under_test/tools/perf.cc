@@ -131,6 +131,7 @@ Status Call(Communicator& c, const PerfOptions& o, const Shape& s, Buffer& in, B
   CollectiveOptions co;
   co.timeout = o.timeout;
   co.memory = o.memory;
+  co.algorithm = o.algorithm;
   switch (o.coll) {
     case Collective::kAllReduce:
       return c.AllReduce(in.ptr(), out.ptr(), s.call_count, o.type, o.op, co);

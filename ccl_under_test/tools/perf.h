@@ -32,6 +32,8 @@ struct PerfOptions {
   // Check every timed iteration too (for fault runs: no wrong result at any point).
   bool check_all = false;
   Nanos timeout = 60 * kNsPerSec;
+  // CollectiveOptions::algorithm of the measured calls ("" = the library's default).
+  std::string algorithm;
   bool failover = true;
   MemoryKind memory = MemoryKind::kHost;
   // In-process mode (ranks > 0) or external mode (ranks == 0).

@@ -35,6 +35,9 @@ struct Group {
   // NICs per rank, and each rank's host id ("" = no host-local channel, no relay).
   int nics = 2;
   std::function<std::string(int)> host_of = [](int) { return std::string(); };
+  // CollectiveOptions::algorithm of Loop's AllReduce ("" = ftccl's default: the ring here,
+  // since every rank has NICs of its own).
+  std::string algorithm;
 
   // REQUIRES: called once.
   void Create(ftccl::EngineOptions eo, bool failover = true) {
@@ -88,6 +91,7 @@ LoopResult Loop(Group& g, int iters, size_t count, Nanos timeout,
     std::vector<int32_t> in(count), out(count);
     CollectiveOptions opts;
     opts.timeout = timeout;
+    opts.algorithm = g.algorithm;
     for (int it = 0; it < iters; ++it) {
       if (r == 0 && at_iter) at_iter(it);
       for (size_t i = 0; i < count; ++i) in[i] = static_cast<int32_t>((r + 1) * (i % 1000) + it);
@@ -269,6 +273,29 @@ TEST_CASE("ftccl: every path to a peer dead ends in Unavailable - not a hang", "
   CHECK(!g.comms[3]->GetAsyncError().ok());
 }
 
+// Ranks 0, 2 on host A and 1, 3 on host B, one NIC per rank; rank 0's NIC dies in the middle
+// of a chunk at iteration 3 and returns at 18 (wait_restore: the loop waits, bounded, for the
+// path to be restored). With no relay the loop would end in Unavailable after the 1 s
+// peer-dead timeout; through it, acks keep the peers alive.
+constexpr int kNicLossIters = 24;
+LoopResult LoseRank0Nic(Group& g, const std::string& algorithm, bool wait_restore) {
+  g.nics = 1;
+  g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
+  g.algorithm = algorithm;
+  auto o = FastOptions();
+  o.peer_dead_timeout = 1 * kNsPerSec;
+  g.Create(o);
+  const std::string nic = testing::LoopbackNic(0, 0);
+  return Loop(g, kNicLossIters, 256 * 1024, 30 * kNsPerSec, [&](int it) {
+    if (it == 3) g.faults->Set(nic, {FaultMode::kPass, 100 * 1024 + 17, 0});
+    if (it == 18) g.faults->Clear(nic);
+    if (it == 19 && wait_restore) {
+      WaitUntil([&] { return !g.Of(EventType::kPathRestored).empty(); },
+                Deadline::After(5 * kNsPerSec));
+    }
+  });
+}
+
 // Intra-host routing: ranks 0, 2 on host A and 1, 3 on host B (so every ring hop crosses
 // hosts), one NIC per rank (rail-optimised: a rank's traffic leaves through its own NIC).
 // Rank 0's NIC dies in the middle of a chunk: rank 0 has no path of its own to ranks 1 and 3,
@@ -277,23 +304,9 @@ TEST_CASE("ftccl: every path to a peer dead ends in Unavailable - not a hang", "
 TEST_CASE("ftccl: a rank whose every NIC is down relays through a rank of its host",
           "[integration]") {
   Group g;
-  g.nics = 1;
-  g.host_of = [](int r) { return std::string(r % 2 == 0 ? "hostA" : "hostB"); };
-  auto o = FastOptions();
-  // Without a relay the loop would end in Unavailable; through it, acks keep the peers alive.
-  o.peer_dead_timeout = 1 * kNsPerSec;
-  g.Create(o);
-  const std::string nic = testing::LoopbackNic(0, 0);
-  const int iters = 24;
-  auto r = Loop(g, iters, 256 * 1024, 30 * kNsPerSec, [&](int it) {
-    if (it == 3) g.faults->Set(nic, {FaultMode::kPass, 100 * 1024 + 17, 0});
-    if (it == 18) g.faults->Clear(nic);
-    if (it == 19) {
-      WaitUntil([&] { return !g.Of(EventType::kPathRestored).empty(); },
-                Deadline::After(5 * kNsPerSec));
-    }
-  });
-  RequireAllCorrect(r, iters);
+  // The hops named above (the hierarchical AllReduce: the next test).
+  auto r = LoseRank0Nic(g, "ring", /*wait_restore=*/true);
+  RequireAllCorrect(r, kNicLossIters);
   auto s0 = *ftccl::GetStats(*g.comms[0]);
   auto s2 = *ftccl::GetStats(*g.comms[2]);
   auto s3 = *ftccl::GetStats(*g.comms[3]);
@@ -321,6 +334,29 @@ TEST_CASE("ftccl: a rank whose every NIC is down relays through a rank of its ho
       Deadline::After(5 * kNsPerSec));
   CHECK(back_direct);
   CHECK(!g.Of(EventType::kPathRestored).empty());
+}
+
+// The same fault under the hierarchical AllReduce (asked for: with a NIC of its own per rank
+// the default is the ring, see docs/ftccl.md): rank 0's ring is with rank 1 (local index 0 on
+// each host), its partner is rank 2. With rank 0's NIC dead the ring's hop 0 -> 1 goes through
+// rank 2, and 1 -> 0 through rank 2 as well (a rank on the destination's host first; loopback
+// reaches every rank in one relay hop), while the partners keep the host-local channel.
+TEST_CASE("ftccl: the hierarchical AllReduce goes on through a relay when a rank loses its NIC",
+          "[integration]") {
+  Group g;
+  auto r = LoseRank0Nic(g, "hier", /*wait_restore=*/false);
+  RequireAllCorrect(r, kNicLossIters);
+  auto s0 = *ftccl::GetStats(*g.comms[0]);
+  auto s1 = *ftccl::GetStats(*g.comms[1]);
+  auto s2 = *ftccl::GetStats(*g.comms[2]);
+  INFO("relayed by rank 0: " << s0.chunks_relayed << ", by rank 1: " << s1.chunks_relayed
+                             << ", forwarded by rank 2: " << s2.chunks_forwarded);
+  CHECK(s0.chunks_relayed > 0);
+  CHECK(s1.chunks_relayed > 0);
+  CHECK(s2.chunks_forwarded > 0);
+  // The partners' exchange used the host-local channel throughout.
+  CHECK(s0.chunks_host_local > 0);
+  CHECK(s2.chunks_host_local > 0);
 }
 
 // The relay does not hide a rank that nothing reaches: NIC and host-local paths all down.

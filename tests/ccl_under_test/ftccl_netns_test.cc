@@ -91,10 +91,12 @@ TEST_CASE("ftccl lab: a silent blackhole is found by keep-alives and survived", 
   for (int c : codes) CHECK(c == 0);
 }
 
-// Intra-host routing on the lab: one NIC per rank (rank 2h on rail 0, 2h+1 on rail 1). Host 1's
-// NIC 0 goes down: rank 2 has no path of its own to other hosts. Rank 1 (host 0), whose ring
-// successor is rank 2, sends through rank 3 (rank 2's host), which forwards over the
-// host-local channel; without the relay rank 1 would fail (Unavailable after 2 s).
+// Intra-host routing on the lab: one NIC per rank (rank 2h on rail 0, 2h+1 on rail 1), where
+// ftccl's default AllReduce is the flat ring (docs/ftccl.md: the hierarchical one would need
+// two relay hops here). Host 1's NIC 0 goes down: rank 2 has no path of its own to other
+// hosts. Rank 1 (host 0), whose ring successor is rank 2, sends through rank 3 (rank 2's
+// host), which forwards over the host-local channel; without the relay rank 1 would fail
+// (Unavailable after 2 s).
 TEST_CASE("ftccl lab: a rank with its only NIC down is reached through a rank of its host",
           "[.root]") {
   auto lab = MakeLab();
