@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -321,9 +322,18 @@ class Engine::Impl {
       : cfg_(config), transport_(std::move(t)), host_transport_(std::move(host_t)), opt_(o) {
     if (!host_transport_) host_transport_ = transport::unix_socket::CreateUnixTransport();
   }
-  ~Impl() { Stop(); }
+  ~Impl() {
+    Flush();
+    Stop();
+  }
 
   Status Init();
+  // Before the engine goes: waits (bounded by peer_dead_timeout, after which a peer we still
+  // owe data counts as dead anyway) until every chunk we still carry is acknowledged. The
+  // last collective returned once its own receives were in (DetachSends): its remaining
+  // sends, and chunks we forward for other ranks, would otherwise die with this process
+  // while a peer still waits for them. Peers that said BYE have finished and need nothing.
+  void Flush();
   void Stop();
 
   // User-thread side.
@@ -468,6 +478,10 @@ class Engine::Impl {
 
   mutable std::mutex done_mu_;
   std::condition_variable done_cv_;
+  // Flush: the engine thread counts the chunks still owed to peers that have not left.
+  std::atomic<bool> flushing_{false};
+  std::atomic<size_t> owed_{0};
+  std::atomic<uint64_t> loop_gen_{0};
   std::deque<Completion> done_;
   size_t queued_recvs_ = 0, queued_sends_ = 0;  // in done_
   bool counting_ = false;                       // a WaitCounts caller is asleep
@@ -634,6 +648,21 @@ Status Engine::Impl::Init() {
   // A store barrier so that no rank starts a collective before all are connected.
   if (n > 1) FL_RETURN_IF_ERROR(StoreBarrier(*cfg_.store, prefix + "ready", me, n, deadline));
   return OkStatus();
+}
+
+void Engine::Impl::Flush() {
+  if (!thread_.joinable() || !error().ok()) return;
+  flushing_ = true;
+  const uint64_t gen0 = loop_gen_;
+  const Deadline d = Deadline::After(opt_.peer_dead_timeout + kNsPerSec);
+  // Two loop iterations after the request: the count reflects every op posted before it.
+  while (!d.Expired() && error().ok() && (loop_gen_ < gen0 + 2 || owed_ > 0)) {
+    Wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (owed_ > 0 && error().ok()) {
+    FL_LOG(kWarn, "ftccl") << owed_ << " chunk(s) still unacknowledged at exit";
+  }
 }
 
 void Engine::Impl::Stop() {
@@ -1761,6 +1790,16 @@ void Engine::Impl::Loop() {
     if (now >= next_timers) {
       Timers(now);
       next_timers = now + tick;
+    }
+    if (flushing_) {
+      size_t owed = 0;
+      for (const Peer& p : peers_) {
+        bool left = false;
+        for (const Channel& ch : p.ch) left |= ch.bye;
+        if (!left) owed += p.chunks.size();
+      }
+      owed_ = owed;
+      ++loop_gen_;
     }
   }
   // Say goodbye on every channel that is between frames, so peers do not take our exit for
