@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ccl-option", ccl_options,
                  "ftccl tuning key=value (repeatable): chunk_bytes, window_bytes, "
-                 "channels_per_nic, keepalive_ms, dead_timeout_ms, peer_dead_ms");
+                 "channels_per_nic, keepalive_ms, dead_timeout_ms, peer_dead_ms, algorithm");
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");

@@ -31,6 +31,8 @@ uint32_t SliceOf(uint64_t c) { return static_cast<uint32_t>(c & 0xffffff); }
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 
+constexpr char kAlgorithms[] = "auto, ring, hier";
+
 // The ranks as hosts x local ranks, for the hierarchical AllReduce: equal numbers of ranks
 // (>= 2) on each of >= 2 hosts, by the host ids the ranks published. Hosts are ordered by
 // their lowest rank, the ranks of a host by rank: every rank computes the same layout.
@@ -86,9 +88,10 @@ HostLayout MakeHostLayout(const std::vector<std::string>& ids,
 
 class FtcclCommunicator : public Communicator {
  public:
-  explicit FtcclCommunicator(std::unique_ptr<Engine> engine)
+  FtcclCommunicator(std::unique_ptr<Engine> engine, std::string algorithm)
       : engine_(std::move(engine)),
-        layout_(MakeHostLayout(engine_->HostIds(), engine_->NicAddrs())) {}
+        layout_(MakeHostLayout(engine_->HostIds(), engine_->NicAddrs())),
+        algorithm_(std::move(algorithm)) {}
 
   int rank() const override { return engine_->rank(); }
   int size() const override { return engine_->size(); }
@@ -98,17 +101,18 @@ class FtcclCommunicator : public Communicator {
                    const CollectiveOptions& opts) override {
     const size_t es = SizeOf(type);
     bool hier = false;
-    if (opts.algorithm == "hier") {
+    const std::string& algorithm = opts.algorithm.empty() ? algorithm_ : opts.algorithm;
+    if (algorithm == "hier") {
       if (!layout_.usable()) {
         return InvalidArgumentError(
             "ftccl: algorithm 'hier' needs >= 2 hosts with the same number (>= 2) of ranks each");
       }
       hier = true;
-    } else if (opts.algorithm.empty() || opts.algorithm == "auto") {
+    } else if (algorithm == "auto") {
       hier = layout_.usable() && layout_.shared_nics;
-    } else if (opts.algorithm != "ring") {
-      return InvalidArgumentError("ftccl: unknown algorithm '" + opts.algorithm +
-                                  "' (auto, ring, hier)");
+    } else if (algorithm != "ring") {
+      return InvalidArgumentError("ftccl: unknown algorithm '" + algorithm + "' (" +
+                                  std::string(kAlgorithms) + ")");
     }
     return Run(
         opts, {{send, count * es}}, {{recv, count * es}}, [&](char* const* in, char* const* out) {
@@ -718,6 +722,7 @@ class FtcclCommunicator : public Communicator {
 
   std::unique_ptr<Engine> engine_;
   const HostLayout layout_;
+  const std::string algorithm_;  // for calls that name none
   // The hierarchical AllReduce's joins: kept here so that they outlive the collective until
   // Run's CancelAll after a failure.
   std::vector<ArrivalJoin> joins_;
@@ -766,9 +771,14 @@ StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig
     tcp.user_timeout = std::max<Nanos>(options.engine.dead_timeout * 4, kNsPerSec);
     transport = transport::tcp::CreateTcpTransport(tcp);
   }
+  if (options.algorithm != "auto" && options.algorithm != "ring" && options.algorithm != "hier") {
+    return InvalidArgumentError("ftccl: unknown algorithm '" + options.algorithm + "' (" +
+                                kAlgorithms + ")");
+  }
   FL_ASSIGN_OR_RETURN(auto engine,
                       Engine::Create(config, transport, options.engine, options.host_transport));
-  return std::unique_ptr<Communicator>(std::make_unique<FtcclCommunicator>(std::move(engine)));
+  return std::unique_ptr<Communicator>(
+      std::make_unique<FtcclCommunicator>(std::move(engine), options.algorithm));
 }
 
 Status RegisterFtccl(CclRegistry& registry) {
@@ -777,6 +787,7 @@ Status RegisterFtccl(CclRegistry& registry) {
     EngineOptions base;
     base.host_id = "auto";  // host-local channels and relay between ranks of one host
     o.engine = EngineOptionsFromEnv(base);
+    if (const char* a = std::getenv("FTCCL_ALGORITHM"); a && *a) o.algorithm = a;
     return CreateFtcclCommunicator(config, o);
   });
 }

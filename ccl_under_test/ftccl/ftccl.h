@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "ccl_under_test/api/communicator.h"
 #include "ccl_under_test/ftccl/engine.h"
@@ -29,6 +30,9 @@ struct FtcclOptions {
   // Host-local channels between ranks of one host; nullptr = abstract AF_UNIX sockets
   // (transport/unix). Tests pass a FaultyTransport over it.
   std::shared_ptr<transport::Transport> host_transport;
+  // The AllReduce algorithm of calls whose CollectiveOptions::algorithm is "": auto, ring or
+  // hier (docs/ftccl.md, Collectives); the registered factory reads FTCCL_ALGORITHM.
+  std::string algorithm = "auto";
 };
 
 StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig& config,
@@ -38,7 +42,7 @@ StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig
 std::optional<EngineStats> GetStats(const Communicator& comm);
 
 // Registers "ftccl" (default options; FTCCL_* environment variables tune it, see
-// docs/ftccl.md).
+// docs/ftccl.md; an FTCCL_ALGORITHM other than auto, ring or hier fails the creation).
 Status RegisterFtccl(CclRegistry& registry);
 
 // EngineOptions from the environment: FTCCL_CHUNK_BYTES, FTCCL_WINDOW_BYTES,

@@ -43,7 +43,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_option("--ccl-option", args->ccl_options,
                   "CCL tuning key=value (repeatable), e.g. dead_timeout_ms=900; ftccl takes\n"
                   "chunk_bytes, window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms,\n"
-                  "peer_dead_ms. Stored as tags ccl=NAME and ccl.KEY=VALUE");
+                  "peer_dead_ms (positive integers) and algorithm (auto, ring, hier). Stored as\n"
+                  "tags ccl=NAME and ccl.KEY=VALUE");
     c->add_flag("--json", args->json, "print the summary as JSON");
     c->add_flag("--dry-run", args->dry_run,
                 "validate and print the seeded fault plan; create nothing");

@@ -194,8 +194,8 @@ Status FaultError(const std::string& where, const std::string& msg) {
 
 std::vector<std::string> CclOptionNames(const std::string& ccl) {
   if (ccl == "ftccl")
-    return {"chunk_bytes",  "window_bytes",    "channels_per_nic",
-            "keepalive_ms", "dead_timeout_ms", "peer_dead_ms"};
+    return {"chunk_bytes",     "window_bytes", "channels_per_nic", "keepalive_ms",
+            "dead_timeout_ms", "peer_dead_ms", "algorithm"};
   return {};
 }
 
@@ -206,6 +206,11 @@ std::string CheckCclOptions(const std::string& ccl,
     if (std::find(names.begin(), names.end(), k) == names.end()) {
       if (names.empty()) return "ccl " + ccl + " takes no options (got '" + k + "')";
       return "unknown " + ccl + " option '" + k + "' (" + Join(names) + ")";
+    }
+    if (k == "algorithm") {  // ftccl's AllReduce algorithm, the one option that is a word
+      if (v != "auto" && v != "ring" && v != "hier")
+        return ccl + " option algorithm wants auto, ring or hier, got '" + v + "'";
+      continue;
     }
     bool digits = !v.empty() && v.size() <= 12 &&
                   std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });

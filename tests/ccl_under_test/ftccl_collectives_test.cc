@@ -263,10 +263,16 @@ TEST_CASE("ftccl: an unknown algorithm - and hier without a host layout - are re
           "[integration]") {
   const int n = 3;
   MemoryStore store;
+  ftccl::FtcclOptions bad;
+  bad.algorithm = "tree";  // the communicator's default (FTCCL_ALGORITHM), checked at creation
+  auto refused = ftccl::CreateFtcclCommunicator(testing::RankConfig(0, 1, 1, &store, "x"), bad);
+  CHECK(refused.status().code() == Code::kInvalidArgument);
+  CHECK(refused.status().message() == "ftccl: unknown algorithm 'tree' (auto, ring, hier)");
   auto comms = testing::CreateAll(n, [&](int r) {
     ftccl::FtcclOptions opts;
     opts.engine.watch_links = false;
     opts.engine.host_id = r < 2 ? "a" : "b";  // 2 + 1 ranks: no even layout
+    opts.algorithm = "hier";                  // for calls that name none
     return ftccl::CreateFtcclCommunicator(testing::RankConfig(r, n, 1, &store, "algo"), opts);
   });
   for (auto& c : comms) REQUIRE(c.ok());
@@ -276,14 +282,17 @@ TEST_CASE("ftccl: an unknown algorithm - and hier without a host layout - are re
   Status s = (*comms[0])->AllReduce(&x, &y, 1, DataType::kInt32, ReduceOp::kSum, o);
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK(s.message().find("unknown algorithm 'tree'") != std::string::npos);
-  o.algorithm = "hier";
-  s = (*comms[0])->AllReduce(&x, &y, 1, DataType::kInt32, ReduceOp::kSum, o);
-  CHECK(s.code() == Code::kInvalidArgument);
-  // The default falls back to the ring, and the communicator still works.
+  for (const char* algo : {"hier", ""}) {  // "": the communicator's default, hier here
+    INFO("algorithm '" << algo << "'");
+    o.algorithm = algo;
+    s = (*comms[0])->AllReduce(&x, &y, 1, DataType::kInt32, ReduceOp::kSum, o);
+    CHECK(s.code() == Code::kInvalidArgument);
+  }
+  // auto falls back to the ring, and the communicator still works.
   std::vector<std::string> errors(n);
   testing::RunRanks(n, [&](int r) {
     const Case c{Collective::kAllReduce, DataType::kInt32, ReduceOp::kSum, 1001};
-    if (RunAllReduce(**comms[r], c, false, "", &errors[r]) != 0 && errors[r].empty())
+    if (RunAllReduce(**comms[r], c, false, "auto", &errors[r]) != 0 && errors[r].empty())
       errors[r] = "wrong result";
   });
   for (int r = 0; r < n; ++r) CHECK(errors[r] == "");

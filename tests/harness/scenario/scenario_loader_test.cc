@@ -162,6 +162,13 @@ TEST_CASE("scenario: ccl_options are checked and command-line overrides merge ov
   CHECK(bad_value.status().message().find("wants a positive integer, got '0.5s'") !=
         std::string::npos);
 
+  // ftccl's AllReduce algorithm is the one option that is a word.
+  Scenario algo = *s;
+  CHECK(ApplyCclOverrides(algo, "", {{"algorithm", "ring"}}).ok());
+  CHECK(algo.job.ccl_options.at("algorithm") == "ring");
+  CHECK(ApplyCclOverrides(algo, "", {{"algorithm", "tree"}}).message() ==
+        "--ccl-option: ftccl option algorithm wants auto, ring or hier, got 'tree'");
+
   Scenario merged = *s;
   REQUIRE(ApplyCclOverrides(merged, "", {{"dead_timeout_ms", "1500"}}).ok());
   CHECK(merged.job.ccl_options.at("dead_timeout_ms") == "1500");
