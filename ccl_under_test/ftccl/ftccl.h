@@ -2,7 +2,10 @@
 //
 // Collectives are pipelined rings (AllReduce = ring reduce-scatter + ring all-gather, each
 // segment sliced into chunks so that chunk i travels on while chunk i+1 is still arriving);
-// AllToAll sends directly to every peer. Every chunk is a message of ftccl's Engine, so it is
+// AllReduce on host buffers is hierarchical where the ranks share hosts (and their NICs)
+// evenly: partners on a host exchange parts over the host-local channel and one ring per
+// local index runs over the hosts (CollectiveOptions::algorithm auto|ring|hier). AllToAll
+// sends directly to every peer. Every chunk is a message of ftccl's Engine, so it is
 // sequenced, acknowledged, applied exactly once and failed over to surviving paths (see
 // engine.h and docs/ftccl.md).
 //
