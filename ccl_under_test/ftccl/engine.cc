@@ -276,6 +276,7 @@ struct Peer {
   std::unordered_map<uint64_t, RecvReq> posted;  // by tag
   std::unordered_map<uint64_t, Blob> unexpected;
   Nanos all_down_since = 0;
+  bool gone = false;      // Flush: unreachable at exit, owed nothing more
   std::string host;       // host id ("" = unknown: no host-local channel, no relay through it)
   std::string lo_addr;    // host-local listening address
   int via = -1;           // relay rank while we have no working channel of our own, or -1
@@ -654,7 +655,7 @@ void Engine::Impl::Flush() {
   if (!thread_.joinable() || !error().ok()) return;
   flushing_ = true;
   const uint64_t gen0 = loop_gen_;
-  const Deadline d = Deadline::After(opt_.peer_dead_timeout + kNsPerSec);
+  const Deadline d = Deadline::After(opt_.peer_dead_timeout + 2 * kNsPerSec);
   // Two loop iterations after the request: the count reflects every op posted before it.
   while (!d.Expired() && error().ok() && (loop_gen_ < gen0 + 2 || owed_ > 0)) {
     Wake();
@@ -1168,14 +1169,27 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
       return;
     case kPing:
       return;
-    case kBye:
+    case kBye: {
       epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
       ch.conn.reset();
       ch.state = ChState::kDown;
       ch.bye = true;
       ch.cur = nullptr;
+      // Not a fault, but what this channel carried unacknowledged (chunks relayed through a
+      // departing rank included) must go another way.
+      for (auto& q : peers_) {
+        for (auto& [seq, c] : q.chunks) {
+          if (c->channel == ch.index && c->via == (&q == &peers_[peer] ? -1 : peer))
+            Requeue(q, *c, -1);
+        }
+      }
+      ch.inflight_bytes = 0;
+      ch.inflight_chunks = 0;
       UpdateRoutes();
+      for (auto& q : peers_)
+        if (!q.queue.empty()) PumpPeer(q.rank);
       return;
+    }
     case kAck:
       if (h.flags & (kFlagRelayed | kFlagRelayAck)) {
         const int other = static_cast<int>(h.aux);
@@ -1699,7 +1713,11 @@ void Engine::Impl::Timers(Nanos now) {
       // a host that lost every NIC would otherwise each wait on the other as a relay.
       const Nanos quiet_since = std::max(p.all_down_since, p.relay_heard);
       bool work = !p.chunks.empty() || !p.posted.empty();
-      if (work && now - quiet_since > opt_.peer_dead_timeout) {
+      // At exit (Flush) a peer out of reach that long just ends the wait for it: every
+      // collective has returned, so there is no error to report.
+      if (work && flushing_ && now - quiet_since > opt_.peer_dead_timeout) {
+        p.gone = true;
+      } else if (work && now - quiet_since > opt_.peer_dead_timeout) {
         FL_LOG(kError, "ftccl") << "no healthy path to rank " << p.rank
                                 << "; what each channel waits for:\n"
                                 << DumpLocked();
@@ -1794,7 +1812,7 @@ void Engine::Impl::Loop() {
     if (flushing_) {
       size_t owed = 0;
       for (const Peer& p : peers_) {
-        bool left = false;
+        bool left = p.gone;
         for (const Channel& ch : p.ch) left |= ch.bye;
         if (!left) owed += p.chunks.size();
       }

@@ -47,7 +47,10 @@ struct HostLayout {
   // rail, then the peer's host's rank on that rail); the engine relays one hop, so the
   // default keeps the flat ring there.
   bool shared_nics = false;
-  bool usable() const { return hosts >= 2 && local >= 2; }
+  // 2(H-1) ring steps and H each for the partners' two exchanges must fit the tags.
+  bool usable() const {
+    return hosts >= 2 && local >= 2 && 4 * static_cast<uint32_t>(hosts) - 2 <= kMaxSteps;
+  }
 };
 
 // "ip:port" -> "ip", sorted.
@@ -105,7 +108,8 @@ class FtcclCommunicator : public Communicator {
     if (algorithm == "hier") {
       if (!layout_.usable()) {
         return InvalidArgumentError(
-            "ftccl: algorithm 'hier' needs >= 2 hosts with the same number (>= 2) of ranks each");
+            "ftccl: algorithm 'hier' needs >= 2 hosts (at most 1024) with the same number (>= 2) "
+            "of ranks each");
       }
       hier = true;
     } else if (algorithm == "auto") {
@@ -497,9 +501,6 @@ class FtcclCommunicator : public Communicator {
     const int me = rank(), hi = layout_.host_of[me], li = layout_.local_of[me];
     const int next = layout_.ranks[Mod(hi + 1, H)][li], prev = layout_.ranks[Mod(hi - 1, H)][li];
     const uint32_t steps = static_cast<uint32_t>(H - 1);
-    if (2 * static_cast<uint32_t>(H) + 2 * steps > kMaxSteps) {
-      return InvalidArgumentError("ftccl: too many hosts for the hierarchical AllReduce");
-    }
     // off[i][k]: first element of segment k of part i (off[i][H] = end of part i).
     std::vector<std::vector<size_t>> off(L, std::vector<size_t>(H + 1));
     size_t max_seg = 0;
@@ -615,11 +616,14 @@ class FtcclCommunicator : public Communicator {
         }
       }
     }
+    // A: our contribution to the partners' parts, segments in the order the partners' rings
+    // need them (hi - 1 first, their step 0; they share our host index).
     const char* mine = src ? src : buf;
-    for (int q = 0; q < L; ++q) {  // A: our contribution to the partners' parts
+    for (int q = 0; q < L; ++q) {
       if (q == li) continue;
       const int to = layout_.ranks[hi][q];
-      for (int k = 0; k < H; ++k) {
+      for (int d = 1; d <= H; ++d) {
+        const int k = Mod(hi - d, H);
         for (uint32_t j = 0; j < nslices(q, k); ++j, ++sends) {
           engine_->PostSend(to, tag_a(k, j), mine + at(q, k, j), bytes(q, k, j),
                             Cookie(kSendDone, 0, j));
@@ -720,12 +724,13 @@ class FtcclCommunicator : public Communicator {
     return AwaitCompletions(recvs, sends);
   }
 
-  std::unique_ptr<Engine> engine_;
-  const HostLayout layout_;
-  const std::string algorithm_;  // for calls that name none
   // The hierarchical AllReduce's joins: kept here so that they outlive the collective until
-  // Run's CancelAll after a failure.
+  // Run's CancelAll after a failure, and declared before engine_ so that they outlive the
+  // engine thread too.
   std::vector<ArrivalJoin> joins_;
+  std::unique_ptr<Engine> engine_;
+  const HostLayout layout_;      // from engine_: declared after it
+  const std::string algorithm_;  // for calls that name none
   uint64_t seq_ = 0;
   uint64_t coll_ = 0;
   Deadline deadline_ = Deadline::Never();

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout, "per-collective timeout (e.g. 10s)");
   app.add_option("--algo", o.algorithm,
                  "algorithm of the measured calls; ftccl AllReduce: auto (default: hier when "
-                 "ranks share hosts evenly), ring, hier");
+                 "the ranks of every host share its NICs evenly), ring, hier");
   app.add_flag("--no-failover", no_failover, "fail-stop: the first path fault fails the job");
   app.add_option("--json", json_path, "also write the results as JSON to this file ('-' = stdout)");
   app.add_option("--ranks", o.ranks, "run N ranks as threads of this process (loopback)");
