@@ -452,6 +452,7 @@ class Engine::Impl {
   void EnqueueSend(int peer, uint64_t tag, const char* data, size_t len, uint64_t cookie);
   void OnArrival(const Arrival& a, const char* got, size_t len);
   void Requeue(Peer& p, SendChunk& c, int fid);
+  size_t RequeueCarried(int peer, Channel& ch, int fid, std::vector<int>* relayed_for);
   bool Applied(const Peer& p, uint64_t seq) const {
     return seq < p.recv_low || p.recv_above.count(seq);
   }
@@ -910,20 +911,8 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   // Unacknowledged chunks go back to the queue, to be resent on surviving paths: the peer's
   // own, and other peers' chunks that this channel was relaying.
   int fid = static_cast<int>(failovers_.size());
-  size_t moved = 0;
   std::vector<int> relayed_for;
-  for (auto& q : peers_) {
-    if (&q != &p && !relay_) continue;
-    size_t before = moved;
-    for (auto& [seq, c] : q.chunks) {
-      if (c->channel != ch.index || c->via != (&q == &p ? -1 : peer)) continue;
-      Requeue(q, *c, fid);
-      ++moved;
-    }
-    if (&q != &p && moved > before) relayed_for.push_back(q.rank);
-  }
-  ch.inflight_bytes = 0;
-  ch.inflight_chunks = 0;
+  const size_t moved = RequeueCarried(peer, ch, fid, &relayed_for);
   failovers_.push_back({ch.index, ch.path, cause, now, moved, moved});
   st_requeued_ += moved;
   ++st_faults_;
@@ -968,6 +957,26 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   }
   PumpPeer(peer);
   for (int q : relayed_for) PumpPeer(q);
+}
+
+// Every unacknowledged chunk channel `ch` to `peer` carried goes back to its queue: the
+// peer's own, and other peers' chunks it was relaying (their ranks into *relayed_for).
+size_t Engine::Impl::RequeueCarried(int peer, Channel& ch, int fid, std::vector<int>* relayed_for) {
+  size_t moved = 0;
+  for (auto& q : peers_) {
+    const bool own = q.rank == peer;
+    if (!own && !relay_) continue;
+    const size_t before = moved;
+    for (auto& [seq, c] : q.chunks) {
+      if (c->channel != ch.index || c->via != (own ? -1 : peer)) continue;
+      Requeue(q, *c, fid);
+      ++moved;
+    }
+    if (!own && moved > before && relayed_for) relayed_for->push_back(q.rank);
+  }
+  ch.inflight_bytes = 0;
+  ch.inflight_chunks = 0;
+  return moved;
 }
 
 void Engine::Impl::Requeue(Peer& p, SendChunk& c, int fid) {
@@ -1177,14 +1186,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
       ch.cur = nullptr;
       // Not a fault, but what this channel carried unacknowledged (chunks relayed through a
       // departing rank included) must go another way.
-      for (auto& q : peers_) {
-        for (auto& [seq, c] : q.chunks) {
-          if (c->channel == ch.index && c->via == (&q == &peers_[peer] ? -1 : peer))
-            Requeue(q, *c, -1);
-        }
-      }
-      ch.inflight_bytes = 0;
-      ch.inflight_chunks = 0;
+      RequeueCarried(peer, ch, -1, nullptr);
       UpdateRoutes();
       for (auto& q : peers_)
         if (!q.queue.empty()) PumpPeer(q.rank);
