@@ -151,6 +151,7 @@ struct ActiveFault {
   bool reverted = false;
   bool failed = false;
   Nanos revert_at_mono = 0;  // 0: at the end of the job
+  std::string handle_id;     // the agent's journal entry for it
 };
 
 // A host of the job: its agent's name, its ranks and its data NICs' addresses (rail order).
@@ -221,6 +222,9 @@ class Runner {
   int Timeline();
   Status InjectDue(ActiveFault& f);
   Status RevertFault(ActiveFault& f);
+  // An agent process of this run that ended on its own (crash, kill -9): its host, after its
+  // faults were reverted from the journal.
+  std::optional<std::string> LostAgent();
   void Teardown();
   int Analyse(const std::string& end_reason, reports::RunStatus infra_status);
   void OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch);
@@ -599,6 +603,7 @@ Status Runner::InjectDue(ActiveFault& f) {
     return st.Prepend("fault " + f.plan.id + " (" + f.plan.kind + " on " + f.plan.target + ")");
   }
   Nanos off = offsets_[f.agent].offset_ns;
+  f.handle_id = ack->handle();
   if (ack->requested_wall_ns()) f.record.requested_wall_ns = ack->requested_wall_ns() - off;
   f.record.effective_wall_ns =
       ack->effective_wall_ns() ? ack->effective_wall_ns() - off : WallNowNs();
@@ -707,6 +712,11 @@ int Runner::Timeline() {
   Nanos failure_mono = 0;
   while (true) {
     if (g_interrupted) return kExitInterrupted;
+    if (auto host = LostAgent()) {
+      std::fprintf(stderr, "\nfaultline run: lost the agent of host %s; ending the run\n",
+                   host->c_str());
+      return kExitInfra;
+    }
     Nanos now = MonoNowNs();
     int64_t min_it = progress_.MinIteration(world_);
     for (auto& f : faults_) {
@@ -791,7 +801,49 @@ int Runner::Timeline() {
   }
 }
 
+// A dead agent cannot revert what it holds, but the journal it wrote before applying each fault
+// can: its entries now have a dead owner, and are reverted (and verified) here at once, as a
+// restarted agent would at start-up, instead of waiting for the lab's teardown.
+std::optional<std::string> Runner::LostAgent() {
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    Proc& a = agents_[i];
+    if (a.pid <= 0) continue;
+    int status = 0;
+    if (waitpid(a.pid, &status, WNOHANG) != a.pid) continue;
+    a.pid = -1;
+    const std::string& host = agent_hosts_[i];
+    std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                          : "exit " + std::to_string(WEXITSTATUS(status));
+    injectors::InjectorRegistry registry("injector");
+    injectors::RecoveryReport rec;
+    if (Status st = injectors::RegisterBuiltinInjectors(registry); st.ok())
+      rec = injectors::FaultJournal().RecoverDead(registry);
+    else
+      rec.failed.push_back(st.ToUserString());
+    for (auto& f : faults_) {
+      if (f.agent != host || !f.injected || f.reverted || f.failed) continue;
+      f.reverted = true;
+      f.record.reverted_wall_ns = WallNowNs();
+      f.record.revert_verified =
+          std::find(rec.reverted.begin(), rec.reverted.end(), f.handle_id) != rec.reverted.end();
+      store_->PutFault(f.record).IgnoreError();
+    }
+    Event("agent_lost", {{"host", host},
+                         {"how", how},
+                         {"reverted_from_journal", rec.reverted},
+                         {"revert_failed", rec.failed}});
+    FL_LOG(kWarn, "coord") << "agent " << host << " ended (" << how << "); reverted "
+                           << rec.reverted.size() << " fault(s) from the journal";
+    for (const auto& e : rec.failed)
+      std::fprintf(stderr, "faultline run: could not revert from the journal: %s\n", e.c_str());
+    return host + " (" + how + ")";
+  }
+  return std::nullopt;
+}
+
 void Runner::Teardown() {
+  while (LostAgent()) {
+  }
   for (auto& f : faults_) {
     Status st = RevertFault(f);
     if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();

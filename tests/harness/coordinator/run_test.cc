@@ -33,11 +33,12 @@ using testing::Netns;
 using testing::TempDir;
 using testing::WriteLab;
 
-// Processes whose command line is "faultline-agent ... --lab <lab> ...".
-int AgentsOfLab(const std::string& lab) {
-  int n = 0;
+// Pids of processes whose command line is "faultline-agent ... --lab <lab> ..." (and
+// "--host <host>" when host is given).
+std::vector<int> AgentPids(const std::string& lab, const std::string& host = "") {
+  std::vector<int> pids;
   DIR* d = opendir("/proc");
-  if (!d) return 0;
+  if (!d) return pids;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     auto cmd = ReadFile(std::string("/proc/") + e->d_name + "/cmdline");
@@ -51,12 +52,17 @@ int AgentsOfLab(const std::string& lab) {
     }
     bool agent = !args.empty() && args[0].size() >= 15 &&
                  args[0].rfind("faultline-agent") == args[0].size() - 15;
-    for (size_t i = 0; agent && i + 1 < args.size(); ++i)
-      if (args[i] == "--lab" && args[i + 1] == lab) ++n;
+    bool lab_match = false, host_match = host.empty();
+    for (size_t i = 0; agent && i + 1 < args.size(); ++i) {
+      if (args[i] == "--lab" && args[i + 1] == lab) lab_match = true;
+      if (args[i] == "--host" && args[i + 1] == host) host_match = true;
+    }
+    if (agent && lab_match && host_match) pids.push_back(std::atoi(e->d_name));
   }
   closedir(d);
-  return n;
+  return pids;
 }
+int AgentsOfLab(const std::string& lab) { return static_cast<int>(AgentPids(lab).size()); }
 
 // The job runs for job_duration; the fault starts 500 ms into the steady state.
 std::string WriteScenario(const std::string& dir, const std::string& lab,
@@ -205,6 +211,55 @@ TEST_CASE(
   CHECK(WaitUntil([&] { return Netns() == before; }, Deadline::After(30 * kNsPerSec)));
   // Agents exit on their own once their lease lapsed and they have reverted.
   CHECK(WaitUntil([&] { return AgentsOfLab(lab) == 0; }, Deadline::After(20 * kNsPerSec)));
+}
+
+TEST_CASE(
+    "faultline run: SIGKILL of the agent holding a fault: the coordinator reverts it from the "
+    "journal within the lease and ends the run with exit 3 naming the host",
+    "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario = WriteScenario(
+      dir.path(), WriteLab(dir.path()), "120s",
+      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
+  auto before = Netns();
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db, "--lease", "2"}, dir.path());
+  std::string run_id;
+  bool applied = WaitFaultApplied(db, &run_id);
+  INFO(f.err());
+  REQUIRE(applied);
+  const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
+  const std::string h0 = "fl-" + lab + "-h0";
+  auto link_up = [&] {
+    std::string cmd = "ip -n " + h0 + " -o link show nic0 | grep -q 'state UP'";
+    return std::system(cmd.c_str()) == 0;
+  };
+  CHECK_FALSE(link_up());
+  std::vector<int> agent = AgentPids(lab, "h0");
+  REQUIRE(agent.size() == 1);
+
+  Nanos killed = MonoNowNs();
+  REQUIRE(kill(agent[0], SIGKILL) == 0);
+  // The lease is 2 s: the fault must be gone within the lease plus one second, not at the
+  // lab's teardown.
+  CHECK(WaitUntil(link_up, Deadline::After(3 * kNsPerSec), 10 * kNsPerMs));
+  Nanos back = MonoNowNs() - killed;
+  CHECK(back <= 3 * kNsPerSec);
+  auto rc = f.Wait(Deadline::After(60 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 3);
+  CHECK(f.err().find("host h0") != std::string::npos);
+  CHECK(Netns() == before);
+  CHECK(AgentsOfLab(lab) == 0);
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun(run_id);
+  REQUIRE(data.ok());
+  REQUIRE(data->faults.size() == 1);
+  CHECK(data->faults[0].revert_verified == std::optional<bool>(true));
+  bool lost_event = false;
+  for (const auto& e : data->events) lost_event = lost_event || e.kind == "agent_lost";
+  CHECK(lost_event);
 }
 
 TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down and exits 130",
