@@ -31,27 +31,36 @@ link_up() { ip -n "$1" -o link show nic0 2>/dev/null | grep -q 'state UP'; }
 
 leftovers=0
 one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
-  local who=$1 db="$tmp/$who.db" before lab="" ns t0 t1
-  before=$(ip netns list 2>/dev/null | awk '{print $1}' | sort)
+  local who=$1 db="$tmp/$who.db" lab="" ns t0 t1
   "$fl" run bench/configs/kill_recovery.yaml --db "$db" --lease "$lease" \
       >"$tmp/out" 2>"$tmp/err" &
   local coord=$!
   disown "$coord"  # no job notice when it is killed; waited for by polling below
-  # the lab's h0 namespace, then nic0 held down by the fault
-  local deadline=$(( $(now_ms) + 120000 ))
-  while [ -z "$lab" ] && [ "$(now_ms)" -lt "$deadline" ]; do
-    lab=$(comm -13 <(echo "$before") <(ip netns list 2>/dev/null | awk '{print $1}' | sort) |
-          sed -n 's/^fl-\(fl[0-9a-f]*\)-h0$/\1/p' | head -1)
-    sleep 0.05
+  # the run's lab (named after its run id), then nic0 held down by the fault
+  local deadline=$(( $(now_ms) + 120000 )) run=""
+  while [ -z "$run" ] && [ "$(now_ms)" -lt "$deadline" ]; do
+    run=$(sqlite3 "$db" "SELECT id FROM runs LIMIT 1" 2>/dev/null || true)
+    [ -n "$run" ] || sleep 0.05
   done
-  [ -n "$lab" ] || { echo "no lab came up" >&2; kill -INT "$coord"; return 1; }
+  [ -n "$run" ] || { echo "no run started" >&2; kill -INT "$coord"; return 1; }
+  lab="fl${run: -6}"
   ns="fl-$lab-h0"
-  while link_up "$ns" && [ "$(now_ms)" -lt "$deadline" ]; do sleep 0.01; done
+  local applied=0
+  while [ "$applied" != 1 ] && [ "$(now_ms)" -lt "$deadline" ]; do
+    applied=$(sqlite3 "$db" "SELECT count(*) FROM faults WHERE effective_wall_ns IS NOT NULL" \
+              2>/dev/null || echo 0)
+    [ "$applied" = 1 ] || sleep 0.02
+  done
   sleep 0.2  # the fault is held
+  if [ "$applied" != 1 ] || link_up "$ns"; then
+    echo "the fault was not applied in lab $lab" >&2; kill -INT "$coord"; return 1
+  fi
   if [ "$who" = coordinator ]; then
     t0=$(now_ms); kill -9 "$coord"
   else
-    local a; a=$(agent_pids "$lab" h0 | head -1)
+    local a="" d1=$(( $(now_ms) + 10000 ))
+    while [ -z "$a" ] && [ "$(now_ms)" -lt "$d1" ]; do a=$(agent_pids "$lab" h0 | head -1); done
+    [ -n "$a" ] || { echo "no agent for h0 of $lab" >&2; kill -INT "$coord"; return 1; }
     t0=$(now_ms); kill -9 "$a"
   fi
   while ! link_up "$ns" && [ "$(now_ms)" -lt $((t0 + 30000)) ]; do sleep 0.005; done

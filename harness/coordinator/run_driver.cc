@@ -259,6 +259,18 @@ class Runner {
   Nanos last_progress_print_ = 0;
   bool tty_ = isatty(2);
   std::string job_id_;
+  // Nothing is lost silently: telemetry rows the writer would not take (queue full past its
+  // deadline) are counted, and every other write of the run's results that failed is listed;
+  // either fails the run (exit 3) with what was lost.
+  std::atomic<uint64_t> dropped_telemetry_{0};
+  std::mutex lost_mu_;
+  std::vector<std::string> lost_;
+  void Keep(const Status& st, const std::string& what) {
+    if (st.ok()) return;
+    FL_LOG(kError, "coord") << "lost " << what << ": " << st.ToUserString();
+    std::lock_guard lock(lost_mu_);
+    lost_.push_back(what + " (" + st.ToUserString() + ")");
+  }
 };
 
 void Runner::Event(const std::string& kind, nlohmann::json detail, int rank) {
@@ -268,7 +280,8 @@ void Runner::Event(const std::string& kind, nlohmann::json detail, int rank) {
   e.wall_ns = WallNowNs();
   e.kind = kind;
   e.detail_json = detail.dump();
-  if (writer_) writer_->Push(std::move(e), Deadline::After(kNsPerSec)).IgnoreError();
+  if (writer_ && !writer_->Push(std::move(e), Deadline::After(kNsPerSec)).ok())
+    dropped_telemetry_++;
 }
 
 Status Runner::Prepare() {
@@ -507,8 +520,10 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
       }
     }
   }
-  if (!samples.empty()) writer_->PushSamples(samples, Deadline::After(5 * kNsPerSec)).IgnoreError();
-  if (!events.empty()) writer_->PushEvents(events, Deadline::After(5 * kNsPerSec)).IgnoreError();
+  if (!samples.empty() && !writer_->PushSamples(samples, Deadline::After(5 * kNsPerSec)).ok())
+    dropped_telemetry_ += samples.size();
+  if (!events.empty() && !writer_->PushEvents(events, Deadline::After(5 * kNsPerSec)).ok())
+    dropped_telemetry_ += events.size();
 }
 
 Status Runner::Launch(int attempt, uint64_t first_iteration) {
@@ -599,7 +614,7 @@ Status Runner::InjectDue(ActiveFault& f) {
                        : ack.status();
   if (!st.ok()) {
     f.failed = true;
-    store_->PutFault(f.record).IgnoreError();
+    Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
     return st.Prepend("fault " + f.plan.id + " (" + f.plan.kind + " on " + f.plan.target + ")");
   }
   Nanos off = offsets_[f.agent].offset_ns;
@@ -627,7 +642,7 @@ Status Runner::RevertFault(ActiveFault& f) {
   f.record.reverted_wall_ns = st.ok() && ack->effective_wall_ns()
                                   ? ack->effective_wall_ns() - offsets_[f.agent].offset_ns
                                   : WallNowNs();
-  store_->PutFault(f.record).IgnoreError();
+  Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
   return st.Prepend("reverting fault " + f.plan.id);
 }
 
@@ -826,7 +841,7 @@ std::optional<std::string> Runner::LostAgent() {
       f.record.reverted_wall_ns = WallNowNs();
       f.record.revert_verified =
           std::find(rec.reverted.begin(), rec.reverted.end(), f.handle_id) != rec.reverted.end();
-      store_->PutFault(f.record).IgnoreError();
+      Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
     }
     Event("agent_lost", {{"host", host},
                          {"how", how},
@@ -878,7 +893,9 @@ void Runner::Teardown() {
 }
 
 int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_status) {
-  if (writer_) writer_->Flush(Deadline::After(30 * kNsPerSec)).IgnoreError();
+  if (writer_) Keep(writer_->Flush(Deadline::After(30 * kNsPerSec)), "telemetry rows");
+  const uint64_t dropped =
+      dropped_telemetry_.load() + (writer_ ? writer_->GetStats().dropped_rows : 0);
   auto data = store_->LoadRun(run_id_);
   if (!data.ok()) {
     std::fprintf(stderr, "faultline run: cannot read the run back: %s\n",
@@ -909,8 +926,9 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
     return kExitInfra;
   }
   std::vector<reports::MetricRecord> rows = metrics->ToRecords();
+  rows.push_back({"", std::nullopt, "telemetry_dropped", static_cast<double>(dropped), "rows"});
   for (auto& r : rows) r.run_id = run_id_;
-  store_->ReplaceMetrics(run_id_, rows).IgnoreError();
+  Keep(store_->ReplaceMetrics(run_id_, rows), "metrics");
   reports::Expectations ex;
   ex.survives = scenario_.expect.survives;
   ex.max_detection_ms = scenario_.expect.max_detection_ms;
@@ -933,14 +951,23 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
     verdicts.push_back(v);
   }
   for (auto& v : verdicts) v.run_id = run_id_;
-  store_->ReplaceVerdicts(run_id_, verdicts).IgnoreError();
+  if (dropped > 0) {
+    reports::VerdictRecord v;
+    v.run_id = run_id_;
+    v.expectation = "telemetry_complete";
+    v.passed = false;
+    v.message = std::to_string(dropped) + " telemetry row(s) were dropped: the metrics are " +
+                "computed from an incomplete record";
+    verdicts.push_back(v);
+  }
+  Keep(store_->ReplaceVerdicts(run_id_, verdicts), "verdicts");
   bool all_passed = true;
   for (const auto& v : verdicts) all_passed = all_passed && v.passed;
   reports::RunStatus status =
       infra_status != reports::RunStatus::kRunning
           ? infra_status
           : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
-  store_->FinishRun(run_id_, status, WallNowNs(), end_reason).IgnoreError();
+  Keep(store_->FinishRun(run_id_, status, WallNowNs(), end_reason), "the run's final status");
 
   const reports::RunMetrics& m = *metrics;
   if (opts_.json) {
@@ -1009,7 +1036,18 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
     for (const auto& v : verdicts)
       std::printf("  %s %-24s %-4s %s\n", v.passed ? "PASS" : "FAIL", v.expectation.c_str(),
                   v.fault_id ? v.fault_id->c_str() : "", v.message.c_str());
+    std::printf("telemetry: %llu samples, %llu dropped\n",
+                static_cast<unsigned long long>(in.samples.size()),
+                static_cast<unsigned long long>(dropped));
     std::printf("\nresults in %s (run %s)\n", opts_.db_path.c_str(), run_id_.c_str());
+  }
+  {
+    std::lock_guard lock(lost_mu_);
+    if (!lost_.empty()) {
+      std::fprintf(stderr, "faultline run: results incomplete; lost:\n");
+      for (const auto& l : lost_) std::fprintf(stderr, "  %s\n", l.c_str());
+      return kExitInfra;
+    }
   }
   if (infra_status != reports::RunStatus::kRunning) return kExitInfra;
   return all_passed ? kExitPass : kExitExpectation;
@@ -1127,6 +1165,8 @@ int Runner::Run() {
     failure = "interrupted";
   }
   if (server_) StopRanks().IgnoreError();
+  while (LostAgent()) {
+  }
   for (auto& f : faults_) {
     Status st = RevertFault(f);
     if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
@@ -1139,8 +1179,10 @@ int Runner::Run() {
       std::fprintf(stderr, "\nfaultline run: %s\n", failure.c_str());
     reports::RunStatus st =
         rc == kExitInterrupted ? reports::RunStatus::kAborted : reports::RunStatus::kError;
-    if (writer_) writer_->Flush(Deadline::After(10 * kNsPerSec)).IgnoreError();
-    store_->FinishRun(run_id_, st, WallNowNs(), failure).IgnoreError();
+    if (writer_) Keep(writer_->Flush(Deadline::After(10 * kNsPerSec)), "telemetry rows");
+    Keep(store_->FinishRun(run_id_, st, WallNowNs(), failure), "the run's final status");
+    std::lock_guard lock(lost_mu_);
+    for (const auto& l : lost_) std::fprintf(stderr, "faultline run: lost %s\n", l.c_str());
     exit_code = rc;
   }
   if (inventory_)
@@ -1149,7 +1191,13 @@ int Runner::Run() {
     std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n",
                  lab_name_.c_str());
   Teardown();
-  if (writer_) writer_->Close(Deadline::After(30 * kNsPerSec)).IgnoreError();
+  if (writer_) {
+    if (Status st = writer_->Close(Deadline::After(30 * kNsPerSec)); !st.ok()) {
+      std::fprintf(stderr, "faultline run: telemetry rows lost at the end: %s\n",
+                   st.ToUserString().c_str());
+      if (exit_code == kExitPass || exit_code == kExitExpectation) exit_code = kExitInfra;
+    }
+  }
   return exit_code;
 }
 
