@@ -31,7 +31,7 @@ link_up() { ip -n "$1" -o link show nic0 2>/dev/null | grep -q 'state UP'; }
 
 leftovers=0
 one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
-  local who=$1 db="$tmp/$who.db" lab="" ns t0 t1
+  local who=$1 db="$tmp/$who.db" lab="" ns t0 t1 kill_ns=""
   "$fl" run bench/configs/kill_recovery.yaml --db "$db" --lease "$lease" \
       >"$tmp/out" 2>"$tmp/err" &
   local coord=$!
@@ -57,6 +57,7 @@ one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
   fi
   if [ "$who" = coordinator ]; then
     t0=$(now_ms); kill -9 "$coord"
+    kill_ns=$(date +%s%N)
   else
     local a="" d1=$(( $(now_ms) + 10000 ))
     while [ -z "$a" ] && [ "$(now_ms)" -lt "$d1" ]; do a=$(agent_pids "$lab" h0 | head -1); done
@@ -74,6 +75,10 @@ one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
     local d=$(( $(now_ms) + 30000 ))
     while [ -n "$(agent_pids "$lab")" ] && [ "$(now_ms)" -lt "$d" ]; do sleep 0.05; done
     "$fl" lab down "$lab" >/dev/null 2>&1 || true
+    # what a coordinator crash loses: the newest stored sample against the kill time
+    local newest
+    newest=$(sqlite3 "$db" "SELECT max(end_ns) FROM samples" 2>/dev/null || true)
+    [ -n "$newest" ] && echo $(( (kill_ns - newest) / 1000000 )) >> "$tmp/lost.ms"
     "$fl" runs --db "$db" >/dev/null 2>&1 || true
   fi
   if ip netns list 2>/dev/null | grep -q "fl-$lab-" || [ -n "$(agent_pids "$lab")" ] ||
@@ -87,11 +92,12 @@ one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
 stats() {  # $1: label; stdin: one number per line
   sort -n | awk -v label="$1" -v limit=$(( lease * 1000 + 1000 )) '
     { v[NR] = $1; if ($1 > limit) over++ }
-    END { printf "%-12s n=%d median %d ms, p95 %d ms, max %d ms; over lease+1s: %d\n",
+    END { printf "%s: n=%d median %d ms, p95 %d ms, max %d ms; over lease+1s: %d\n",
                  label, NR, v[int((NR + 1) / 2)], v[int(NR * 0.95 + 0.5) < 1 ? 1 : int(NR * 0.95 + 0.5)],
                  v[NR], over + 0 }'
 }
 
+: > "$tmp/lost.ms"
 for who in coordinator agent; do
   : > "$tmp/$who.ms"
   for i in $(seq "$repeat"); do
@@ -103,5 +109,6 @@ done
 echo "kill -9 while h0.nic0 is held down (lease ${lease}s): time from the kill to nic0 up"
 stats coordinator < "$tmp/coordinator.ms"
 stats agent < "$tmp/agent.ms"
+stats "telemetry lost at a coordinator kill (kill time - newest stored sample)" < "$tmp/lost.ms"
 echo "runs that left something behind: $leftovers"
 [ "$leftovers" -eq 0 ]
