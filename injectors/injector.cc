@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/json_util.h"
 #include "common/units.h"
 
 namespace fl::injectors {
@@ -20,22 +21,33 @@ nlohmann::json HandleToJson(const FaultHandle& h) {
 }
 
 StatusOr<FaultHandle> HandleFromJson(const nlohmann::json& j) {
+  // A handle comes back from the journal (a file that may be corrupt): every field is checked
+  // for type and range, and a bad one is DataLoss naming it; nothing here throws.
   if (!j.is_object()) return DataLossError("fault handle is not a JSON object");
-  FaultHandle h;
-  try {
-    h.id = j.at("id").get<std::string>();
-    h.spec.kind = j.at("kind").get<std::string>();
-    h.spec.target = j.at("target").get<std::string>();
-    h.spec.params = j.value("params", std::map<std::string, std::string>{});
-    h.spec.duration = j.value("duration_ns", Nanos{0});
-    h.spec.seed = j.value("seed", uint64_t{1});
-    h.state = j.value("state", nlohmann::json::object());
-    h.requested_wall_ns = j.value("requested_wall_ns", Nanos{0});
-    h.effective_wall_ns = j.value("effective_wall_ns", Nanos{0});
-    h.reverted_wall_ns = j.value("reverted_wall_ns", Nanos{0});
-  } catch (const nlohmann::json::exception& e) {
-    return DataLossError(std::string("fault handle: ") + e.what());
-  }
+  constexpr std::string_view kSrc = "fault handle";
+  auto run = [&]() -> StatusOr<FaultHandle> {
+    FaultHandle h;
+    FL_ASSIGN_OR_RETURN(h.id, JsonGet<std::string>(j, "id", kSrc));
+    FL_ASSIGN_OR_RETURN(h.spec.kind, JsonGet<std::string>(j, "kind", kSrc));
+    FL_ASSIGN_OR_RETURN(h.spec.target, JsonGet<std::string>(j, "target", kSrc));
+    FL_ASSIGN_OR_RETURN(h.spec.params,
+                        (JsonGetOr<std::map<std::string, std::string>>(j, "params", {}, kSrc)));
+    FL_ASSIGN_OR_RETURN(h.spec.duration, JsonGetOr<Nanos>(j, "duration_ns", 0, kSrc));
+    FL_ASSIGN_OR_RETURN(h.spec.seed, JsonGetOr<uint64_t>(j, "seed", 1, kSrc));
+    FL_ASSIGN_OR_RETURN(h.state,
+                        JsonGetOr<nlohmann::json>(j, "state", nlohmann::json::object(), kSrc));
+    FL_ASSIGN_OR_RETURN(h.requested_wall_ns, JsonGetOr<Nanos>(j, "requested_wall_ns", 0, kSrc));
+    FL_ASSIGN_OR_RETURN(h.effective_wall_ns, JsonGetOr<Nanos>(j, "effective_wall_ns", 0, kSrc));
+    FL_ASSIGN_OR_RETURN(h.reverted_wall_ns, JsonGetOr<Nanos>(j, "reverted_wall_ns", 0, kSrc));
+    if (h.spec.kind.empty()) return InvalidArgumentError("fault handle: empty 'kind'");
+    if (h.spec.duration < 0 || h.requested_wall_ns < 0 || h.effective_wall_ns < 0 ||
+        h.reverted_wall_ns < 0)
+      return InvalidArgumentError("fault handle: negative duration or time");
+    if (!h.state.is_object()) return InvalidArgumentError("fault handle: 'state' is not an object");
+    return h;
+  };
+  auto h = run();
+  if (!h.ok()) return DataLossError(h.status().message());
   return h;
 }
 
@@ -50,14 +62,20 @@ nlohmann::json PortToJson(const Port& p) {
 }
 
 Port PortFromJson(const nlohmann::json& j) {
+  // Lenient by contract (no status to return): a member of the wrong type reads as empty,
+  // which the injector's revert then reports as an unknown port; it never throws.
+  auto str = [&](std::string_view k) {
+    return JsonGetOr<std::string>(j, k, "", "port").value_or(std::string());
+  };
+  auto num = [&](std::string_view k) { return JsonGetOr<uint64_t>(j, k, 0, "port").value_or(0); };
   Port p;
-  p.name = j.value("name", "");
-  p.netns = j.value("netns", "");
-  p.ifname = j.value("ifname", "");
-  p.peer_netns = j.value("peer_netns", "");
-  p.peer_ifname = j.value("peer_ifname", "");
-  p.rate_bps = j.value("rate_bps", uint64_t{0});
-  p.burst_bytes = j.value("burst_bytes", uint64_t{0});
+  p.name = str("name");
+  p.netns = str("netns");
+  p.ifname = str("ifname");
+  p.peer_netns = str("peer_netns");
+  p.peer_ifname = str("peer_ifname");
+  p.rate_bps = num("rate_bps");
+  p.burst_bytes = num("burst_bytes");
   return p;
 }
 

@@ -1,12 +1,14 @@
 #include "injectors/journal.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "common/file_util.h"
 #include "common/json_util.h"
@@ -39,7 +41,34 @@ Status FaultJournal::Remove(const std::string& fault_id) {
   return OkStatus();
 }
 
-StatusOr<std::vector<JournalEntry>> FaultJournal::List(std::vector<std::string>* errors) const {
+StatusOr<JournalEntry> ParseJournalEntry(std::string_view text, std::string_view source) {
+  auto parse = [&]() -> StatusOr<JournalEntry> {
+    if (text.size() > kMaxJournalEntryBytes)
+      return InvalidArgumentError(std::string(source) + ": larger than " +
+                                  std::to_string(kMaxJournalEntryBytes) + " bytes");
+    FL_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, source));
+    JournalEntry e;
+    FL_ASSIGN_OR_RETURN(e.owner_pid, JsonGetInRange<int>(j, "owner_pid", 1, 4194304, source));
+    FL_ASSIGN_OR_RETURN(e.owner_start, JsonGet<unsigned long long>(j, "owner_start", source));
+    FL_ASSIGN_OR_RETURN(e.phase, JsonGet<std::string>(j, "phase", source));
+    if (e.phase != "applying" && e.phase != "applied" && e.phase != "reverting")
+      return InvalidArgumentError(std::string(source) + ": unknown phase '" +
+                                  e.phase.substr(0, 32) + "'");
+    FL_ASSIGN_OR_RETURN(nlohmann::json handle, JsonGet<nlohmann::json>(j, "handle", source));
+    auto h = HandleFromJson(handle);
+    if (!h.ok()) return InvalidArgumentError(std::string(source) + ": " + h.status().message());
+    e.handle = std::move(*h);
+    if (!IsSafeName(e.handle.id))
+      return InvalidArgumentError(std::string(source) + ": fault id is not a safe name");
+    return e;
+  };
+  auto e = parse();
+  if (!e.ok()) return DataLossError(e.status().message());
+  return e;
+}
+
+StatusOr<std::vector<JournalEntry>> FaultJournal::List(std::vector<std::string>* errors,
+                                                       std::vector<CorruptEntry>* corrupt) const {
   std::vector<JournalEntry> entries;
   DIR* d = opendir(dir_.c_str());
   if (!d) {
@@ -55,30 +84,65 @@ StatusOr<std::vector<JournalEntry>> FaultJournal::List(std::vector<std::string>*
   std::sort(names.begin(), names.end());
   for (const auto& n : names) {
     std::string path = dir_ + "/" + n;
-    auto parsed = LoadJsonFile(path);
-    StatusOr<FaultHandle> handle = parsed.ok() && parsed->contains("handle")
-                                       ? HandleFromJson((*parsed)["handle"])
-                                       : StatusOr<FaultHandle>(DataLossError("unreadable"));
-    if (!handle.ok()) {
-      if (errors) errors->push_back(path + ": " + handle.status().ToUserString());
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;  // removed meanwhile (a revert finished)
+    StatusOr<JournalEntry> e = DataLossError(path + ": not a regular file");
+    if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) > kMaxJournalEntryBytes) {
+      e = DataLossError(path + ": larger than " + std::to_string(kMaxJournalEntryBytes) + " bytes");
+    } else if (S_ISREG(st.st_mode)) {
+      auto text = ReadFile(path);
+      if (!text.ok()) {
+        // Not the entry's fault (permissions, I/O): reported, not moved.
+        if (errors) errors->push_back(path + ": " + text.status().ToUserString());
+        continue;
+      }
+      e = ParseJournalEntry(*text, path);
+      if (e.ok() && e->handle.id + ".json" != n)
+        e = DataLossError(path + ": fault id '" + e->handle.id + "' does not match the file name");
+    }
+    if (!e.ok()) {
+      if (corrupt)
+        corrupt->push_back({path, e.status().ToUserString()});
+      else if (errors)
+        errors->push_back(e.status().ToUserString());
       continue;
     }
-    JournalEntry e;
-    e.handle = std::move(*handle);
-    e.owner_pid = parsed->value("owner_pid", 0);
-    e.owner_start = parsed->value("owner_start", 0ull);
-    e.phase = parsed->value("phase", std::string());
-    e.path = path;
-    entries.push_back(std::move(e));
+    e->path = path;
+    entries.push_back(std::move(*e));
   }
   return entries;
 }
 
+namespace {
+
+// Renames a corrupt entry out of the journal's way; returns where it went.
+StatusOr<std::string> MoveAside(const std::string& path) {
+  std::string dest = path + ".corrupt";
+  struct stat st;
+  if (lstat(dest.c_str(), &st) == 0) dest += "." + std::to_string(WallNowNs());
+  if (rename(path.c_str(), dest.c_str()) != 0) return ErrnoStatus(errno, "rename " + path);
+  return dest;
+}
+
+}  // namespace
+
 RecoveryReport FaultJournal::RecoverDead(const InjectorRegistry& registry, bool include_live) {
   RecoveryReport report;
   std::vector<std::string> errors;
-  auto entries = List(&errors);
+  std::vector<CorruptEntry> corrupt;
+  auto entries = List(&errors, &corrupt);
   for (auto& e : errors) report.failed.push_back(e);
+  for (const auto& c : corrupt) {
+    auto dest = MoveAside(c.path);
+    if (!dest.ok()) {
+      report.failed.push_back(c.error +
+                              "; could not move it aside: " + dest.status().ToUserString());
+      continue;
+    }
+    FL_LOG(kError, "inject") << "corrupt journal entry " << c.error << "; moved aside to " << *dest
+                             << " (the fault it recorded, if any, was not reverted)";
+    report.corrupt.push_back(c.error + "; moved aside to " + *dest);
+  }
   if (!entries.ok()) {
     report.failed.push_back(entries.status().ToUserString());
     return report;
@@ -96,7 +160,14 @@ RecoveryReport FaultJournal::RecoverDead(const InjectorRegistry& registry, bool 
     }
     FL_LOG(kInfo, "inject") << "recovering fault " << e.handle.id << " (" << e.handle.spec.kind
                             << " on " << e.handle.spec.target << ") left by pid " << e.owner_pid;
-    Status s = RevertFault(**injector, e.handle, this);
+    Status s;
+    try {
+      s = RevertFault(**injector, e.handle, this);
+    } catch (const std::exception& ex) {
+      // A well-formed entry whose injector-specific state confused the injector: reported,
+      // left in place; the next entry is still recovered.
+      s = InternalError(std::string("revert threw: ") + ex.what());
+    }
     if (s.ok()) {
       report.reverted.push_back(e.handle.id);
     } else {

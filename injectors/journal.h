@@ -10,10 +10,16 @@
 // Layout: DIR/<fault id>.json, one file per fault. DIR defaults to
 // $FAULTLINE_STATE_DIR/journal, $FAULTLINE_STATE_DIR defaulting to /run/faultline.
 //
+// Bad entries: each entry is checked field by field (ParseJournalEntry: types, ranges, a safe
+// id that matches the file name). RecoverDead renames a corrupt entry to
+// DIR/<name>.json.corrupt (out of the way of later recoveries, kept for the operator), names
+// it in the report and goes on with the others; nothing in a journal file can throw or abort.
+//
 // Thread-safety: distinct faults may be recorded and removed concurrently (one file each).
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -32,10 +38,28 @@ struct JournalEntry {
   std::string path;
 };
 
+// The largest journal file read; a bigger one is corrupt.
+inline constexpr size_t kMaxJournalEntryBytes = 1 << 20;
+
+// One journal file's text, checked field by field: owner_pid (1..4194304), owner_start
+// (unsigned), phase (applying/applied/reverting), handle (HandleFromJson: id a safe name, kind,
+// target, params of strings, non-negative times, state an object). Pure and never throws (a
+// libFuzzer target calls it). Errors are DataLoss "SOURCE: ...". The entry's path is left
+// empty.
+StatusOr<JournalEntry> ParseJournalEntry(std::string_view text,
+                                         std::string_view source = "journal entry");
+
+struct CorruptEntry {
+  std::string path;
+  std::string error;  // "PATH: what is wrong"
+};
+
 struct RecoveryReport {
   std::vector<std::string> reverted;  // fault ids
   std::vector<std::string> failed;    // "id: error"
   std::vector<std::string> skipped;   // live owners
+  // "PATH: error; moved aside to PATH.corrupt" for each entry that could not be parsed.
+  std::vector<std::string> corrupt;
 };
 
 class FaultJournal {
@@ -47,11 +71,14 @@ class FaultJournal {
   // Owned by this process.
   Status Record(const FaultHandle& handle, std::string_view phase);
   Status Remove(const std::string& fault_id);
-  // Entries that could not be parsed are reported as DataLoss in errors (and left in place).
-  StatusOr<std::vector<JournalEntry>> List(std::vector<std::string>* errors = nullptr) const;
+  // Entries that could not be parsed are reported as DataLoss in errors (and left in place),
+  // or, when corrupt is given, there instead. Files that cannot be read go to errors.
+  StatusOr<std::vector<JournalEntry>> List(std::vector<std::string>* errors = nullptr,
+                                           std::vector<CorruptEntry>* corrupt = nullptr) const;
 
   // Reverts (and verifies) every entry whose owner is dead, then removes it. With
   // include_live, entries of live owners are reverted too (for an operator who knows).
+  // Corrupt entries are moved aside (see above) and recovery goes on with the others.
   RecoveryReport RecoverDead(const InjectorRegistry& registry, bool include_live = false);
 
  private:

@@ -122,8 +122,11 @@ int LabRecover(bool include_live) {
     std::printf("skipped %s (its owner is alive)\n", id.c_str());
   for (const auto& e : report.failed)
     std::fprintf(stderr, "faultline: could not revert %s\n", e.c_str());
-  if (report.reverted.empty() && report.failed.empty()) std::printf("nothing to recover\n");
-  return report.failed.empty() ? kExitOk : kExitInfra;
+  for (const auto& e : report.corrupt)
+    std::fprintf(stderr, "faultline: corrupt journal entry %s\n", e.c_str());
+  if (report.reverted.empty() && report.failed.empty() && report.corrupt.empty())
+    std::printf("nothing to recover\n");
+  return report.failed.empty() && report.corrupt.empty() ? kExitOk : kExitInfra;
 }
 
 struct InjectArgs {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/file_util.h"
 #include "injectors/injection.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
@@ -191,6 +192,127 @@ TEST_CASE("journal: entries of a dead owner are recovered but a live owner's are
   CHECK(report.failed.empty());
   CHECK(journal.List()->size() == 1);
   REQUIRE(journal.Remove("fake-mine").ok());
+}
+
+TEST_CASE("journal: ParseJournalEntry checks every field and never throws", "[unit]") {
+  const std::string good =
+      R"({"owner_pid": 42, "owner_start": 7, "phase": "applied",
+          "handle": {"id": "fake-1", "kind": "fake", "target": "h0.nic0",
+                     "params": {"rate": "1gbit"}, "duration_ns": 5, "state": {}}})";
+  auto e = ParseJournalEntry(good, "j.json");
+  REQUIRE(e.ok());
+  CHECK(e->owner_pid == 42);
+  CHECK(e->owner_start == 7);
+  CHECK(e->handle.id == "fake-1");
+  CHECK(e->handle.spec.params.at("rate") == "1gbit");
+  auto bad = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    auto p = t.find(from);
+    REQUIRE(p != std::string::npos);
+    t.replace(p, from.size(), to);
+    auto r = ParseJournalEntry(t, "j.json");
+    INFO(t);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Code::kDataLoss);
+    CHECK(r.status().message().rfind("j.json", 0) == 0);
+    return r.status().message();
+  };
+  CHECK(bad(R"("owner_pid": 42)", R"("owner_pid": "x")").find("owner_pid") != std::string::npos);
+  bad(R"("owner_pid": 42)", R"("owner_pid": -1)");
+  bad(R"("owner_pid": 42)", R"("owner_pid": 0)");
+  bad(R"("owner_pid": 42)", R"("owner_pid": 1e3)");
+  bad(R"("owner_pid": 42)", R"("owner_pid": 99999999999999999999)");
+  bad(R"("owner_start": 7)", R"("owner_start": -7)");
+  bad(R"("phase": "applied")", R"("phase": 3)");
+  bad(R"("phase": "applied")", R"("phase": "done")");
+  bad(R"("id": "fake-1")", R"("id": "../../etc/x")");
+  bad(R"("id": "fake-1")", R"("id": 5)");
+  bad(R"("kind": "fake")", R"("kind": "")");
+  bad(R"("kind": "fake")", R"("kind": null)");
+  bad(R"("target": "h0.nic0")", R"("target": [])");
+  bad(R"({"rate": "1gbit"})", R"({"rate": 1})");
+  bad(R"("duration_ns": 5)", R"("duration_ns": -5)");
+  bad(R"("duration_ns": 5)", R"("duration_ns": "5")");
+  bad(R"("state": {})", R"("state": 3)");
+  bad(R"("handle": {)", R"("handle": 1, "x": {)");
+  for (std::string t : {std::string(""), std::string("[]"), std::string("null"),
+                        std::string("{\"owner_pid\""), std::string(100, '[')}) {
+    auto r = ParseJournalEntry(t);
+    CHECK_FALSE(r.ok());
+  }
+}
+
+TEST_CASE("journal: a corrupt entry is moved aside and the others are still recovered", "[unit]") {
+  testing::ScopedStateDir state;
+  FaultJournal journal;
+  InjectorRegistry reg("injector");
+  int reverted = 0;
+  REQUIRE(reg.Register("fake",
+                       [&reverted]() -> StatusOr<std::unique_ptr<Injector>> {
+                         auto f = std::make_unique<FakeInjector>();
+                         f->applied = 1;
+                         ++reverted;
+                         return std::unique_ptr<Injector>(std::move(f));
+                       })
+              .ok());
+  // A good entry of a dead owner (a child that exited), and one with a string for a number.
+  pid_t child = fork();
+  if (child == 0) {
+    FaultJournal j;
+    FaultHandle h;
+    h.id = "fake-good";
+    h.spec.kind = "fake";
+    _exit(j.Record(h, "applied").ok() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const std::string bad_path = journal.dir() + "/fake-bad.json";
+  REQUIRE(WriteFileAtomic(bad_path,
+                          R"({"owner_pid": "x", "owner_start": 1, "phase": "applied",
+                              "handle": {"id": "fake-bad", "kind": "fake", "target": ""}})")
+              .ok());
+  // List reports it without moving it.
+  std::vector<std::string> errors;
+  auto listed = journal.List(&errors);
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 1);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].find("fake-bad.json") != std::string::npos);
+
+  auto report = journal.RecoverDead(reg);
+  CHECK(report.reverted == std::vector<std::string>{"fake-good"});
+  CHECK(reverted == 1);
+  CHECK(report.failed.empty());
+  REQUIRE(report.corrupt.size() == 1);
+  CHECK(report.corrupt[0].find(bad_path + ": ") == 0);
+  CHECK(report.corrupt[0].find("owner_pid") != std::string::npos);
+  CHECK(report.corrupt[0].find("moved aside to " + bad_path + ".corrupt") != std::string::npos);
+  CHECK(access(bad_path.c_str(), F_OK) != 0);
+  CHECK(access((bad_path + ".corrupt").c_str(), F_OK) == 0);
+  CHECK(journal.List()->empty());
+  // A second recovery finds nothing left to do.
+  auto again = journal.RecoverDead(reg);
+  CHECK(again.reverted.empty());
+  CHECK(again.corrupt.empty());
+  CHECK(again.failed.empty());
+}
+
+TEST_CASE("journal: an entry whose id does not match its file name is corrupt", "[unit]") {
+  testing::ScopedStateDir state;
+  FaultJournal journal;
+  FaultHandle h;
+  h.id = "fake-a";
+  h.spec.kind = "fake";
+  REQUIRE(journal.Record(h, "applied").ok());
+  REQUIRE(rename((journal.dir() + "/fake-a.json").c_str(),
+                 (journal.dir() + "/fake-b.json").c_str()) == 0);
+  std::vector<CorruptEntry> corrupt;
+  auto listed = journal.List(nullptr, &corrupt);
+  REQUIRE(listed.ok());
+  CHECK(listed->empty());
+  REQUIRE(corrupt.size() == 1);
+  CHECK(corrupt[0].error.find("does not match the file name") != std::string::npos);
 }
 
 }  // namespace
