@@ -1,5 +1,7 @@
 #include "common/yaml_util.h"
 
+#include <cstdio>
+
 #include "common/file_util.h"
 #include "common/units.h"
 
@@ -87,6 +89,59 @@ StatusOr<Nanos> YamlDoc::GetDurationOr(const YAML::Node& map, std::string_view k
   YAML::Node n = map[std::string(key)];
   if (!n.IsDefined() || n.IsNull()) return fallback;
   return AsDuration(n, key);
+}
+
+std::string FormatQuantity(double v, Unit unit) {
+  switch (unit) {
+    case Unit::kDuration: {
+      // Whole hours and minutes as such ("168h", not "6.05e+05s"): bounds are round numbers.
+      const Nanos ns = static_cast<Nanos>(v);
+      constexpr Nanos kMin = 60 * kNsPerSec, kHour = 60 * kMin;
+      if (ns >= kHour && ns % kHour == 0) return std::to_string(ns / kHour) + "h";
+      if (ns >= kMin && ns % kMin == 0) return std::to_string(ns / kMin) + "m";
+      return FormatDuration(ns);
+    }
+    case Unit::kBytes:
+      return FormatBytes(static_cast<uint64_t>(v));
+    case Unit::kBitRate:
+      return FormatBitRate(static_cast<uint64_t>(v));
+    case Unit::kNone:
+      break;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+StatusOr<Nanos> YamlDoc::AsDurationIn(const YAML::Node& node, std::string_view what, Nanos lo,
+                                      Nanos hi) const {
+  FL_ASSIGN_OR_RETURN(Nanos v, AsDuration(node, what));
+  if (std::string p = BoundsProblem(what, v, lo, hi, Unit::kDuration); !p.empty())
+    return Error(node, p);
+  return v;
+}
+
+StatusOr<Nanos> YamlDoc::GetDurationIn(const YAML::Node& map, std::string_view key, Nanos fallback,
+                                       Nanos lo, Nanos hi) const {
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) return fallback;
+  return AsDurationIn(n, key, lo, hi);
+}
+
+StatusOr<uint64_t> YamlDoc::AsBytesIn(const YAML::Node& node, std::string_view what, uint64_t lo,
+                                      uint64_t hi) const {
+  FL_ASSIGN_OR_RETURN(uint64_t v, AsBytes(node, what));
+  if (std::string p = BoundsProblem(what, v, lo, hi, Unit::kBytes); !p.empty())
+    return Error(node, p);
+  return v;
+}
+
+StatusOr<uint64_t> YamlDoc::AsBitRateIn(const YAML::Node& node, std::string_view what, uint64_t lo,
+                                        uint64_t hi) const {
+  FL_ASSIGN_OR_RETURN(uint64_t v, AsBitRate(node, what));
+  if (std::string p = BoundsProblem(what, v, lo, hi, Unit::kBitRate); !p.empty())
+    return Error(node, p);
+  return v;
 }
 
 }  // namespace fl

@@ -10,14 +10,46 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "common/clock.h"
 #include "common/status.h"
 
 namespace fl {
+
+// Bounds for numbers that come from outside (files, flags, the control plane). Every such
+// number is checked against an explicit [lo, hi] before anything is sized, allocated, slept
+// on or created from it: a count of 4000000000 or a lease of 0 is bad input, not a crash.
+//
+// BoundsProblem returns "" when lo <= v <= hi (and v is finite), else the complaint
+// "WHAT must be between LO and HI, not V". Values are printed with their unit where one
+// applies (durations as "500ms", sizes as "64 MiB", rates as "1 Gbit/s").
+enum class Unit { kNone, kDuration, kBytes, kBitRate };
+std::string FormatQuantity(double v, Unit unit);
+template <typename T>
+std::string BoundsProblem(std::string_view what, T v, T lo, T hi, Unit unit = Unit::kNone) {
+  static_assert(std::is_arithmetic_v<T>);
+  bool ok = lo <= v && v <= hi;
+  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(v);
+  if (ok) return {};
+  auto fmt = [unit](T x) {
+    if constexpr (std::is_integral_v<T>) {
+      if (unit == Unit::kNone) return std::to_string(x);
+    }
+    return FormatQuantity(static_cast<double>(x), unit);
+  };
+  return std::string(what) + " must be between " + fmt(lo) + " and " + fmt(hi) + ", not " + fmt(v);
+}
+// InvalidArgument "WHAT must be between ..." (the caller prefixes where WHAT came from).
+template <typename T>
+Status CheckBounds(std::string_view what, T v, T lo, T hi, Unit unit = Unit::kNone) {
+  std::string problem = BoundsProblem(what, v, lo, hi, unit);
+  return problem.empty() ? OkStatus() : InvalidArgumentError(problem);
+}
 
 class YamlDoc {
  public:
@@ -76,6 +108,40 @@ class YamlDoc {
   StatusOr<uint64_t> AsBytes(const YAML::Node& node, std::string_view what) const;
   StatusOr<uint64_t> AsBitRate(const YAML::Node& node, std::string_view what) const;
   StatusOr<Nanos> GetDurationOr(const YAML::Node& map, std::string_view key, Nanos fallback) const;
+
+  // Bounded numbers (see BoundsProblem): the value, or "FILE:LINE:COL: KEY must be between LO
+  // and HI, not V". Use these for every number from input; the unbounded As/Get above are for
+  // strings and flags.
+  template <typename T>
+  StatusOr<T> AsBounded(const YAML::Node& node, std::string_view what, T lo, T hi) const {
+    FL_ASSIGN_OR_RETURN(T v, As<T>(node, what));
+    if (std::string p = BoundsProblem(what, v, lo, hi); !p.empty()) return Error(node, p);
+    return v;
+  }
+  template <typename T>
+  StatusOr<T> GetBounded(const YAML::Node& map, std::string_view key, T lo, T hi) const {
+    YAML::Node n = map[std::string(key)];
+    if (!n.IsDefined() || n.IsNull())
+      return Error(map, "missing required key '" + std::string(key) + "'");
+    return AsBounded<T>(n, key, lo, hi);
+  }
+  template <typename T>
+  StatusOr<T> GetBoundedOr(const YAML::Node& map, std::string_view key, T fallback, T lo,
+                           T hi) const {
+    YAML::Node n = map[std::string(key)];
+    if (!n.IsDefined() || n.IsNull()) return fallback;
+    return AsBounded<T>(n, key, lo, hi);
+  }
+  StatusOr<Nanos> AsDurationIn(const YAML::Node& node, std::string_view what, Nanos lo,
+                               Nanos hi) const;
+  // fallback is returned as is when the key is absent (it need not lie in [lo, hi], e.g. 0 for
+  // "not set").
+  StatusOr<Nanos> GetDurationIn(const YAML::Node& map, std::string_view key, Nanos fallback,
+                                Nanos lo, Nanos hi) const;
+  StatusOr<uint64_t> AsBytesIn(const YAML::Node& node, std::string_view what, uint64_t lo,
+                               uint64_t hi) const;
+  StatusOr<uint64_t> AsBitRateIn(const YAML::Node& node, std::string_view what, uint64_t lo,
+                                 uint64_t hi) const;
 
  private:
   YamlDoc(std::string name, std::string text, YAML::Node root)

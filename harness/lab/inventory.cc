@@ -16,6 +16,12 @@ namespace {
 using injectors::Port;
 using injectors::PortSide;
 
+// Bounds on an inventory's numbers (docs/lab.md).
+constexpr int kMaxRanksPerHost = 64;
+constexpr size_t kMaxNicsPerHost = 16;
+constexpr size_t kMaxHosts = 4096;
+constexpr Nanos kMaxAgentWait = 3600 * kNsPerSec;
+
 std::string ResolveBeside(const std::string& rel, const std::string& source) {
   if (rel.empty() || rel[0] == '/') return rel;
   auto slash = source.rfind('/');
@@ -55,11 +61,12 @@ Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
   if (!IsHostName(host->name) || host->name == "fabric" || host->name.rfind("rank", 0) == 0)
     return doc.Error(n["name"], "host name '" + host->name +
                                     "' must be 1-32 chars [a-z0-9_-], not 'fabric' or rank*");
-  FL_ASSIGN_OR_RETURN(host->ranks, doc.GetOr<int>(n, "ranks", 1));
-  if (host->ranks < 1 || host->ranks > 64) return doc.Error(n["ranks"], "ranks must be 1..64");
+  FL_ASSIGN_OR_RETURN(host->ranks, doc.GetBoundedOr<int>(n, "ranks", 1, 1, kMaxRanksPerHost));
   if (!doc.Has(n, "nics")) return doc.Error(n, "host " + host->name + " needs 'nics'");
   const YAML::Node nics = n["nics"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(nics, "nics"));
+  if (nics.size() > kMaxNicsPerHost)
+    return doc.Error(nics, "a host lists at most " + std::to_string(kMaxNicsPerHost) + " NICs");
   std::set<std::string> names;
   for (const auto& x : nics) {
     InventoryNic nic;
@@ -114,7 +121,13 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
   FL_RETURN_IF_ERROR(doc.CheckKeys(c, {"listen", "token_file"}, "coordinator"));
   FL_ASSIGN_OR_RETURN(inv.listen, doc.Get<std::string>(c, "listen"));
   auto colon = inv.listen.rfind(':');
-  int port = colon == std::string::npos ? 0 : std::atoi(inv.listen.c_str() + colon + 1);
+  int port = 0;  // digits only: "7070x" or an overflowing number is no port
+  if (colon != std::string::npos) {
+    std::string digits = inv.listen.substr(colon + 1);
+    bool ok = !digits.empty() && digits.size() <= 5 &&
+              digits.find_first_not_of("0123456789") == std::string::npos;
+    port = ok ? std::stoi(digits) : 0;
+  }
   in_addr a;
   if (colon == std::string::npos || port <= 0 || port > 65535 ||
       inet_pton(AF_INET, inv.listen.substr(0, colon).c_str(), &a) != 1)
@@ -123,14 +136,16 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
         "listen wants IPv4:PORT with a fixed port (agents dial it), got '" + inv.listen + "'");
   FL_ASSIGN_OR_RETURN(std::string token, doc.Get<std::string>(c, "token_file"));
   inv.token_file = ResolveBeside(token, source);
-  FL_ASSIGN_OR_RETURN(inv.agent_wait_ns, doc.GetDurationOr(root, "agent_wait", inv.agent_wait_ns));
-  if (inv.agent_wait_ns <= 0) return doc.Error(root["agent_wait"], "agent_wait must be > 0");
+  FL_ASSIGN_OR_RETURN(inv.agent_wait_ns, doc.GetDurationIn(root, "agent_wait", inv.agent_wait_ns,
+                                                           kNsPerSec, kMaxAgentWait));
   FL_ASSIGN_OR_RETURN(inv.rendezvous_dir, doc.GetOr<std::string>(root, "rendezvous_dir", ""));
   if (!inv.rendezvous_dir.empty() && inv.rendezvous_dir[0] != '/')
     return doc.Error(root["rendezvous_dir"], "rendezvous_dir must be an absolute path");
   if (!doc.Has(root, "hosts")) return doc.Error(root, "inventory needs 'hosts'");
   const YAML::Node hosts = root["hosts"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(hosts, "hosts"));
+  if (hosts.size() > kMaxHosts)
+    return doc.Error(hosts, "an inventory lists at most " + std::to_string(kMaxHosts) + " hosts");
   for (const auto& h : hosts) {
     InventoryHost host;
     FL_RETURN_IF_ERROR(ParseHost(doc, h, &host));

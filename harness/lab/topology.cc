@@ -13,18 +13,14 @@ bool IsValidLabName(std::string_view name) {
 
 namespace {
 
+// Link rates up to 1 Tbit/s (tbf takes 64-bit rates); bursts up to 256 MiB.
+constexpr uint64_t kMaxRate = 1000ull * 1000 * 1000 * 1000;
+constexpr uint64_t kMaxBurst = 256ull << 20;
+
 StatusOr<int> GetCount(const YamlDoc& doc, const YAML::Node& map, std::string_view key, int lo,
                        int hi, int fallback, bool required) {
-  YAML::Node n = map[std::string(key)];
-  if (!n.IsDefined() || n.IsNull()) {
-    if (required) return doc.Error(map, "missing required key '" + std::string(key) + "'");
-    return fallback;
-  }
-  FL_ASSIGN_OR_RETURN(long long v, doc.As<long long>(n, key));
-  if (v < lo || v > hi)
-    return doc.Error(n, std::string(key) + " must be between " + std::to_string(lo) + " and " +
-                            std::to_string(hi) + ", not " + std::to_string(v));
-  return static_cast<int>(v);
+  if (required) return doc.GetBounded<int>(map, key, lo, hi);
+  return doc.GetBoundedOr<int>(map, key, fallback, lo, hi);
 }
 
 StatusOr<LinkSpec> GetLink(const YamlDoc& doc, const YAML::Node& map, std::string_view key,
@@ -38,12 +34,12 @@ StatusOr<LinkSpec> GetLink(const YamlDoc& doc, const YAML::Node& map, std::strin
   }
   LinkSpec s = fallback;
   if (doc.Has(n, "rate")) {
-    FL_ASSIGN_OR_RETURN(s.rate_bps, doc.AsBitRate(n["rate"], "rate"));
+    FL_ASSIGN_OR_RETURN(s.rate_bps, doc.AsBitRateIn(n["rate"], "rate", 0, kMaxRate));
     if (s.rate_bps != 0 && s.rate_bps < 1000000)
       return doc.Error(n["rate"], "rate must be 0 (unshaped) or at least 1mbit");
   }
   if (doc.Has(n, "burst")) {
-    FL_ASSIGN_OR_RETURN(s.burst_bytes, doc.AsBytes(n["burst"], "burst"));
+    FL_ASSIGN_OR_RETURN(s.burst_bytes, doc.AsBytesIn(n["burst"], "burst", 0, kMaxBurst));
     if (s.burst_bytes < 64 * 1024)
       return doc.Error(n["burst"],
                        "burst must be at least 64KiB (the GSO size): smaller bursts "

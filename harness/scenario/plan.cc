@@ -4,12 +4,28 @@
 
 #include "common/rng.h"
 #include "common/units.h"
+#include "common/yaml_util.h"
 
 namespace fl::harness {
 
 StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, uint64_t seed) {
   Plan plan;
   plan.seed = seed;
+  // The loader bounds each count; a Scenario built another way gets the same limit here, before
+  // anything is allocated for its firings.
+  size_t firings = 0;
+  for (const FaultSpec& spec : scenario.faults) {
+    if (spec.timing.count > limits::kMaxFiringsPerFault)
+      return InvalidArgumentError(
+          spec.where + ": " +
+          BoundsProblem<uint32_t>("count", spec.timing.count, 1, limits::kMaxFiringsPerFault));
+    firings += spec.timing.count;
+  }
+  if (firings > limits::kMaxPlannedFirings)
+    return InvalidArgumentError(scenario.path + ": " +
+                                BoundsProblem<size_t>("the number of fault firings", firings, 0,
+                                                      limits::kMaxPlannedFirings));
+  plan.faults.reserve(firings);
   const Rng root(seed);
   for (size_t i = 0; i < scenario.faults.size(); ++i) {
     const FaultSpec& spec = scenario.faults[i];

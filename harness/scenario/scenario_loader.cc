@@ -59,30 +59,35 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
     return doc.Error(n["ccl"], "unknown ccl '" + job->ccl + "' (" + Join(kCcls) + ")");
   if (doc.Has(n, "size")) {
-    FL_ASSIGN_OR_RETURN(job->size_bytes, doc.AsBytes(n["size"], "size"));
-    if (job->size_bytes == 0) return doc.Error(n["size"], "size must be at least 1 byte");
+    FL_ASSIGN_OR_RETURN(job->size_bytes,
+                        doc.AsBytesIn(n["size"], "size", 1, limits::kMaxSizeBytes));
   }
   FL_ASSIGN_OR_RETURN(job->dtype, doc.GetOr<std::string>(n, "dtype", job->dtype));
   static const std::vector<std::string> kTypes = {"float32", "float16", "bfloat16", "int32",
                                                   "int64"};
   if (std::find(kTypes.begin(), kTypes.end(), job->dtype) == kTypes.end())
     return doc.Error(n["dtype"], "unknown dtype '" + job->dtype + "' (" + Join(kTypes) + ")");
-  FL_ASSIGN_OR_RETURN(job->iterations, doc.GetOr<uint64_t>(n, "iterations", 0));
-  FL_ASSIGN_OR_RETURN(job->duration_ns, doc.GetDurationOr(n, "duration", 0));
+  FL_ASSIGN_OR_RETURN(job->iterations,
+                      doc.GetBoundedOr<uint64_t>(n, "iterations", 0, 1, limits::kMaxIterations));
+  FL_ASSIGN_OR_RETURN(job->duration_ns,
+                      doc.GetDurationIn(n, "duration", 0, kNsPerMs, limits::kMaxJobDuration));
   if ((job->iterations == 0) == (job->duration_ns == 0))
     return doc.Error(n, "job needs exactly one of 'iterations' (> 0) or 'duration'");
   FL_ASSIGN_OR_RETURN(job->warmup_iterations,
-                      doc.GetOr<uint64_t>(n, "warmup_iterations", job->warmup_iterations));
-  FL_ASSIGN_OR_RETURN(job->check_every, doc.GetOr<uint64_t>(n, "check_every", job->check_every));
-  if (job->check_every == 0) return doc.Error(n["check_every"], "check_every must be at least 1");
+                      doc.GetBoundedOr<uint64_t>(n, "warmup_iterations", job->warmup_iterations, 0,
+                                                 limits::kMaxWarmupIterations));
+  FL_ASSIGN_OR_RETURN(
+      job->check_every,
+      doc.GetBoundedOr<uint64_t>(n, "check_every", job->check_every, 1, limits::kMaxIterations));
   FL_ASSIGN_OR_RETURN(job->failover, doc.GetOr<bool>(n, "failover", job->failover));
   FL_ASSIGN_OR_RETURN(job->collective_timeout_ns,
-                      doc.GetDurationOr(n, "collective_timeout", job->collective_timeout_ns));
-  FL_ASSIGN_OR_RETURN(job->hang_timeout_ns,
-                      doc.GetDurationOr(n, "hang_timeout", job->hang_timeout_ns));
-  if (job->collective_timeout_ns == 0 || job->hang_timeout_ns == 0)
-    return doc.Error(n, "timeouts must be greater than 0");
-  FL_ASSIGN_OR_RETURN(job->compute_ns, doc.GetDurationOr(n, "compute", job->compute_ns));
+                      doc.GetDurationIn(n, "collective_timeout", job->collective_timeout_ns,
+                                        kNsPerMs, limits::kMaxTimeout));
+  FL_ASSIGN_OR_RETURN(
+      job->hang_timeout_ns,
+      doc.GetDurationIn(n, "hang_timeout", job->hang_timeout_ns, kNsPerMs, limits::kMaxTimeout));
+  FL_ASSIGN_OR_RETURN(job->compute_ns,
+                      doc.GetDurationIn(n, "compute", job->compute_ns, 0, limits::kMaxCompute));
   FL_ASSIGN_OR_RETURN(job->compute_device,
                       doc.GetOr<std::string>(n, "compute_device", job->compute_device));
   if (job->compute_device != "cpu" && job->compute_device != "gpu" && job->compute_device != "auto")
@@ -121,27 +126,32 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
   FaultTiming& t = f->timing;
   if (doc.Has(n, "at")) {
     t.kind = FaultTiming::Kind::kAt;
-    FL_ASSIGN_OR_RETURN(t.at_ns, doc.AsDuration(n["at"], "at"));
+    FL_ASSIGN_OR_RETURN(t.at_ns, doc.AsDurationIn(n["at"], "at", 0, limits::kMaxFaultTime));
   } else if (doc.Has(n, "after_iteration")) {
     t.kind = FaultTiming::Kind::kAfterIteration;
-    FL_ASSIGN_OR_RETURN(t.after_iteration, doc.Get<uint64_t>(n, "after_iteration"));
+    FL_ASSIGN_OR_RETURN(t.after_iteration,
+                        doc.GetBounded<uint64_t>(n, "after_iteration", 0, limits::kMaxIterations));
   } else {
     t.kind = FaultTiming::Kind::kEvery;
-    FL_ASSIGN_OR_RETURN(t.every_ns, doc.AsDuration(n["every"], "every"));
-    if (t.every_ns == 0) return doc.Error(n["every"], "every must be greater than 0");
+    FL_ASSIGN_OR_RETURN(t.every_ns,
+                        doc.AsDurationIn(n["every"], "every", kNsPerMs, limits::kMaxFaultTime));
   }
-  FL_ASSIGN_OR_RETURN(t.count, doc.GetOr<uint32_t>(n, "count", 1));
-  if (t.count == 0) return doc.Error(n["count"], "count must be at least 1");
+  FL_ASSIGN_OR_RETURN(t.count,
+                      doc.GetBoundedOr<uint32_t>(n, "count", 1, 1, limits::kMaxFiringsPerFault));
   if (t.count > 1 && t.kind != FaultTiming::Kind::kEvery)
     return doc.Error(n["count"], "count > 1 needs 'every' (the period between firings)");
   if (t.kind == FaultTiming::Kind::kEvery) t.at_ns = t.every_ns;
-  FL_ASSIGN_OR_RETURN(t.jitter_ns, doc.GetDurationOr(n, "jitter", 0));
-  FL_ASSIGN_OR_RETURN(f->duration_ns, doc.GetDurationOr(n, "duration", 0));
+  FL_ASSIGN_OR_RETURN(t.jitter_ns, doc.GetDurationIn(n, "jitter", 0, 0, limits::kMaxFaultTime));
+  FL_ASSIGN_OR_RETURN(f->duration_ns,
+                      doc.GetDurationIn(n, "duration", 0, 0, limits::kMaxFaultTime));
   if (t.kind == FaultTiming::Kind::kEvery && f->duration_ns >= t.every_ns)
     return doc.Error(n["duration"], "duration must be shorter than the period 'every'");
   if (doc.Has(n, "params")) {
     const YAML::Node p = n["params"];
     FL_RETURN_IF_ERROR(doc.ExpectMap(p, "params"));
+    if (p.size() > limits::kMaxParams)
+      return doc.Error(p,
+                       "a fault takes at most " + std::to_string(limits::kMaxParams) + " params");
     for (auto it = p.begin(); it != p.end(); ++it) {
       if (!it->second.IsScalar())
         return doc.Error(it->second, "parameter values must be single values");
@@ -160,20 +170,17 @@ Status ParseExpect(const YamlDoc& doc, const YAML::Node& n, Expectations* e) {
   if (doc.Has(n, "survives")) {
     FL_ASSIGN_OR_RETURN(e->survives, doc.Get<bool>(n, "survives"));
   }
-  auto non_negative = [&](const char* key, std::optional<double>* out) -> Status {
+  auto bounded = [&](const char* key, double hi, std::optional<double>* out) -> Status {
     if (!doc.Has(n, key)) return OkStatus();
-    FL_ASSIGN_OR_RETURN(double v, doc.Get<double>(n, key));
-    if (v < 0) return doc.Error(n[key], std::string(key) + " must not be negative");
-    *out = v;
+    FL_ASSIGN_OR_RETURN(*out, doc.GetBounded<double>(n, key, 0.0, hi));
     return OkStatus();
   };
-  FL_RETURN_IF_ERROR(non_negative("max_detection_ms", &e->max_detection_ms));
-  FL_RETURN_IF_ERROR(non_negative("max_recovery_ms", &e->max_recovery_ms));
-  FL_RETURN_IF_ERROR(non_negative("min_degraded_ratio", &e->min_degraded_ratio));
-  FL_RETURN_IF_ERROR(non_negative("max_throughput_loss_s", &e->max_throughput_loss_s));
-  if (e->min_degraded_ratio && *e->min_degraded_ratio > 1.0)
-    return doc.Error(n["min_degraded_ratio"],
-                     "min_degraded_ratio is a fraction of the baseline: at most 1");
+  FL_RETURN_IF_ERROR(bounded("max_detection_ms", limits::kMaxExpectMs, &e->max_detection_ms));
+  FL_RETURN_IF_ERROR(bounded("max_recovery_ms", limits::kMaxExpectMs, &e->max_recovery_ms));
+  // a fraction of the baseline
+  FL_RETURN_IF_ERROR(bounded("min_degraded_ratio", 1.0, &e->min_degraded_ratio));
+  FL_RETURN_IF_ERROR(
+      bounded("max_throughput_loss_s", limits::kMaxThroughputLossS, &e->max_throughput_loss_s));
   FL_ASSIGN_OR_RETURN(e->exact_correctness, doc.GetOr<bool>(n, "exact_correctness", true));
   return OkStatus();
 }
@@ -181,8 +188,9 @@ Status ParseExpect(const YamlDoc& doc, const YAML::Node& n, Expectations* e) {
 Status ParseRestart(const YamlDoc& doc, const YAML::Node& n, RestartPolicy* r) {
   FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"enabled", "max_restarts", "delay"}, "restart"));
   FL_ASSIGN_OR_RETURN(r->enabled, doc.GetOr<bool>(n, "enabled", true));
-  FL_ASSIGN_OR_RETURN(r->max_restarts, doc.GetOr<uint32_t>(n, "max_restarts", 1));
-  FL_ASSIGN_OR_RETURN(r->delay_ns, doc.GetDurationOr(n, "delay", 0));
+  FL_ASSIGN_OR_RETURN(r->max_restarts,
+                      doc.GetBoundedOr<uint32_t>(n, "max_restarts", 1, 0, limits::kMaxRestarts));
+  FL_ASSIGN_OR_RETURN(r->delay_ns, doc.GetDurationIn(n, "delay", 0, 0, limits::kMaxRestartDelay));
   return OkStatus();
 }
 
@@ -216,6 +224,13 @@ std::string CheckCclOptions(const std::string& ccl,
                   std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits || std::stoull(v) == 0)
       return ccl + " option " + k + " wants a positive integer, got '" + v + "'";
+    // Sizes up to 1 GiB, counts up to 64, times up to an hour.
+    const uint64_t hi = k == "chunk_bytes" || k == "window_bytes" ? (1ull << 30)
+                        : k == "channels_per_nic"                 ? 64
+                                                                  : 3600ull * 1000;
+    if (std::string p = BoundsProblem<uint64_t>(ccl + " option " + k, std::stoull(v), 1, hi);
+        !p.empty())
+      return p;
   }
   return {};
 }
@@ -268,9 +283,18 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
   if (doc.Has(root, "faults")) {
     const YAML::Node faults = root["faults"];
     FL_RETURN_IF_ERROR(doc.ExpectSequence(faults, "faults"));
+    if (faults.size() > limits::kMaxFaults)
+      return doc.Error(faults, "a scenario holds at most " + std::to_string(limits::kMaxFaults) +
+                                   " faults, not " + std::to_string(faults.size()));
+    size_t firings = 0;
     for (const auto& fn : faults) {
       FaultSpec f;
       FL_RETURN_IF_ERROR(ParseFault(doc, fn, &f));
+      firings += f.timing.count;
+      if (firings > limits::kMaxPlannedFirings)
+        return doc.Error(fn, "the faults fire more than " +
+                                 std::to_string(limits::kMaxPlannedFirings) +
+                                 " times in all (the sum of their counts)");
       s.faults.push_back(std::move(f));
     }
   }

@@ -15,10 +15,31 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "harness/scenario/scenario.h"
 
 namespace fl::harness {
+
+// The bounds on every number a scenario holds (docs/scenarios.md lists them). A value outside
+// is InvalidArgument at its file:line:col before anything is planned, allocated or created.
+namespace limits {
+inline constexpr Nanos kMaxJobDuration = 7 * 24 * 3600 * kNsPerSec;  // job.duration
+inline constexpr Nanos kMaxFaultTime = 7 * 24 * 3600 * kNsPerSec;    // at, every, duration, jitter
+inline constexpr uint32_t kMaxFiringsPerFault = 10000;               // count
+inline constexpr size_t kMaxFaults = 1000;                           // entries under faults:
+inline constexpr size_t kMaxPlannedFirings = 100000;                 // sum of the counts
+inline constexpr uint64_t kMaxIterations = 1000000000000ull;         // iterations, after_iteration
+inline constexpr uint64_t kMaxWarmupIterations = 1000000000ull;
+inline constexpr uint64_t kMaxSizeBytes = 16ull << 30;       // job.size: 16 GiB per rank
+inline constexpr Nanos kMaxTimeout = 24 * 3600 * kNsPerSec;  // collective/hang timeouts
+inline constexpr Nanos kMaxCompute = 3600 * kNsPerSec;       // training_step compute phase
+inline constexpr double kMaxExpectMs = 24 * 3600 * 1000.0;   // max_detection/recovery_ms
+inline constexpr double kMaxThroughputLossS = 7 * 24 * 3600.0;
+inline constexpr uint32_t kMaxRestarts = 100;
+inline constexpr Nanos kMaxRestartDelay = 3600 * kNsPerSec;
+inline constexpr size_t kMaxParams = 64;  // params per fault
+}  // namespace limits
 
 class FaultCatalog {
  public:

@@ -12,6 +12,15 @@ namespace {
 using reports::compare::ParseTolerance;
 using reports::compare::Tolerance;
 
+// Bounds on the suite's numbers (docs/suites.md).
+constexpr uint32_t kMaxRepeat = 1000;
+constexpr uint32_t kMaxBaselineRuns = 1000;
+constexpr size_t kMaxScenarios = 1000;
+constexpr size_t kMaxCcls = 16;
+constexpr Nanos kMaxRunTimeout = 7 * 24 * 3600 * kNsPerSec;
+constexpr double kMaxRelative = 10.0;
+constexpr double kMaxAbsolute = 1e12;
+
 std::string DirOf(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -67,6 +76,8 @@ StatusOr<CclSpec> ParseCcl(const YamlDoc& doc, const YAML::Node& n) {
 Status ParseCcls(const YamlDoc& doc, const YAML::Node& n, std::vector<CclSpec>* out) {
   FL_RETURN_IF_ERROR(doc.ExpectSequence(n, "ccls"));
   if (n.size() == 0) return doc.Error(n, "ccls must name at least one CCL (or be left out)");
+  if (n.size() > kMaxCcls)
+    return doc.Error(n, "ccls names at most " + std::to_string(kMaxCcls) + " CCLs");
   for (const auto& c : n) {
     FL_ASSIGN_OR_RETURN(CclSpec spec, ParseCcl(doc, c));
     out->push_back(std::move(spec));
@@ -75,9 +86,7 @@ Status ParseCcls(const YamlDoc& doc, const YAML::Node& n, std::vector<CclSpec>* 
 }
 
 StatusOr<uint32_t> ParseRepeat(const YamlDoc& doc, const YAML::Node& map) {
-  FL_ASSIGN_OR_RETURN(uint32_t r, doc.Get<uint32_t>(map, "repeat"));
-  if (r == 0 || r > 1000) return doc.Error(map["repeat"], "repeat must be between 1 and 1000");
-  return r;
+  return doc.GetBounded<uint32_t>(map, "repeat", 1, kMaxRepeat);
 }
 
 Status ParseScenarioEntry(const YamlDoc& doc, const YAML::Node& n, const std::string& suite_path,
@@ -117,8 +126,9 @@ StatusOr<Tolerance> ParseToleranceNode(const YamlDoc& doc, const YAML::Node& n) 
   Tolerance t;
   for (const char* key : {"relative", "absolute"}) {
     if (!doc.Has(n, key)) continue;
-    FL_ASSIGN_OR_RETURN(double v, doc.Get<double>(n, key));
-    if (v < 0) return doc.Error(n[key], std::string(key) + " must not be negative");
+    // relative: a fraction (10 = 1000 %); absolute: in the metric's own unit.
+    FL_ASSIGN_OR_RETURN(
+        double v, doc.GetBounded<double>(n, key, 0.0, key[0] == 'r' ? kMaxRelative : kMaxAbsolute));
     (key[0] == 'r' ? t.relative : t.absolute) = v;
   }
   if (!t.relative && !t.absolute) return doc.Error(n, "a tolerance needs relative or absolute");
@@ -130,8 +140,8 @@ Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* 
   FL_RETURN_IF_ERROR(doc.CheckKeys(
       n, {"enabled", "baseline_runs", "metrics", "confidence", "resamples"}, "regression"));
   FL_ASSIGN_OR_RETURN(r->enabled, doc.GetOr<bool>(n, "enabled", true));
-  FL_ASSIGN_OR_RETURN(r->baseline_runs, doc.GetOr<uint32_t>(n, "baseline_runs", 1));
-  if (r->baseline_runs == 0) return doc.Error(n["baseline_runs"], "baseline_runs must be >= 1");
+  FL_ASSIGN_OR_RETURN(r->baseline_runs,
+                      doc.GetBoundedOr<uint32_t>(n, "baseline_runs", 1, 1, kMaxBaselineRuns));
   if (doc.Has(n, "metrics")) {
     FL_RETURN_IF_ERROR(doc.ExpectSequence(n["metrics"], "metrics"));
     for (const auto& m : n["metrics"]) {
@@ -143,12 +153,13 @@ Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* 
       r->metrics.push_back(name);
     }
   }
-  FL_ASSIGN_OR_RETURN(r->confidence, doc.GetOr<double>(n, "confidence", r->confidence));
+  // Open at both ends: the bounded read rejects NaN and what lies outside, this the ends.
+  FL_ASSIGN_OR_RETURN(r->confidence,
+                      doc.GetBoundedOr<double>(n, "confidence", r->confidence, 0.5, 1.0));
   if (r->confidence <= 0.5 || r->confidence >= 1)
     return doc.Error(n["confidence"], "confidence must be in (0.5, 1), e.g. 0.95");
-  FL_ASSIGN_OR_RETURN(r->resamples, doc.GetOr<int>(n, "resamples", r->resamples));
-  if (r->resamples < 100 || r->resamples > 1000000)
-    return doc.Error(n["resamples"], "resamples must be between 100 and 1000000");
+  FL_ASSIGN_OR_RETURN(r->resamples,
+                      doc.GetBoundedOr<int>(n, "resamples", r->resamples, 100, 1000000));
   return OkStatus();
 }
 
@@ -177,12 +188,14 @@ StatusOr<Suite> ParseSuite(std::string_view text, const std::string& name) {
   }
   if (doc.Has(root, "tags")) FL_RETURN_IF_ERROR(ParseTags(doc, root["tags"], &s.tags));
   if (doc.Has(root, "ccls")) FL_RETURN_IF_ERROR(ParseCcls(doc, root["ccls"], &s.ccls));
-  FL_ASSIGN_OR_RETURN(s.run_timeout_ns, doc.GetDurationOr(root, "run_timeout", s.run_timeout_ns));
-  if (s.run_timeout_ns <= 0) return doc.Error(root["run_timeout"], "run_timeout must be > 0");
+  FL_ASSIGN_OR_RETURN(s.run_timeout_ns, doc.GetDurationIn(root, "run_timeout", s.run_timeout_ns,
+                                                          kNsPerSec, kMaxRunTimeout));
   if (!doc.Has(root, "scenarios")) return doc.Error(root, "missing required key 'scenarios'");
   const YAML::Node sc = root["scenarios"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(sc, "scenarios"));
   if (sc.size() == 0) return doc.Error(sc, "scenarios must list at least one scenario file");
+  if (sc.size() > kMaxScenarios)
+    return doc.Error(sc, "a suite lists at most " + std::to_string(kMaxScenarios) + " scenarios");
   for (const auto& e : sc) {
     SuiteScenario entry;
     FL_RETURN_IF_ERROR(ParseScenarioEntry(doc, e, name, &entry));

@@ -69,6 +69,27 @@ TEST_CASE("inventory: bad input names file:line:col", "[unit]") {
             .find("same number of ranks and NICs") != std::string::npos);
   CHECK(err(Replace(kInv, "ifname: ens1f0, address: 10.0.0.1", "ifname: a;b, address: 10.0.0.1"))
             .find("is not an interface name") != std::string::npos);
+  // Numbers are bounded, with their location.
+  CHECK(err(Replace(kInv, "agent_wait: 5s", "agent_wait: 100h")) ==
+        "i.yaml:3:13: agent_wait must be between 1s and 1h, not 100h");
+  CHECK(err(Replace(kInv, "agent_wait: 5s", "agent_wait: 0s"))
+            .rfind("i.yaml:3:13: agent_wait must be between 1s and 1h", 0) == 0);
+  CHECK(err(Replace(kInv,
+                    "    ranks: 2\n    nics:\n      - {name: nic0, ifname: ens1f0, "
+                    "address: 10.0.0.1}",
+                    "    ranks: 4000000000\n    nics:\n      - {name: nic0, ifname: ens1f0, "
+                    "address: 10.0.0.1}"))
+            .rfind("i.yaml:6:12: ", 0) == 0);
+  CHECK(err(Replace(kInv,
+                    "    ranks: 2\n    nics:\n      - {name: nic0, ifname: ens1f0, "
+                    "address: 10.0.0.1}",
+                    "    ranks: 65\n    nics:\n      - {name: nic0, ifname: ens1f0, "
+                    "address: 10.0.0.1}")) ==
+        "i.yaml:6:12: ranks must be between 1 and 64, not 65");
+  CHECK(err(Replace(kInv, "10.10.0.254:7070", "10.10.0.254:7070x")).find("i.yaml:2:23: listen") ==
+        0);
+  CHECK(err(Replace(kInv, "10.10.0.254:7070", "10.10.0.254:99999999999999"))
+            .find("i.yaml:2:23: listen") == 0);
 }
 
 TEST_CASE("inventory: a host's site resolves its own NICs and refuses switch-side targets",

@@ -54,6 +54,18 @@ TEST_CASE("topology: bad input fails with file:line and a clear message", "[unit
   CHECK(err("name: A_B\nhosts: 2\n").find("lab.yaml:1:7:") == 0);
   CHECK(err("name: a\nhosts: 4\nhosts_per_tor: 2\n").find("spines: 1") != std::string::npos);
   CHECK(err("hosts: 2\n").find("missing required key 'name'") != std::string::npos);
+  // Every number is bounded, with its location.
+  CHECK(err("name: a\nhosts: 99999999999\n").rfind("lab.yaml:2:8: ", 0) == 0);
+  CHECK(err("name: a\nhosts: 2\ngpus_per_host: 17\n") ==
+        "lab.yaml:3:16: gpus_per_host must be between 1 and 16, not 17");
+  CHECK(err("name: a\nhosts: 2\nnics_per_host: 0\n") ==
+        "lab.yaml:3:16: nics_per_host must be between 1 and 8, not 0");
+  CHECK(err("name: a\nhosts: 2\nlink: {rate: 5tbit}\n") ==
+        "lab.yaml:3:14: rate must be between 0 bit/s and 1 Tbit/s, not 5 Tbit/s");
+  CHECK(err("name: a\nhosts: 2\nlink: {rate: 1gbit, burst: 100GiB}\n")
+            .rfind("lab.yaml:3:28: burst must be between 0 B and 256 MiB", 0) == 0);
+  CHECK(err("name: a\nhosts: 2\nlink: {mtu: 65536}\n") ==
+        "lab.yaml:3:13: mtu must be between 576 and 9000, not 65536");
 }
 
 TEST_CASE("fault spec: unknown key or kind or parameter and negative durations point at the line",

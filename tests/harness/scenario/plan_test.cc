@@ -59,6 +59,19 @@ TEST_CASE("plan: the same seed chooses the same targets and times", "[unit]") {
   CHECK(a.faults.back().after_iteration == 50);
 }
 
+TEST_CASE("plan: a count beyond the bound is refused before any firing is allocated", "[unit]") {
+  // A Scenario not made by the loader (which refuses it at its line) gets the same bound here.
+  auto s = ParseScenario(kScenario, "random_flaps.yaml");
+  REQUIRE(s.ok());
+  s->faults[0].timing.count = 4000000000u;
+  auto p = MakePlan(*s, Catalog(), 1);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == Code::kInvalidArgument);
+  CHECK(p.status().message().find("count must be between 1 and 10000, not 4000000000") !=
+        std::string::npos);
+  CHECK(p.status().message().rfind(s->faults[0].where, 0) == 0);
+}
+
 TEST_CASE("plan: jitter stays in bounds and all firings share the drawn target", "[unit]") {
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     Plan p = MustPlan(seed);

@@ -116,6 +116,87 @@ TEST_CASE("scenario: malformed input fails with file:line:col", "[unit]") {
   }
 }
 
+// Every number in a scenario is bounded; the error names the value's file:line:col.
+TEST_CASE("scenario: every number is bounded and a value outside points at its location",
+          "[unit]") {
+  auto err = [](const std::string& text) {
+    auto s = ParseScenario(text, "x.yaml");
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == Code::kInvalidArgument);
+    return s.status().message();
+  };
+  // The regression: a periodic fault of 4e9 firings went on to allocate them (bad_alloc).
+  CHECK(err(Replace(kGood, "at: 5s\n    duration: 2s",
+                    "every: 10s\n    count: 4000000000\n    duration: 2s")) ==
+        "x.yaml:15:12: count must be between 1 and 10000, not 4000000000");
+  CHECK(err(Replace(kGood, "at: 5s\n    duration: 2s", "every: 10s\n    count: -1")) ==
+        "x.yaml:15:12: '-1' is not a valid count");
+  CHECK(err(Replace(kGood, "at: 5s\n    duration: 2s", "every: 10s\n    count: 0")) ==
+        "x.yaml:15:12: count must be between 1 and 10000, not 0");
+  CHECK(err(Replace(kGood, "at: 5s", "every: 0s")) ==
+        "x.yaml:14:12: every must be between 1ms and 168h, not 0ns");
+  CHECK(err(Replace(kGood, "at: 5s", "at: 9000h")) ==
+        "x.yaml:14:9: at must be between 0ns and 168h, not 9000h");
+  CHECK(err(Replace(kGood, "duration: 2s", "duration: 1000000h")) ==
+        "x.yaml:15:15: duration must be between 0ns and 168h, not 1000000h");
+  CHECK(err(Replace(kGood, "duration: 2s", "duration: 2s\n    jitter: 200h"))
+            .rfind("x.yaml:16:13: jitter must be between 0ns and 168h", 0) == 0);
+  CHECK(err(Replace(kGood, "after_iteration: 200", "after_iteration: 99999999999999999"))
+            .rfind("x.yaml:19:22: after_iteration must be between 0 and 1000000000000", 0) == 0);
+  CHECK(err(Replace(kGood, "iterations: 400", "iterations: 9999999999999999")) ==
+        "x.yaml:10:15: iterations must be between 1 and 1000000000000, not 9999999999999999");
+  CHECK(err(Replace(kGood, "iterations: 400", "duration: 2000h"))
+            .rfind("x.yaml:10:13: duration must be between 1ms and 168h", 0) == 0);
+  CHECK(err(Replace(kGood, "size: 16MiB", "size: 1000GiB")) ==
+        "x.yaml:9:9: size must be between 1 B and 16 GiB, not 1000 GiB");
+  CHECK(err(Replace(kGood, "size: 16MiB", "size: 0")).rfind("x.yaml:9:9: size must be", 0) == 0);
+  CHECK(err(Replace(kGood, "iterations: 400", "iterations: 400\n  warmup_iterations: 5000000000"))
+            .rfind("x.yaml:11:22: warmup_iterations must be between 0 and 1000000000", 0) == 0);
+  CHECK(err(Replace(kGood, "iterations: 400", "iterations: 400\n  check_every: 0"))
+            .rfind("x.yaml:11:16: check_every must be between 1 and", 0) == 0);
+  CHECK(err(Replace(kGood, "iterations: 400", "iterations: 400\n  collective_timeout: 0s"))
+            .rfind("x.yaml:11:23: collective_timeout must be between 1ms and 24h", 0) == 0);
+  CHECK(err(Replace(kGood, "iterations: 400", "iterations: 400\n  hang_timeout: 30d"))
+            .rfind("x.yaml:11:17: hang_timeout: unknown duration unit", 0) == 0);
+  CHECK(err(Replace(kGood, "max_detection_ms: 100", "max_detection_ms: .nan")) ==
+        "x.yaml:22:21: max_detection_ms must be between 0 and 8.64e+07, not nan");
+  CHECK(err(Replace(kGood, "max_detection_ms: 100", "max_detection_ms: -1"))
+            .rfind("x.yaml:22:21: max_detection_ms must be between 0 and", 0) == 0);
+  CHECK(err(Replace(kGood, "min_degraded_ratio: 0.4", "min_degraded_ratio: 1.5")) ==
+        "x.yaml:23:23: min_degraded_ratio must be between 0 and 1, not 1.5");
+  CHECK(err(Replace(kGood, "min_degraded_ratio: 0.4", "max_throughput_loss_s: .inf"))
+            .rfind("x.yaml:23:26: max_throughput_loss_s must be between 0 and", 0) == 0);
+  CHECK(err(Replace(kGood, "ccl: ftccl", "ccl: gloo") + "restart:\n  max_restarts: 1000000\n")
+            .rfind("x.yaml:25:17: max_restarts must be between 0 and 100", 0) == 0);
+  CHECK(err(Replace(kGood, "ccl: ftccl", "ccl: gloo") + "restart:\n  delay: 2h\n") ==
+        "x.yaml:25:10: delay must be between 0ns and 1h, not 2h");
+  CHECK(err(Replace(kGood, "ccl: ftccl", "ccl: ftccl\n  ccl_options: {chunk_bytes: 99999999999}"))
+            .rfind("x.yaml:9:17: ftccl option chunk_bytes must be between 1 and 1073741824", 0) ==
+        0);
+
+  // Totals: at most 1000 faults and 100000 firings in all, each count within its bound.
+  std::string many = Replace(
+      kGood, "faults:\n", "faults:\n" + [] {
+        std::string f;
+        for (int i = 0; i < 11; ++i)
+          f += "  - {kind: nic_port_flap, target: h0/nic0, every: 1s, count: 10000, duration: "
+               "1ms}\n";
+        return f;
+      }());
+  CHECK(err(many) ==
+        "x.yaml:22:5: the faults fire more than 100000 times in all (the sum of their counts)");
+}
+
+TEST_CASE("scenario: values at the bounds load", "[unit]") {
+  auto s = ParseScenario(Replace(Replace(kGood, "at: 5s\n    duration: 2s",
+                                         "every: 168h\n    count: 10000\n    duration: 1ms"),
+                                 "size: 16MiB", "size: 16GiB"),
+                         "x.yaml");
+  REQUIRE(s.ok());
+  CHECK(s->faults[0].timing.count == 10000);
+  CHECK(s->job.size_bytes == 16ull << 30);
+}
+
 TEST_CASE("scenario: kinds and targets are checked against the lab", "[unit]") {
   auto bad_target = ParseScenario(Replace(kGood, "target: h1/nic0", "target: h9/nic0"), "x.yaml");
   REQUIRE(bad_target.ok());

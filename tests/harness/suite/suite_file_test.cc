@@ -105,7 +105,7 @@ TEST_CASE("suite file: errors carry file:line:col", "[unit]") {
                 "scenarios: [a.yaml]\n")
             .rfind(p + ":4:14: ", 0) == 0);
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\nrepeat: 0\n") ==
-        p + ":3:9: repeat must be between 1 and 1000");
+        p + ":3:9: repeat must be between 1 and 1000, not 0");
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\ntolerances:\n  ranks: 10%\n")
             .rfind(p + ":4:3: metric 'ranks' has no worse direction", 0) == 0);
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\ntolerances:\n  recovery_ms: fast\n")
@@ -113,7 +113,22 @@ TEST_CASE("suite file: errors carry file:line:col", "[unit]") {
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\ntolerances:\n  recovery_ms: {relativ: 1}\n")
             .rfind(p + ":4:17: unknown key 'relativ' in tolerance", 0) == 0);
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\nregression: {confidence: 2}\n") ==
+        p + ":3:26: confidence must be between 0.5 and 1, not 2");
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\nregression: {confidence: 1}\n") ==
         p + ":3:26: confidence must be in (0.5, 1), e.g. 0.95");
+  // Every number is bounded (NaN included), with its location.
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\nregression: {confidence: .nan}\n") ==
+        p + ":3:26: confidence must be between 0.5 and 1, not nan");
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\nregression: {baseline_runs: 4000000000}\n") ==
+        p + ":3:29: baseline_runs must be between 1 and 1000, not 4000000000");
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\nregression: {resamples: 10}\n") ==
+        p + ":3:25: resamples must be between 100 and 1000000, not 10");
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\nrun_timeout: 9999h\n") ==
+        p + ":3:14: run_timeout must be between 1s and 168h, not 9999h");
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\nrepeat: 4000000000\n") ==
+        p + ":3:9: repeat must be between 1 and 1000, not 4000000000");
+  CHECK(f.Error("name: x\nscenarios: [a.yaml]\ntolerances:\n  recovery_ms: {relative: .inf}\n")
+            .rfind(p + ":4:27: relative must be between 0 and 10, not inf", 0) == 0);
   CHECK(f.Error("name: x\nscenarios: []\n") ==
         p + ":2:12: scenarios must list at least one scenario file");
   CHECK(f.Error("scenarios: [a.yaml]\n") == p + ":1:1: missing required key 'name'");
