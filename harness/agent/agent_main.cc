@@ -11,6 +11,7 @@
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "injectors/journal.h"
 
 namespace {
@@ -31,12 +32,22 @@ int main(int argc, char** argv) {
       "2 bad arguments, 3 could not register (unreachable or refused)."};
   harness::AgentSessionOptions opts;
   harness::AgentRuntimeOptions rt;
-  std::string token_file, policy_file;
+  std::string token_file, policy_file, tls_dir;
+  bool no_tls = false;
   double connect_timeout_s = 10;
   bool print_fingerprint = false;
   app.add_option("--coordinator", opts.coordinator, "coordinator address host:port");
   app.add_option("--token-file", token_file, "file holding the shared authentication token")
       ->check(CLI::ExistingFile);
+  app.add_option("--tls-dir", tls_dir,
+                 "mutual TLS with the lab's certificates in DIR (faultline certs): ca.crt and\n"
+                 "HOST.crt/HOST.key; the coordinator must show a certificate of that CA.\n"
+                 "Default with --inventory: tls/ beside the token file")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--tls-server-name", opts.tls_server_name,
+                 "the name the coordinator's certificate must carry (default: the host part of\n"
+                 "--coordinator)");
+  app.add_flag("--no-tls", no_tls, "plaintext with the token only, even with --inventory");
   app.add_option("--host", opts.host,
                  "the topology host name this agent serves (\"fabric\" for switches)");
   app.add_option("--lab", rt.lab, "the local lab whose hosts and fabric this agent acts on");
@@ -76,6 +87,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   opts.token = *token;
+  if (!no_tls && tls_dir.empty() && !rt.inventory.empty())
+    tls_dir = harness::DefaultTlsDir(token_file);
+  if (!no_tls && !tls_dir.empty()) {
+    auto role = opts.host == "fabric" ? harness::CertRole::kFabricAgent : harness::CertRole::kAgent;
+    auto tls = harness::LoadTlsMaterial(tls_dir, role, opts.host);
+    if (!tls.ok()) {
+      FL_LOG(kError, "agent") << tls.status().ToUserString();
+      return 2;
+    }
+    opts.tls = std::move(*tls);
+  }
   opts.connect_timeout_ns = static_cast<Nanos>(connect_timeout_s * 1e9);
   if (!policy_file.empty()) {
     auto p = harness::LoadAgentPolicy(policy_file);

@@ -30,13 +30,25 @@ class AgentSession::Impl {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
-    channel_ =
-        grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (options_.tls) {
+      // The handshake verifies the coordinator against the lab CA alone (not the system's
+      // roots) before the stream, and so the token, is sent.
+      grpc::SslCredentialsOptions tls;
+      tls.pem_root_certs = options_.tls->ca_pem;
+      tls.pem_private_key = options_.tls->key_pem;
+      tls.pem_cert_chain = options_.tls->cert_pem;
+      creds = grpc::SslCredentials(tls);
+      if (!options_.tls_server_name.empty())
+        args.SetSslTargetNameOverride(options_.tls_server_name);
+    }
+    channel_ = grpc::CreateCustomChannel(options_.coordinator, creds, args);
     auto deadline =
         std::chrono::system_clock::now() + std::chrono::nanoseconds(options_.connect_timeout_ns);
     if (!channel_->WaitForConnected(deadline))
       return UnavailableError("coordinator " + options_.coordinator + " not reachable within " +
-                              std::to_string(options_.connect_timeout_ns / kNsPerMs) + " ms");
+                              std::to_string(options_.connect_timeout_ns / kNsPerMs) + " ms" +
+                              (options_.tls ? " (or its certificate is not from the lab CA)" : ""));
     stub_ = pb::Coordinator::NewStub(channel_);
     context_.AddMetadata(kTokenMetadataKey, options_.token);
     stream_ = stub_->Session(&context_);
@@ -66,7 +78,8 @@ class AgentSession::Impl {
   Status Finish(const std::string& what) {
     grpc::Status st = stream_->Finish();
     if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-        st.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+        st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        st.error_code() == grpc::StatusCode::ALREADY_EXISTS)
       return FailedPreconditionError("coordinator refused this agent: " + st.error_message());
     return UnavailableError(what + ": " + (st.ok() ? "stream closed" : st.error_message()));
   }

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "harness/control/certs.h"
 #include "harness/proto/faultline.pb.h"
 
 namespace fl::harness {
@@ -32,6 +33,11 @@ struct AgentSessionOptions {
   Nanos heartbeat_interval_ns = 500 * kNsPerMs;
   // Used until the coordinator's Welcome says otherwise.
   Nanos default_lease_ns = 5 * kNsPerSec;
+  // Mutual TLS (LoadTlsMaterial(dir, kAgent or kFabricAgent, host)): the coordinator must
+  // present a certificate of the lab CA naming the address dialled (or tls_server_name); the
+  // token is sent only after that check, inside the TLS channel. Unset: plaintext.
+  std::optional<TlsMaterial> tls;
+  std::string tls_server_name;  // expected name in the coordinator's certificate
 };
 
 struct AgentHandlers {
@@ -46,7 +52,9 @@ struct AgentHandlers {
 class AgentSession {
  public:
   // Connects (within connect_timeout), sends Hello and waits for Welcome. Unauthenticated or
-  // refused: FailedPrecondition; no coordinator: Unavailable / DeadlineExceeded.
+  // refused (bad token or certificate, or the host already has a live session):
+  // FailedPrecondition; no coordinator, or none whose certificate the lab CA signed:
+  // Unavailable.
   static StatusOr<std::unique_ptr<AgentSession>> Connect(AgentSessionOptions options,
                                                          AgentHandlers handlers);
   ~AgentSession();

@@ -13,6 +13,7 @@ void AddLabCommands(CLI::App& app, int* exit_code);     // harness/cli/lab_cmd.c
 void AddRunCommands(CLI::App& app, int* exit_code);     // harness/cli/run_cmd.cc
 void AddReportCommands(CLI::App& app, int* exit_code);  // harness/cli/report_cmd.cc
 void AddSuiteCommands(CLI::App& app, int* exit_code);   // harness/cli/suite_cmd.cc
+void AddCertsCommands(CLI::App& app, int* exit_code);   // harness/cli/certs_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -53,6 +54,7 @@ int RunCli(int argc, char** argv) {
   AddLabCommands(app, &exit_code);
   AddReportCommands(app, &exit_code);
   AddSuiteCommands(app, &exit_code);
+  AddCertsCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

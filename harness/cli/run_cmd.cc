@@ -16,7 +16,8 @@ namespace fl::harness {
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string scenario, db = "results.db", run_id, policy;
+    std::string scenario, db = "results.db", run_id, policy, tls_dir;
+    bool no_tls = false;
     uint64_t seed = 0;
     std::vector<std::string> tags, ccl_options;
     std::string ccl;
@@ -53,6 +54,10 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_option("--lease", args->lease_s,
                   "fault lease in seconds: agents revert when the coordinator is silent this long")
         ->capture_default_str();
+    c->add_option("--tls-dir", args->tls_dir,
+                  "inventory labs: the lab's certificates (faultline certs) for mutual TLS with\n"
+                  "the agents (default: tls/ beside the inventory's token file)");
+    c->add_flag("--no-tls", args->no_tls, "inventory labs: plaintext with the token only");
   };
   add_common(run);
   // run and replay share every option; replay takes the scenario and seed from the store.
@@ -80,6 +85,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
       o.policy_path = "configs/policies/local_lab.yaml";
     o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
+    o.tls_dir = args->tls_dir;
+    o.no_tls = args->no_tls;
     *exit_code = RunScenario(o);
   };
   run->callback([run_with, run] { run_with(run, false); });

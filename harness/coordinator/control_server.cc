@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <future>
@@ -11,6 +12,7 @@
 
 #include "common/log.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "harness/proto/faultline.grpc.pb.h"
 
 namespace fl::harness {
@@ -20,11 +22,16 @@ using Stream = grpc::ServerReaderWriter<pb::CoordinatorMessage, pb::AgentMessage
 
 namespace {
 
+// One agent's stream. stream and context belong to gRPC and live only while the Session()
+// handler runs, but other threads (heartbeats, Call, SyncClock) hold the Session longer: they
+// write only through Write(), which fails once Detach() (run by the handler before it
+// returns) has cut the session off from the stream.
 struct Session {
   std::string host;
+  std::mutex write_mu;  // guards stream
   Stream* stream = nullptr;
+  std::mutex ctx_mu;  // guards context
   grpc::ServerContext* context = nullptr;
-  std::mutex write_mu;
   std::mutex mu;  // guards the fields below
   bool alive = true;
   std::map<uint64_t, std::promise<StatusOr<pb::Ack>>> pending;
@@ -32,7 +39,26 @@ struct Session {
 
   bool Write(const pb::CoordinatorMessage& m) {
     std::lock_guard lock(write_mu);
-    return stream->Write(m);
+    return stream != nullptr && stream->Write(m);
+  }
+  // Ends the call (its handler's Read fails) from any thread, while the handler runs.
+  void Cancel() {
+    std::lock_guard lock(ctx_mu);
+    if (context) context->TryCancel();
+  }
+  // After this no thread touches the stream. A write blocked on flow control (an agent that
+  // stopped reading) is unblocked by cancelling the call, which is ending anyway.
+  void Detach() {
+    {
+      std::unique_lock lock(write_mu, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        Cancel();
+        lock.lock();
+      }
+      stream = nullptr;
+    }
+    std::lock_guard lock(ctx_mu);
+    context = nullptr;
   }
 };
 
@@ -44,10 +70,25 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
 
   Status Start() {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+    std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+    if (options_.tls) {
+      // Every agent must present a certificate signed by the lab CA; Session() then checks
+      // that it names the host the agent claims.
+      grpc::SslServerCredentialsOptions tls(
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      tls.pem_root_certs = options_.tls->ca_pem;
+      tls.pem_key_cert_pairs.push_back({options_.tls->key_pem, options_.tls->cert_pem});
+      creds = grpc::SslServerCredentials(tls);
+    }
+    builder.AddListeningPort(options_.listen_address, creds, &port_);
     builder.RegisterService(this);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+    // Our own pings find an agent whose host died without closing its connection, so that
+    // the host can register again (a live host cannot: see Register()).
+    const int lease_ms = static_cast<int>(options_.lease_ns / kNsPerMs);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, std::max(lease_ms, 1000));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(lease_ms, 1000));
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0)
       return UnavailableError("cannot listen on " + options_.listen_address);
@@ -75,33 +116,17 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
       return {grpc::StatusCode::UNAUTHENTICATED, "bad token in hello"};
     }
     if (hello.host().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "hello without host"};
+    if (grpc::Status st = CheckPeerCertificate(ctx, hello.host()); !st.ok()) {
+      ++stats_.rejected;
+      FL_LOG(kWarn, "coord") << "rejected agent from " << ctx->peer() << ": " << st.error_message();
+      return st;
+    }
 
     auto session = std::make_shared<struct Session>();
     session->host = hello.host();
     session->stream = stream;
     session->context = ctx;
-    pb::CoordinatorMessage welcome;
-    welcome.mutable_welcome()->set_run_id(options_.run_id);
-    welcome.mutable_welcome()->set_lease_ms(options_.lease_ns / kNsPerMs);
-    if (!session->Write(welcome)) return {grpc::StatusCode::UNAVAILABLE, "agent went away"};
-    {
-      std::lock_guard lock(mu_);
-      if (auto old = sessions_.find(hello.host()); old != sessions_.end()) {
-        FL_LOG(kWarn, "coord") << "agent " << hello.host()
-                               << " reconnected; closing its old session";
-        old->second->context->TryCancel();
-      }
-      sessions_[hello.host()] = session;
-      AgentInfo& info = agents_[hello.host()];
-      info.host = hello.host();
-      info.peer = ctx->peer();
-      info.fingerprint = hello.fingerprint();
-      info.connected = true;
-      info.registered_wall_ns = WallNowNs();
-      info.last_heard_mono_ns = MonoNowNs();
-      ++stats_.sessions;
-    }
-    cv_.notify_all();
+    if (grpc::Status st = Register(session, hello, ctx->peer()); !st.ok()) return st;
     FL_LOG(kInfo, "coord") << "agent " << hello.host() << " registered from " << ctx->peer();
 
     pb::AgentMessage msg;
@@ -151,7 +176,79 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  // With TLS: the agent's certificate (already verified against the lab CA by the handshake)
+  // must name the host it claims and have the role for it.
+  grpc::Status CheckPeerCertificate(grpc::ServerContext* ctx, const std::string& host) {
+    if (!options_.tls) return grpc::Status::OK;
+    auto auth = ctx->auth_context();
+    if (!auth || !auth->IsPeerAuthenticated())
+      return {grpc::StatusCode::UNAUTHENTICATED, "no verified client certificate"};
+    CertIdentity id;
+    for (const auto& v : auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME))
+      id.common_name.assign(v.data(), v.size());
+    for (const auto& v : auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME))
+      id.dns_names.emplace_back(v.data(), v.size());
+    if (!CertNamesHost(id, host))
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              "the agent's certificate names '" + id.common_name + "', not host '" + host + "'"};
+    std::optional<CertRole> role;
+    for (const auto& v : auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME))
+      if (auto parsed = ReadCertificate(std::string_view(v.data(), v.size())); parsed.ok())
+        role = parsed->role;
+    CertRole want = host == "fabric" ? CertRole::kFabricAgent : CertRole::kAgent;
+    if (role != want)
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              "host '" + host + "' needs a certificate of role " + std::string(CertRoleName(want))};
+    return grpc::Status::OK;
+  }
+
+  // One session per host: a host whose session is live (heard from within the lease) is
+  // refused, so that nobody can push a working agent aside; a silent one is cancelled and
+  // replaced (its agent died without closing the stream). Sends the Welcome before anyone
+  // else can write to the new session.
+  grpc::Status Register(const std::shared_ptr<struct Session>& session, const pb::Hello& hello,
+                        const std::string& peer) {
+    std::unique_lock write_lock(session->write_mu);
+    {
+      std::lock_guard lock(mu_);
+      if (auto old = sessions_.find(hello.host()); old != sessions_.end()) {
+        AgentInfo& live = agents_[hello.host()];
+        if (MonoNowNs() - live.last_heard_mono_ns <= options_.lease_ns) {
+          ++stats_.rejected;
+          FL_LOG(kWarn, "coord") << "refused a second agent for host " << hello.host() << " from "
+                                 << peer << ": its session from " << live.peer << " is live";
+          return {grpc::StatusCode::ALREADY_EXISTS,
+                  "host " + hello.host() + " already has a live session (from " + live.peer + ")"};
+        }
+        FL_LOG(kWarn, "coord") << "agent " << hello.host() << " silent for more than a lease;"
+                               << " replacing its session with one from " << peer;
+        old->second->Cancel();
+      }
+      sessions_[hello.host()] = session;
+      AgentInfo& info = agents_[hello.host()];
+      info.host = hello.host();
+      info.peer = peer;
+      info.fingerprint = hello.fingerprint();
+      info.connected = true;
+      info.registered_wall_ns = WallNowNs();
+      info.last_heard_mono_ns = MonoNowNs();
+      ++stats_.sessions;
+    }
+    pb::CoordinatorMessage welcome;
+    welcome.mutable_welcome()->set_run_id(options_.run_id);
+    welcome.mutable_welcome()->set_lease_ms(options_.lease_ns / kNsPerMs);
+    bool sent = session->stream->Write(welcome);
+    write_lock.unlock();
+    if (!sent) {
+      CloseSession(session);
+      return {grpc::StatusCode::UNAVAILABLE, "agent went away"};
+    }
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
   void CloseSession(const std::shared_ptr<struct Session>& session) {
+    session->Detach();
     {
       std::lock_guard lock(session->mu);
       session->alive = false;

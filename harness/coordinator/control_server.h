@@ -1,10 +1,13 @@
 // The coordinator's side of the control plane: a gRPC server that agents dial in to.
 //
 // Each agent opens one Session stream and says Hello with the shared token (checked in
-// constant time; a wrong token is UNAUTHENTICATED) and its host name (one live session per
-// host: a second one replaces the first). The server then sends Welcome (run id, lease),
-// heartbeats every heartbeat_interval (which renew the agents' fault leases), clock probes on
-// request, and commands; it routes acks back to the waiting Call() and hands telemetry to the
+// constant time; a wrong token is UNAUTHENTICATED) and its host name. One live session per
+// host: a second claim for a host heard from within the lease is ALREADY_EXISTS (a silent
+// one is replaced). With tls set the server speaks only mutual TLS: agents must present a
+// certificate from the lab CA that names the host they claim (else PERMISSION_DENIED), and
+// the token travels only inside the verified channel. The server then sends Welcome (run id,
+// lease), heartbeats every heartbeat_interval (which renew the agents' fault leases), clock probes
+// on request, and commands; it routes acks back to the waiting Call() and hands telemetry to the
 // telemetry handler.
 //
 // Thread-safety: all public methods may be called from any thread. The telemetry handler is
@@ -14,11 +17,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "harness/control/certs.h"
 #include "harness/control/clock_sync.h"
 #include "harness/proto/faultline.pb.h"
 
@@ -30,6 +35,9 @@ struct ControlServerOptions {
   std::string run_id;
   Nanos lease_ns = 5 * kNsPerSec;
   Nanos heartbeat_interval_ns = 500 * kNsPerMs;
+  // Mutual TLS with the lab's certificates (LoadTlsMaterial(dir, kCoordinator, ...));
+  // unset: plaintext, token only (the local lab).
+  std::optional<TlsMaterial> tls;
 };
 
 struct AgentInfo {
@@ -45,7 +53,7 @@ struct AgentInfo {
 
 struct ControlServerStats {
   uint64_t sessions = 0;
-  uint64_t rejected = 0;
+  uint64_t rejected = 0;  // bad token, certificate, or a second claim for a live host
   uint64_t telemetry_batches = 0;
   uint64_t samples = 0;
   uint64_t events = 0;

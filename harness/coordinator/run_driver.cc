@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
 #include "harness/coordinator/lab_catalog.h"
 #include "harness/lab/inventory.h"
@@ -235,6 +236,7 @@ class Runner {
   Scenario scenario_;
   lab::Topology topology_;
   std::optional<lab::Inventory> inventory_;  // set for a lab of real hosts (no topology_)
+  std::optional<TlsMaterial> tls_;           // the coordinator's, for an inventory lab
   std::vector<HostSlot> hosts_;
   Plan plan_;
   uint64_t seed_ = 0;
@@ -312,6 +314,11 @@ Status Runner::Prepare() {
       return st.Prepend(scenario_.lab.where + ": inventory");
     }
     inventory_ = std::move(*inv);
+    if (!opts_.no_tls && !opts_.dry_run) {
+      std::string dir =
+          opts_.tls_dir.empty() ? DefaultTlsDir(inventory_->token_file) : opts_.tls_dir;
+      FL_ASSIGN_OR_RETURN(tls_, LoadTlsMaterial(dir, CertRole::kCoordinator, ""));
+    }
     world_ = inventory_->world_size();
     for (const auto& h : inventory_->hosts) {
       HostSlot slot{h.name, h.ranks, {}};
@@ -325,6 +332,10 @@ Status Runner::Prepare() {
                                     " needs switch access, which an inventory lab does not "
                                     "have (it takes nic_port_flap and container_kill)");
   } else {
+    if (!opts_.tls_dir.empty())
+      return InvalidArgumentError(
+          "--tls-dir is for inventory labs; the local lab's agents use "
+          "the run's own token");
     FL_ASSIGN_OR_RETURN(topology_, lab::LoadTopology(scenario_.lab.topology));
     world_ = topology_.hosts * topology_.gpus_per_host;
     for (int h = 0; h < topology_.hosts; ++h)
@@ -386,6 +397,7 @@ Status Runner::StartControlServer(const std::string& listen, const std::string& 
   so.run_id = run_id_;
   so.lease_ns = opts_.lease_ns;
   so.heartbeat_interval_ns = std::max<Nanos>(opts_.lease_ns / 6, 50 * kNsPerMs);
+  so.tls = tls_;
   FL_ASSIGN_OR_RETURN(server_, ControlServer::Start(so));
   server_->SetTelemetryHandler(
       [this](const std::string& h, const pb::TelemetryBatch& b) { OnTelemetry(h, b); });

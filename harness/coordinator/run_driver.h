@@ -40,6 +40,10 @@ struct RunOptions {
   // ccl.KEY=VALUE; a replay applies the stored run's ones unless given again).
   std::string ccl;
   std::map<std::string, std::string> ccl_options;
+  // Inventory labs speak mutual TLS with the certificates in tls_dir (default: tls/ beside
+  // the inventory's token file; docs/control_plane.md); no_tls: token only.
+  std::string tls_dir;
+  bool no_tls = false;
 };
 
 int RunScenario(const RunOptions& options);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "common/file_util.h"
+#include "harness/agent/agent_session.h"
 #include "harness/control/auth.h"
 #include "harness/control/clock_sync.h"
 #include "harness/coordinator/control_server.h"
@@ -159,6 +160,46 @@ TEST_CASE(
   CHECK(agent.Wait(Deadline::After(lease + 5 * kNsPerSec)) == 0);
   CHECK(access(marker.c_str(), F_OK) != 0);
   CHECK(MonoNowNs() - killed_at >= lease / 2);  // not before the lease could have lapsed
+}
+
+// Regression (bench_coordinator_agents --agents 1024 crashed at the end of every run): the
+// heartbeat thread wrote to a session whose stream handler had already returned (a freed
+// stream). Many agents leaving while heartbeats are sent every millisecond hit that window.
+TEST_CASE("control: agents leaving while heartbeats are being sent do not crash the server",
+          "[integration]") {
+  ControlServerOptions o;
+  o.token = "t0k3n-for-the-churn-test";
+  o.run_id = "churn";
+  o.lease_ns = 2 * kNsPerSec;
+  o.heartbeat_interval_ns = kNsPerMs;
+  auto server = ControlServer::Start(o);
+  REQUIRE(server.ok());
+  const int kRounds = 6, kAgents = 48;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::unique_ptr<AgentSession>> agents;
+    std::vector<std::string> hosts;
+    for (int i = 0; i < kAgents; ++i) {
+      AgentSessionOptions a;
+      a.coordinator = (*server)->address();
+      a.token = o.token;
+      a.host = "churn" + std::to_string(i);
+      a.heartbeat_interval_ns = 50 * kNsPerMs;
+      auto s = AgentSession::Connect(a, {});
+      REQUIRE(s.ok());
+      agents.push_back(std::move(*s));
+      hosts.push_back(a.host);
+    }
+    REQUIRE((*server)->WaitForAgents(hosts, Deadline::After(20 * kNsPerSec)).ok());
+    for (auto& a : agents) a->Stop();  // every stream ends while heartbeats go out
+    REQUIRE(WaitUntil(
+        [&] {
+          for (const auto& info : (*server)->Agents())
+            if (info.connected) return false;
+          return true;
+        },
+        Deadline::After(20 * kNsPerSec)));
+  }
+  CHECK((*server)->stats().sessions == static_cast<uint64_t>(kRounds * kAgents));
 }
 
 }  // namespace
