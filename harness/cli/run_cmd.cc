@@ -22,6 +22,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     std::string ccl;
     bool json = false;
     bool dry_run = false;
+    bool keep_run_dir = false;
     double lease_s = 3;
     size_t limit = 20;
   };
@@ -53,6 +54,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_option("--lease", args->lease_s,
                   "fault lease in seconds: agents revert when the coordinator is silent this long")
         ->capture_default_str();
+    c->add_flag("--keep-run-dir", args->keep_run_dir,
+                "keep a failed run's directory (/run/faultline/runs/ID) for inspection");
   };
   add_common(run);
   // run and replay share every option; replay takes the scenario and seed from the store.
@@ -76,6 +79,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     o.ccl = args->ccl;
     o.json = args->json;
     o.dry_run = args->dry_run;
+    o.keep_run_dir = args->keep_run_dir;
     o.policy_path = args->policy;
     if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
       o.policy_path = "configs/policies/local_lab.yaml";
