@@ -1,12 +1,6 @@
 #include "injectors/container_runtime.h"
 
 #include <fcntl.h>
-#include <linux/sched.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +8,7 @@
 #include <sstream>
 
 #include "common/file_util.h"
+#include "common/process.h"
 #include "injectors/sys.h"
 
 namespace fl::injectors {
@@ -44,40 +39,21 @@ StatusOr<ContainerInfo> LocalContainerRuntime::Start(const ContainerSpec& spec) 
   info.name = spec.name;
   info.cgroup_path = spec.cgroup_parent + "/" + spec.name;
   FL_RETURN_IF_ERROR(MakeDirs(info.cgroup_path));
-  int cg_fd = open(info.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (cg_fd < 0) return ErrnoStatus(errno, "open " + info.cgroup_path);
-  int ns_fd = -1;
-  if (!spec.netns.empty()) {
-    std::string p = std::string(kNetnsDir) + "/" + spec.netns;
-    ns_fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ns_fd < 0) {
-      int e = errno;
-      close(cg_fd);
-      return ErrnoStatus(e, "open " + p);
-    }
+  // The process layer starts it inside the leaf (clone3 CLONE_INTO_CGROUP), as pid 1 of new
+  // pid and mount namespaces with its own /proc, in the host's network namespace.
+  ProcessSpec ps;
+  ps.argv = spec.argv;
+  ps.netns = spec.netns;
+  ps.cgroup = info.cgroup_path;
+  ps.container = true;
+  auto proc = Spawn(ps);
+  if (!proc.ok()) {
+    rmdir(info.cgroup_path.c_str());  // nothing was started in it
+    Status s = proc.status();
+    s.AddTrail(__FILE__, __LINE__);
+    return s;
   }
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  clone_args args{};
-  args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_INTO_CGROUP;
-  args.exit_signal = SIGCHLD;
-  args.cgroup = static_cast<uint64_t>(cg_fd);
-  long pid = syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) {
-    // Child: pid 1 of a new pid namespace, already in its cgroup. Async-signal-safe only.
-    if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNET) != 0) _exit(125);
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(125);
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) _exit(125);
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  int e = errno;
-  close(cg_fd);
-  if (ns_fd >= 0) close(ns_fd);
-  if (pid < 0) return ErrnoStatus(e, "clone3 container " + spec.name);
-  info.init_pid = static_cast<int>(pid);
+  info.init_pid = proc->pid();
   return info;
 }
 

@@ -6,13 +6,36 @@
 //   Revert: journal "reverting" -> Revert -> Verify(gone) -> journal entry removed. The entry
 //           stays when the revert cannot be verified, so recovery will try again.
 //
+// Overlapping faults: an injector whose faults cannot stack on one object (a root qdisc, a
+// link's administrative state) claims it in Prepare (ClaimObjects). Inject refuses, before
+// anything is journaled or applied, a fault that claims an object some fault in the journal
+// (of any process sharing the state directory) still holds: FailedPrecondition naming that
+// fault. The check and the "applying" record happen under a lock on the journal directory.
+// docs/injectors.md lists, per injector, what it claims and what its revert restores.
+//
 // Thread-safety: as the Injector. Blocking: bounded by the injector's deadlines.
 #pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "injectors/injector.h"
 #include "injectors/journal.h"
 
 namespace fl::injectors {
+
+// Objects a fault holds exclusively, as "<group>:<netns>/<ifname>" (group: root-qdisc,
+// link-admin). Stored in handle.state["objects"].
+void ClaimObjects(FaultHandle& handle, const std::vector<std::string>& objects);
+std::vector<std::string> ClaimedObjects(const FaultHandle& handle);
+std::string ObjectName(std::string_view group, const std::string& netns, const std::string& ifname);
+
+// "fault <id> (<kind> on <target>)" for the journal entry that claims object; "" when none.
+std::string HolderOf(const std::string& object, const FaultJournal& journal);
+
+// FailedPrecondition when one of handle's objects is claimed by another entry of journal.
+Status CheckNoOverlap(const FaultHandle& handle, const FaultJournal& journal);
 
 // Validates and prepares only: the dry-run answer (nothing is changed, nothing journaled).
 StatusOr<FaultHandle> DryRunFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric);

@@ -6,6 +6,8 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "injectors/builtin_internal.h"
+#include "injectors/injection.h"
+#include "injectors/journal.h"
 #include "injectors/netlink.h"
 #include "injectors/sys.h"
 
@@ -113,14 +115,23 @@ class LinkDownInjector : public Injector {
           ports, fabric.HostLinks(spec.target,
                                   k_ == LinkKind::kNicFlap ? PortSide::kHost : PortSide::kSwitch));
     }
+    // One link-state fault per port at a time: a second one would bring the port up on its
+    // revert (or its flap schedule) while the first still wants it down.
+    std::vector<std::string> objects;
     for (const auto& p : ports) {
+      objects.push_back(ObjectName("link-admin", p.netns, p.ifname));
       FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
-      if (!st.admin_up)
-        return FailedPreconditionError(p.name + " (" + p.ifname + ") is already down");
+      if (!st.admin_up) {
+        std::string holder = HolderOf(objects.back(), FaultJournal());
+        return FailedPreconditionError(
+            std::string(kind()) + ": " + p.name + " (" + p.ifname + ") is already down" +
+            (holder.empty() ? " (not by a fault in the journal)" : ", held by " + holder));
+      }
     }
     FaultHandle h;
     h.spec = spec;
     SetPorts(h, ports);
+    ClaimObjects(h, objects);
     return h;
   }
 

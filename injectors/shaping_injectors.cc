@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "injectors/builtin_internal.h"
+#include "injectors/injection.h"
 #include "injectors/netlink.h"
 #include "injectors/pfc.h"
 #include "injectors/sys.h"
@@ -26,8 +27,10 @@ nlohmann::json ShapedToJson(const std::vector<Shaped>& v) {
                  {"netns", s.netns},
                  {"ifname", s.ifname},
                  {"prior_kind", s.prior.kind},
+                 {"prior_handle", s.prior.handle},
                  {"prior_rate_bps", s.prior.rate_bps},
-                 {"prior_burst", s.prior.burst_bytes}});
+                 {"prior_burst", s.prior.burst_bytes},
+                 {"prior_latency_us", s.prior.latency_us}});
   return a;
 }
 
@@ -40,18 +43,34 @@ std::vector<Shaped> ShapedFromJson(const nlohmann::json& a) {
     s.netns = j.value("netns", "");
     s.ifname = j.value("ifname", "");
     s.prior.kind = j.value("prior_kind", "");
+    // Entries written before handles were recorded: anything but tbf was the default.
+    s.prior.handle = j.value("prior_handle", s.prior.kind == "tbf" ? "" : "0:");
     s.prior.rate_bps = j.value("prior_rate_bps", uint64_t{0});
     s.prior.burst_bytes = j.value("prior_burst", uint64_t{0});
+    s.prior.latency_us = j.value("prior_latency_us", uint64_t{0});
     v.push_back(s);
   }
   return v;
 }
 
-StatusOr<Shaped> ReadShaped(const std::string& name, const std::string& netns,
-                            const std::string& ifname) {
+// The state a revert must restore. A root qdisc set outside faultline that is neither tbf nor
+// the default (htb, netem, ...) cannot be put back exactly: refused before anything changes.
+StatusOr<Shaped> ReadShaped(std::string_view kind, const std::string& name,
+                            const std::string& netns, const std::string& ifname) {
   Shaped s{name, netns, ifname, {}};
   FL_ASSIGN_OR_RETURN(s.prior, ReadRootQdisc(netns, ifname));
+  if (!IsRestorableRoot(s.prior))
+    return FailedPreconditionError(
+        std::string(kind) + ": " + name + " (" + ifname + ") has root qdisc " + s.prior.kind +
+        " (handle " + s.prior.handle + "), which its revert could not restore exactly");
   return s;
+}
+
+// Faults that replace a root qdisc hold it exclusively (see docs/injectors.md).
+void ClaimQdiscs(FaultHandle& h, const std::vector<Shaped>& ends) {
+  std::vector<std::string> objects;
+  for (const auto& s : ends) objects.push_back(ObjectName("root-qdisc", s.netns, s.ifname));
+  ClaimObjects(h, objects);
 }
 
 Status RestoreAll(const std::vector<Shaped>& v) {
@@ -80,13 +99,12 @@ Status VerifyShaped(const std::vector<Shaped>& v, uint64_t rate_bps, Expect want
         return InternalError(s.name + ": root qdisc is " + q.kind + " at " +
                              std::to_string(q.rate_bps) + " bit/s, wanted tbf at " +
                              std::to_string(rate_bps));
-    } else {
-      bool prior_default = s.prior.kind != "tbf";
-      bool ok = prior_default
-                    ? q.kind != "tbf"
-                    : (q.kind == "tbf" && q.rate_bps + q.rate_bps / 100 + 8 >= s.prior.rate_bps &&
-                       q.rate_bps <= s.prior.rate_bps + s.prior.rate_bps / 100 + 8);
-      if (!ok) return InternalError(s.name + ": shaping not restored after revert");
+    } else if (!SameRoot(q, s.prior)) {
+      // Compared with what Prepare read before this fault (and, as overlapping faults are
+      // refused, before any fault on this qdisc).
+      return InternalError(s.name + ": root qdisc is " + q.kind + " at " +
+                           std::to_string(q.rate_bps) + " bit/s after revert, was " + s.prior.kind +
+                           " at " + std::to_string(s.prior.rate_bps) + " bit/s");
     }
   }
   return OkStatus();
@@ -124,17 +142,19 @@ class BandwidthThrottle : public Injector {
     std::vector<Shaped> ends;
     for (const auto& p : ports) {
       if (dir != "from_host") {
-        FL_ASSIGN_OR_RETURN(auto s, ReadShaped(p.name + "/to_host", p.netns, p.ifname));
+        FL_ASSIGN_OR_RETURN(auto s, ReadShaped(kind(), p.name + "/to_host", p.netns, p.ifname));
         ends.push_back(s);
       }
       if (dir != "to_host") {
-        FL_ASSIGN_OR_RETURN(auto s, ReadShaped(p.name + "/from_host", p.peer_netns, p.peer_ifname));
+        FL_ASSIGN_OR_RETURN(auto s,
+                            ReadShaped(kind(), p.name + "/from_host", p.peer_netns, p.peer_ifname));
         ends.push_back(s);
       }
     }
     FaultHandle h;
     h.spec = spec;
     h.state["ends"] = ShapedToJson(ends);
+    ClaimQdiscs(h, ends);
     return h;
   }
   Status Apply(FaultHandle& h) override {
@@ -223,16 +243,17 @@ class PfcStorm : public Injector {
     FL_ASSIGN_OR_RETURN(bool spread, BoolParam(spec, "spread", false));
     std::vector<Shaped> ends;
     for (const auto& v : victims) {
-      FL_ASSIGN_OR_RETURN(auto s, ReadShaped(v.name, v.netns, v.ifname));
+      FL_ASSIGN_OR_RETURN(auto s, ReadShaped(kind(), v.name, v.netns, v.ifname));
       ends.push_back(s);
       if (!spread) continue;
       FL_ASSIGN_OR_RETURN(auto ups, fabric.UpstreamOf(v));
       for (const auto& u : ups) {
-        FL_ASSIGN_OR_RETURN(auto su, ReadShaped(u.name, u.netns, u.ifname));
+        FL_ASSIGN_OR_RETURN(auto su, ReadShaped(kind(), u.name, u.netns, u.ifname));
         ends.push_back(su);
       }
     }
     h.state["ends"] = ShapedToJson(ends);
+    ClaimQdiscs(h, ends);
     return h;
   }
   Status Apply(FaultHandle& h) override {

@@ -1,11 +1,13 @@
 // Thin wrappers over the system facilities the injectors and the local lab need: running a
 // tool with an argv array (never a shell string), optionally inside a named network namespace,
 // with a deadline; running a function on a thread that has joined a network namespace.
+// Processes are started by the project's one process layer (common/process.h): the tool is
+// resolved to an absolute path from a fixed list of directories (never PATH or the working
+// directory) and runs with a clean environment.
 //
-// Thread-safety: all functions may be called from any thread. RunCommand forks; the child
-// only makes async-signal-safe calls before execve.
-// Blocking: RunCommand blocks until the command exits or its deadline passes (the command is
-// then killed with SIGKILL and the result is DeadlineExceeded).
+// Thread-safety: all functions may be called from any thread.
+// Blocking: RunCommand blocks until the command exits or its deadline passes (the command's
+// process group is then killed with SIGKILL and the result is DeadlineExceeded).
 #pragma once
 
 #include <functional>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/process.h"
 #include "common/status.h"
 
 namespace fl::injectors {
@@ -33,8 +36,8 @@ struct CommandResult {
   std::string err;
 };
 
-// Runs argv[0] (searched in PATH) with argv. A non-zero exit is not an error here: callers
-// decide; use RunChecked when any failure is an error.
+// Runs argv with fl::Run (argv[0] resolved by fl::ResolveTool). A non-zero exit is not an
+// error here: callers decide; use RunChecked when any failure is an error.
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    const CommandOptions& options = {});
 // RunCommand, and a non-zero exit becomes Internal "<argv...>: exit N: <stderr>".
@@ -50,17 +53,12 @@ bool NetnsExists(const std::string& name);
 // Names under /run/netns, sorted.
 std::vector<std::string> ListNetns();
 
-// True when the process exists and, when start_time != 0, started at that clock tick
-// (/proc/PID/stat field 22): a recycled pid is not mistaken for the original owner.
-bool ProcessAlive(int pid, unsigned long long start_time = 0);
-// /proc/PID/stat field 22 (start time in clock ticks since boot); 0 when unknown.
-unsigned long long ProcessStartTime(int pid);
+// Liveness by pid and start time, and safe names: the process layer's (common/process.h).
+using fl::IsSafeName;
+using fl::ProcessAlive;
+using fl::ProcessStartTime;
 
 // The mount point of the cgroup v2 hierarchy, from /proc/self/mountinfo.
 StatusOr<std::string> Cgroup2Root();
-
-// True when name is a safe identifier for kernel object names and nft/tc arguments:
-// 1..max_len characters from [a-zA-Z0-9_.-], not starting with '-' or '.'.
-bool IsSafeName(std::string_view name, size_t max_len = 64);
 
 }  // namespace fl::injectors

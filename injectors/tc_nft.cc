@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "injectors/sys.h"
 
 namespace fl::injectors {
@@ -25,16 +27,31 @@ StatusOr<RootQdisc> ReadRootQdisc(const std::string& netns, const std::string& i
   for (const auto& e : j) {
     if (!e.value("root", false)) continue;
     q.kind = e.value("kind", "");
+    q.handle = e.value("handle", "");
     if (q.kind == "tbf" && e.contains("options")) {
       q.rate_bps = e["options"].value("rate", uint64_t{0}) * 8;
       q.burst_bytes = e["options"].value("burst", uint64_t{0});
+      q.latency_us = e["options"].value("lat", uint64_t{0});
     }
   }
   return q;
 }
 
+bool IsDefaultRoot(const RootQdisc& q) { return q.kind.empty() || q.handle == "0:"; }
+
+bool IsRestorableRoot(const RootQdisc& q) { return IsDefaultRoot(q) || q.kind == "tbf"; }
+
+bool SameRoot(const RootQdisc& a, const RootQdisc& b) {
+  if (IsDefaultRoot(a) || IsDefaultRoot(b)) return IsDefaultRoot(a) && IsDefaultRoot(b);
+  auto near = [](uint64_t x, uint64_t y) {
+    uint64_t tol = std::max(x, y) / 100 + 8;
+    return (x > y ? x - y : y - x) <= tol;
+  };
+  return a.kind == b.kind && near(a.rate_bps, b.rate_bps) && near(a.burst_bytes, b.burst_bytes);
+}
+
 Status SetTbf(const std::string& netns, const std::string& ifname, uint64_t rate_bps,
-              uint64_t burst_bytes, uint64_t limit_bytes) {
+              uint64_t burst_bytes, uint64_t limit_bytes, uint64_t latency_us) {
   std::vector<std::string> argv = {"tc",
                                    "qdisc",
                                    "replace",
@@ -49,15 +66,18 @@ Status SetTbf(const std::string& netns, const std::string& ifname, uint64_t rate
   if (limit_bytes) {
     argv.insert(argv.end(), {"limit", std::to_string(limit_bytes)});
   } else {
-    argv.insert(argv.end(), {"latency", "50ms"});
+    argv.insert(argv.end(),
+                {"latency", latency_us ? std::to_string(latency_us) + "us" : std::string("50ms")});
   }
   return RunChecked(argv, In(netns)).status();
 }
 
 Status RestoreRootQdisc(const std::string& netns, const std::string& ifname, const RootQdisc& q) {
-  if (q.kind == "tbf") return SetTbf(netns, ifname, q.rate_bps, q.burst_bytes);
+  if (!IsRestorableRoot(q))
+    return FailedPreconditionError(ifname + ": cannot restore a root qdisc " + q.kind);
+  if (!IsDefaultRoot(q)) return SetTbf(netns, ifname, q.rate_bps, q.burst_bytes, 0, q.latency_us);
   FL_ASSIGN_OR_RETURN(RootQdisc now, ReadRootQdisc(netns, ifname));
-  if (now.kind != "tbf") return OkStatus();  // already the default
+  if (IsDefaultRoot(now)) return OkStatus();  // already the default
   return RunChecked({"tc", "qdisc", "del", "dev", ifname, "root"}, In(netns)).status();
 }
 

@@ -23,6 +23,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     std::string ccl;
     bool json = false;
     bool dry_run = false;
+    bool keep_run_dir = false;
     double lease_s = 3;
     size_t limit = 20;
   };
@@ -58,6 +59,8 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                   "inventory labs: the lab's certificates (faultline certs) for mutual TLS with\n"
                   "the agents (default: tls/ beside the inventory's token file)");
     c->add_flag("--no-tls", args->no_tls, "inventory labs: plaintext with the token only");
+    c->add_flag("--keep-run-dir", args->keep_run_dir,
+                "keep a failed run's directory (/run/faultline/runs/ID) for inspection");
   };
   add_common(run);
   // run and replay share every option; replay takes the scenario and seed from the store.
@@ -81,6 +84,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     o.ccl = args->ccl;
     o.json = args->json;
     o.dry_run = args->dry_run;
+    o.keep_run_dir = args->keep_run_dir;
     o.policy_path = args->policy;
     if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
       o.policy_path = "configs/policies/local_lab.yaml";

@@ -11,12 +11,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <set>
 
 #include "common/file_util.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/process.h"
 #include "common/units.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
@@ -65,54 +67,34 @@ struct Proc {
 // cgroup mounts, which it needs for containers (ip netns exec would remount /sys).
 StatusOr<Proc> Spawn(const std::vector<std::string>& argv, const std::string& what,
                      const std::string& netns = "") {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.netns = netns;
+  spec.new_session = true;
   // Agents log warnings and errors only, unless the user chose a level: the coordinator's
   // progress lines are what a person reads.
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
-  if (!std::getenv("FAULTLINE_LOG")) env_store.emplace_back("FAULTLINE_LOG=warn");
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  int ns_fd = -1;
-  if (!netns.empty()) {
-    ns_fd = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (ns_fd < 0) return ErrnoStatus(errno, "cannot open network namespace " + netns);
+  spec.env = CleanEnvironment(std::getenv("FAULTLINE_LOG")
+                                  ? std::vector<std::string>{}
+                                  : std::vector<std::string>{"FAULTLINE_LOG=warn"});
+  auto proc = fl::Spawn(spec);
+  if (!proc.ok()) {
+    Status s = proc.status();
+    return Status(s.code(), "cannot start " + what + ": " + s.message());
   }
-  pid_t pid = fork();
-  if (pid < 0) {
-    int err = errno;
-    if (ns_fd >= 0) close(ns_fd);
-    return ErrnoStatus(err, "cannot start " + what);
-  }
-  if (pid == 0) {  // child: async-signal-safe calls only
-    setsid();
-    if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNET) != 0) _exit(126);
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  if (ns_fd >= 0) close(ns_fd);
-  return Proc{pid, what};
+  return Proc{proc->pid(), what};
 }
 
 bool Reap(Proc& p, Deadline d) {
   if (p.pid <= 0) return true;
-  int status;
-  bool done =
-      WaitUntil([&] { return waitpid(p.pid, &status, WNOHANG) == p.pid; }, d, 10 * kNsPerMs);
+  bool done = WaitExit(p.pid, d).ok();
   if (done) p.pid = -1;
   return done;
 }
 
 void EndProc(Proc& p) {
   if (p.pid <= 0) return;
-  if (Reap(p, Deadline::After(0))) return;
-  kill(p.pid, SIGTERM);
-  if (Reap(p, Deadline::After(5 * kNsPerSec))) return;
-  kill(p.pid, SIGKILL);
-  Reap(p, Deadline::After(5 * kNsPerSec));
+  Stop(p.pid, 5 * kNsPerSec);
+  p.pid = -1;
 }
 
 // What the telemetry tells us about the job while it runs.
@@ -226,7 +208,7 @@ class Runner {
   // An agent process of this run that ended on its own (crash, kill -9): its host, after its
   // faults were reverted from the journal.
   std::optional<std::string> LostAgent();
-  void Teardown();
+  void Teardown(bool keep_run_dir = false);
   int Analyse(const std::string& end_reason, reports::RunStatus infra_status);
   void OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch);
   void PrintProgress(const std::string& phase, bool force = false);
@@ -868,7 +850,7 @@ std::optional<std::string> Runner::LostAgent() {
   return std::nullopt;
 }
 
-void Runner::Teardown() {
+void Runner::Teardown(bool keep_run_dir) {
   while (LostAgent()) {
   }
   for (auto& f : faults_) {
@@ -891,16 +873,23 @@ void Runner::Teardown() {
     if (!st.ok())
       std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
   }
-  if (inventory_ && !inventory_->rendezvous_dir.empty() && !run_id_.empty()) {
-    std::vector<std::string> argv = {"rm", "-rf", "--", RendezvousDir()};
-    Proc p = *Spawn(argv, "cleanup");
-    Reap(p, Deadline::After(10 * kNsPerSec));
-  }
+  // Removed in-process (no rm: nothing is looked up in PATH or the working directory).
+  auto remove_tree = [](const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec)
+      std::fprintf(stderr, "faultline run: cannot remove %s: %s\n", dir.c_str(),
+                   ec.message().c_str());
+  };
+  if (inventory_ && !inventory_->rendezvous_dir.empty() && !run_id_.empty())
+    remove_tree(RendezvousDir());
   if (!run_dir_.empty()) {
     unlink((run_dir_ + "/token").c_str());
-    std::vector<std::string> argv = {"rm", "-rf", "--", run_dir_};
-    Proc p = *Spawn(argv, "cleanup");
-    Reap(p, Deadline::After(10 * kNsPerSec));
+    if (keep_run_dir)
+      std::fprintf(stderr, "[teardown] kept the run directory %s (--keep-run-dir)\n",
+                   run_dir_.c_str());
+    else
+      remove_tree(run_dir_);
   }
 }
 
@@ -1066,7 +1055,9 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
 }
 
 int Runner::Run() {
-  bin_dir_ = opts_.bin_dir.empty() ? SelfExeDir() : opts_.bin_dir;
+  // Absolute: the process layer runs programs only from absolute paths.
+  bin_dir_ =
+      opts_.bin_dir.empty() ? SelfExeDir() : std::filesystem::absolute(opts_.bin_dir).string();
   if (opts_.dry_run) {
     auto plan = PlanOnly();
     if (!plan.ok()) return BadInput(plan.status());
@@ -1202,7 +1193,7 @@ int Runner::Run() {
   else
     std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n",
                  lab_name_.c_str());
-  Teardown();
+  Teardown(opts_.keep_run_dir && exit_code != kExitPass);
   if (writer_) {
     if (Status st = writer_->Close(Deadline::After(30 * kNsPerSec)); !st.ok()) {
       std::fprintf(stderr, "faultline run: telemetry rows lost at the end: %s\n",

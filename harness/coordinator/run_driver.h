@@ -36,6 +36,9 @@ struct RunOptions {
   std::string policy_path;  // agent policy; empty: configs/policies/local_lab.yaml if present
   Nanos lease_ns = 3 * kNsPerSec;
   bool dry_run = false;  // validate and print the plan; provision nothing, store nothing
+  // The run directory (StateDir()/runs/<id>) is removed when the run ends; with this, a
+  // failed run's is kept (its token is removed all the same).
+  bool keep_run_dir = false;
   // Overrides of the scenario's job.ccl and job.ccl_options (recorded as tags ccl=NAME and
   // ccl.KEY=VALUE; a replay applies the stored run's ones unless given again).
   std::string ccl;

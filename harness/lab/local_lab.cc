@@ -19,6 +19,7 @@
 #include "common/file_util.h"
 #include "common/json_util.h"
 #include "common/log.h"
+#include "common/process.h"
 #include "injectors/journal.h"
 #include "injectors/netlink.h"
 #include "injectors/tc_nft.h"
@@ -335,33 +336,19 @@ StatusOr<int> LocalLab::ExecInteractive(const std::string& host,
   const NodeObj* n = FindNode(host);
   if (!n) return NotFoundError("lab " + plan_.lab + " has no node '" + host + "'");
   if (argv.empty()) return InvalidArgumentError("no command given");
-  std::string path = std::string(injectors::kNetnsDir) + "/" + n->netns;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open " + path);
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (setns(fd, CLONE_NEWNET) != 0) _exit(126);
-    execvp(cargv[0], cargv.data());
-    _exit(127);
-  }
-  close(fd);
-  if (pid < 0) return ErrnoStatus(errno, "fork");
-  int status = 0;
-  bool done = WaitUntil([&] { return waitpid(pid, &status, WNOHANG) == pid; },
-                        Deadline::After(timeout), 2 * kNsPerMs);
-  if (!done) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+  // Interactive: the terminal's stdio; the program is resolved by the process layer.
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.netns = n->netns;
+  FL_ASSIGN_OR_RETURN(Process proc, Spawn(spec));
+  auto exit = WaitExit(proc.pid(), Deadline::After(timeout));
+  if (!exit.ok()) {
+    kill(proc.pid(), SIGKILL);
+    WaitExit(proc.pid(), Deadline::After(10 * kNsPerSec)).status().IgnoreError();
     return DeadlineExceededError("command in " + host + " ran past its deadline and was killed");
   }
-  if (WIFEXITED(status)) {
-    if (WEXITSTATUS(status) == 127) return NotFoundError("cannot execute '" + argv[0] + "'");
-    return WEXITSTATUS(status);
-  }
-  return 128 + WTERMSIG(status);
+  if (exit->term_signal) return 128 + exit->term_signal;
+  return exit->exit_code;
 }
 
 StatusOr<injectors::ContainerInfo> LocalLab::StartContainer(const std::string& host, int local_rank,

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,9 +16,8 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/ids.h"
+#include "common/process.h"
 #include "harness/suite/junit.h"
-
-extern char** environ;
 
 namespace fl::harness::suite {
 namespace {
@@ -80,43 +78,26 @@ struct Child {
 // as one SIGINT; bounded by timeout (SIGINT, then SIGKILL 60 s later).
 StatusOr<Child> RunChild(const std::vector<std::string>& argv, const std::string& out_path,
                          const std::string& err_path, Nanos timeout) {
-  std::vector<char*> a;
-  std::vector<std::string> copy = argv;
-  for (auto& s : copy) a.push_back(s.data());
-  a.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  // The child must see default SIGINT/SIGTERM handling whatever we inherited.
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, a[0], &fa, &attr, a.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0)
-    return InternalError("cannot start " + argv[0] + ": " + std::string(std::strerror(rc)));
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.in.kind = Stdio::kNull;
+  spec.out = {Stdio::kFile, out_path};
+  spec.err = {Stdio::kFile, err_path};
+  spec.new_process_group = true;  // the child starts with default signal handling
+  auto proc = Spawn(spec);
+  if (!proc.ok()) return InternalError("cannot start " + argv[0] + ": " + proc.status().message());
+  const pid_t pid = proc->pid();
   Child c;
   Deadline deadline = Deadline::After(timeout);
   Deadline kill_at = Deadline::Never();
   bool sent_int = false;
   for (;;) {
-    int status = 0;
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    auto exit = WaitExit(pid, Deadline::After(50 * kNsPerMs));
+    if (exit.ok()) {
+      c.exit_code = exit->Code();
       return c;
     }
-    if (w < 0 && errno != EINTR) return InternalError("waitpid: " + std::string(strerror(errno)));
+    if (exit.status().code() != Code::kDeadlineExceeded) return exit.status();
     if (!sent_int && (g_stop || deadline.Expired())) {
       c.interrupted = g_stop;
       c.timed_out = !g_stop;
@@ -128,7 +109,6 @@ StatusOr<Child> RunChild(const std::vector<std::string>& argv, const std::string
       kill(pid, SIGKILL);
       kill_at = Deadline::Never();
     }
-    usleep(50 * 1000);
   }
 }
 
