@@ -26,6 +26,7 @@ function(fl_test name)
   add_executable(${name} ${A_SOURCES} ${A_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE fl_build_flags fl_test_main ${A_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
+  set_property(GLOBAL APPEND PROPERTY FL_TEST_TARGETS ${name})  # for the fl_tests target
   # "-w NoTests": a ctest entry whose filter matches no test case fails instead of passing
   # silently (test names must not contain ';', which CMake splits lists on).
   catch_discover_tests(${name} TEST_PREFIX "${name}:" EXTRA_ARGS -w NoTests

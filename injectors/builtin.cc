@@ -17,7 +17,7 @@ Status RegisterBuiltinInjectors(InjectorRegistry& registry) {
   };
   for (const auto& [name, make] : kBuiltins) {
     FL_RETURN_IF_ERROR(registry.Register(
-        name, [make]() -> StatusOr<std::unique_ptr<Injector>> { return make(); }));
+        name, [make = make]() -> StatusOr<std::unique_ptr<Injector>> { return make(); }));
   }
   return OkStatus();
 }
