@@ -3,7 +3,8 @@
 // simulated agents, each a real gRPC session streaming S samples per second. Prints the
 // coordinator's CPU use (% of one core), peak RSS, and the rows it received and committed.
 //
-//   bench_coordinator_agents [--agents 256] [--rate 100] [--seconds 10] [--repeat 5]
+//   bench_coordinator_agents [--agents 256] [--rate 100] [--seconds 10] [--repeat 5] [--tls]
+// --tls: mutual TLS as on an inventory lab (a lab CA and a certificate per simulated agent).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "common/file_util.h"
 #include "harness/agent/agent_session.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
 #include "reports/store/batch_writer.h"
 #include "reports/store/store.h"
@@ -33,13 +35,22 @@ std::string SelfExe() {
 }
 
 // The agents' process: N sessions; each sends rate/10 samples every 100 ms.
-int Agents(const std::string& address, const std::string& token, int n, int rate, double seconds) {
+int Agents(const std::string& address, const std::string& token, int n, int rate, double seconds,
+           const std::string& tls_dir) {
   std::vector<std::unique_ptr<AgentSession>> sessions;
   for (int i = 0; i < n; ++i) {
     AgentSessionOptions o;
     o.coordinator = address;
     o.token = token;
     o.host = "sim" + std::to_string(i);
+    if (!tls_dir.empty()) {
+      auto tls = LoadTlsMaterial(tls_dir, CertRole::kAgent, o.host);
+      if (!tls.ok()) {
+        std::fprintf(stderr, "agent %d: %s\n", i, tls.status().ToString().c_str());
+        return 3;
+      }
+      o.tls = std::move(*tls);
+    }
     auto s = AgentSession::Connect(o, {});
     if (!s.ok()) {
       std::fprintf(stderr, "agent %d: %s\n", i, s.status().ToString().c_str());
@@ -88,7 +99,26 @@ double CpuSeconds() {
          u.ru_stime.tv_usec / 1e6;
 }
 
-Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep) {
+// A lab CA, the coordinator's certificate for 127.0.0.1 and one per simulated agent.
+std::string MakeCerts(const std::string& dir, int n) {
+  std::string tls = dir + "/tls";
+  if (access((tls + "/ca.crt").c_str(), F_OK) == 0) return tls;
+  IssueOptions coord;
+  coord.role = CertRole::kCoordinator;
+  coord.extra_names = {"127.0.0.1"};
+  Status st = InitLabCa(tls);
+  if (st.ok()) st = IssueCertificate(tls, "bench-coordinator", coord).status();
+  for (int i = 0; i < n && st.ok(); ++i)
+    st = IssueCertificate(tls, "sim" + std::to_string(i), {}).status();
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    std::exit(3);
+  }
+  return tls;
+}
+
+Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep,
+               const std::string& tls_dir) {
   std::string token = *CreateTokenFile(dir + "/token");
   std::string db = dir + "/bench" + std::to_string(rep) + ".db";  // a fresh file per repetition
   auto writer = reports::BatchWriter::Open(db);
@@ -107,6 +137,11 @@ Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep)
   ControlServerOptions o;
   o.token = token;
   o.run_id = "bench";
+  if (!tls_dir.empty()) {
+    auto tls = LoadTlsMaterial(tls_dir, CertRole::kCoordinator, "");
+    if (!tls.ok()) std::exit(3);
+    o.tls = std::move(*tls);
+  }
   auto server = ControlServer::Start(o);
   if (!server.ok()) std::exit(3);
   std::atomic<uint64_t> received{0};
@@ -124,7 +159,7 @@ Result RunOnce(int n, int rate, double seconds, const std::string& dir, int rep)
     std::string exe = SelfExe();
     execl(exe.c_str(), exe.c_str(), "--agents-process", (*server)->address().c_str(), token.c_str(),
           std::to_string(n).c_str(), std::to_string(rate).c_str(), std::to_string(seconds).c_str(),
-          nullptr);
+          tls_dir.c_str(), nullptr);
     _exit(127);
   }
   std::vector<std::string> hosts;
@@ -157,8 +192,9 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 7 && std::string(argv[1]) == "--agents-process")
-    return Agents(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]), std::atof(argv[6]));
+  if (argc == 8 && std::string(argv[1]) == "--agents-process")
+    return Agents(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]), std::atof(argv[6]),
+                  argv[7]);
   CLI::App app{"Coordinator CPU and memory under N simulated agents streaming telemetry."};
   int agents = 256, rate = 100, repeat = 5;
   double seconds = 10;
@@ -167,12 +203,15 @@ int main(int argc, char** argv) {
   app.add_option("--rate", rate, "samples per second per agent")->capture_default_str();
   app.add_option("--seconds", seconds, "streaming time per repetition")->capture_default_str();
   app.add_option("--repeat", repeat, "repetitions (the median is reported)")->capture_default_str();
+  bool tls = false;
+  app.add_flag("--tls", tls, "mutual TLS between the coordinator and the agents");
   CLI11_PARSE(app, argc, argv);
   char tmpl[] = "/tmp/fl_bench_coord_XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::vector<double> cpu, rss, rx;
+  const std::string tls_dir = tls ? MakeCerts(dir, agents) : "";
   for (int i = 0; i < repeat; ++i) {
-    Result r = RunOnce(agents, rate, seconds, dir, i);
+    Result r = RunOnce(agents, rate, seconds, dir, i, tls_dir);
     std::fprintf(stderr,
                  "rep %d: coordinator cpu %.1f%% of a core, peak rss %.1f MiB, %.0f samples/s "
                  "received, %llu committed\n",
@@ -183,9 +222,10 @@ int main(int argc, char** argv) {
     rx.push_back(r.received_per_s);
   }
   std::printf(
-      "agents %d x %d samples/s: coordinator cpu median %.1f%% of one core, peak rss %.1f MiB, "
+      "agents %d x %d samples/s%s: coordinator cpu median %.1f%% of one core, peak rss %.1f MiB, "
       "%.0f samples/s ingested (median of %d)\n",
-      agents, rate, Median(cpu), *std::max_element(rss.begin(), rss.end()), Median(rx), repeat);
+      agents, rate, tls ? " (mutual TLS)" : "", Median(cpu),
+      *std::max_element(rss.begin(), rss.end()), Median(rx), repeat);
   std::string cmd = "rm -rf " + dir;
   return std::system(cmd.c_str()) == 0 ? 0 : 0;
 }

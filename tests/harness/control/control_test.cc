@@ -11,6 +11,7 @@
 #include "common/file_util.h"
 #include "harness/agent/agent_session.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "harness/control/clock_sync.h"
 #include "harness/coordinator/control_server.h"
 #include "tests/test_util.h"
@@ -128,6 +129,45 @@ TEST_CASE("control: an agent with the wrong token is refused", "[integration]") 
   CHECK(agent.Wait(Deadline::After(20 * kNsPerSec)) == 3);
   CHECK((*server)->stats().rejected == 1);
   CHECK((*server)->Agents().empty());
+}
+
+TEST_CASE(
+    "control: faultline-agent --tls-dir registers over mutual TLS, and without its certificate "
+    "it exits 2",
+    "[integration]") {
+  TempDir dir("fl_control");
+  const std::string tls = dir.path() + "/tls";
+  REQUIRE(InitLabCa(tls).ok());
+  IssueOptions coord;
+  coord.role = CertRole::kCoordinator;
+  coord.extra_names = {"127.0.0.1"};
+  REQUIRE(IssueCertificate(tls, "coordinator-host", coord).ok());
+  REQUIRE(IssueCertificate(tls, "h0", {}).ok());
+  auto token = CreateTokenFile(dir.path() + "/token");
+  REQUIRE(token.ok());
+  ControlServerOptions o;
+  o.token = *token;
+  o.run_id = "r-tls";
+  auto material = LoadTlsMaterial(tls, CertRole::kCoordinator, "");
+  REQUIRE(material.ok());
+  o.tls = *material;
+  auto server = ControlServer::Start(o);
+  REQUIRE(server.ok());
+
+  Child stranger({Bin("faultline-agent"), "--coordinator", (*server)->address(), "--token-file",
+                  dir.path() + "/token", "--tls-dir", tls, "--host", "h1"});
+  CHECK(stranger.Wait(Deadline::After(20 * kNsPerSec)) == 2);  // no h1.crt: refused locally
+
+  Child agent({Bin("faultline-agent"), "--coordinator", (*server)->address(), "--token-file",
+               dir.path() + "/token", "--tls-dir", tls, "--host", "h0"});
+  REQUIRE((*server)->WaitForAgents({"h0"}, Deadline::After(20 * kNsPerSec)).ok());
+  faultline::v1::CoordinatorMessage bye;
+  bye.mutable_shutdown()->set_reason("test done");
+  auto ack = (*server)->Call("h0", bye, Deadline::After(10 * kNsPerSec));
+  REQUIRE(ack.ok());
+  CHECK(ack->ok());
+  CHECK(agent.Wait(Deadline::After(10 * kNsPerSec)) == 0);
+  CHECK((*server)->stats().rejected == 0);
 }
 
 TEST_CASE(

@@ -17,6 +17,7 @@
 
 #include "common/file_util.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
@@ -366,6 +367,13 @@ TEST_CASE(
   REQUIRE(port > 0);
   const std::string token = dir.path() + "/token";
   REQUIRE(CreateTokenFile(token).ok());
+  // Mutual TLS is the default on an inventory: the lab's certificates in tls/ beside the token.
+  REQUIRE(InitLabCa(dir.path() + "/tls").ok());
+  IssueOptions coord;
+  coord.role = CertRole::kCoordinator;
+  coord.extra_names = {mgmt};
+  REQUIRE(IssueCertificate(dir.path() + "/tls", "coord", coord).ok());
+  for (const char* h : {"h0", "h1"}) REQUIRE(IssueCertificate(dir.path() + "/tls", h, {}).ok());
   std::string inv = "name: t" + std::to_string(getpid() % 100000) +
                     "\ncoordinator: {listen: " + mgmt + ":" + std::to_string(port) +
                     ", token_file: " + token + "}\nagent_wait: 60s\nhosts:\n";
