@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_util.h"
 #include "common/log.h"
 #include "injectors/builtin_internal.h"
 #include "injectors/injection.h"
@@ -34,20 +35,36 @@ nlohmann::json ShapedToJson(const std::vector<Shaped>& v) {
   return a;
 }
 
+// A member of a handle's state, null when absent (a const lookup of a missing key is not
+// allowed in nlohmann, and a journal's state may lack it).
+nlohmann::json StateMember(const FaultHandle& h, std::string_view key) {
+  return JsonGetOr<nlohmann::json>(h.state, key, nullptr, "state").value_or(nullptr);
+}
+
 std::vector<Shaped> ShapedFromJson(const nlohmann::json& a) {
   std::vector<Shaped> v;
   if (!a.is_array()) return v;
   for (const auto& j : a) {
     Shaped s;
-    s.name = j.value("name", "");
-    s.netns = j.value("netns", "");
-    s.ifname = j.value("ifname", "");
-    s.prior.kind = j.value("prior_kind", "");
+    // The state may come back from a corrupt journal: a wrong type reads as empty (the
+    // revert then fails on an unknown interface) rather than throwing.
+    auto str = [&](std::string_view k) {
+      return JsonGetOr<std::string>(j, k, "", "state").value_or(std::string());
+    };
+    auto num = [&](std::string_view k) {
+      return JsonGetOr<uint64_t>(j, k, 0, "state").value_or(0);
+    };
+    s.name = str("name");
+    s.netns = str("netns");
+    s.ifname = str("ifname");
+    s.prior.kind = str("prior_kind");
+    s.prior.rate_bps = num("prior_rate_bps");
     // Entries written before handles were recorded: anything but tbf was the default.
-    s.prior.handle = j.value("prior_handle", s.prior.kind == "tbf" ? "" : "0:");
-    s.prior.rate_bps = j.value("prior_rate_bps", uint64_t{0});
-    s.prior.burst_bytes = j.value("prior_burst", uint64_t{0});
-    s.prior.latency_us = j.value("prior_latency_us", uint64_t{0});
+    s.prior.handle = JsonGetOr<std::string>(j, "prior_handle", s.prior.kind == "tbf" ? "" : "0:",
+                                            "state")
+                         .value_or(std::string());
+    s.prior.burst_bytes = num("prior_burst");
+    s.prior.latency_us = num("prior_latency_us");
     v.push_back(s);
   }
   return v;
@@ -167,11 +184,11 @@ class BandwidthThrottle : public Injector {
     return OkStatus();
   }
   Status Revert(const FaultHandle& h) override {
-    return RestoreAll(ShapedFromJson(h.state["ends"]));
+    return RestoreAll(ShapedFromJson(StateMember(h, "ends")));
   }
   Status Verify(const FaultHandle& h, Expect want) override {
     FL_ASSIGN_OR_RETURN(uint64_t rate, RateParam(h.spec, "rate", 0));
-    return VerifyShaped(ShapedFromJson(h.state["ends"]), rate, want);
+    return VerifyShaped(ShapedFromJson(StateMember(h, "ends")), rate, want);
   }
 };
 
@@ -314,11 +331,12 @@ class PfcStorm : public Injector {
       }
     }
     if (w) w->Stop();
-    if (h.state.value("mode", "stall") == "frames") return OkStatus();
-    return RestoreAll(ShapedFromJson(h.state["ends"]));
+    if (JsonGetOr<std::string>(h.state, "mode", "stall", "state").value_or("stall") == "frames")
+      return OkStatus();
+    return RestoreAll(ShapedFromJson(StateMember(h, "ends")));
   }
   Status Verify(const FaultHandle& h, Expect want) override {
-    if (h.state.value("mode", "stall") == "frames") {
+    if (JsonGetOr<std::string>(h.state, "mode", "stall", "state").value_or("stall") == "frames") {
       std::lock_guard<std::mutex> l(mu_);
       auto it = workers_.find(h.id);
       bool running = it != workers_.end();
@@ -329,7 +347,7 @@ class PfcStorm : public Injector {
       return OkStatus();
     }
     FL_ASSIGN_OR_RETURN(uint64_t stall, RateParam(h.spec, "stall_rate", 8000));
-    return VerifyShaped(ShapedFromJson(h.state["ends"]), stall, want);
+    return VerifyShaped(ShapedFromJson(StateMember(h, "ends")), stall, want);
   }
 
  private:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/json_util.h"
 #include "injectors/sys.h"
 
 namespace fl::injectors {
@@ -24,14 +25,17 @@ StatusOr<RootQdisc> ReadRootQdisc(const std::string& netns, const std::string& i
   nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
   if (!j.is_array()) return InternalError("tc -j qdisc show " + ifname + ": unexpected output");
   RootQdisc q;
+  // tc's output is read without trusting its shape: a member of an unexpected type reads as
+  // absent, never as an exception.
   for (const auto& e : j) {
-    if (!e.value("root", false)) continue;
-    q.kind = e.value("kind", "");
-    q.handle = e.value("handle", "");
-    if (q.kind == "tbf" && e.contains("options")) {
-      q.rate_bps = e["options"].value("rate", uint64_t{0}) * 8;
-      q.burst_bytes = e["options"].value("burst", uint64_t{0});
-      q.latency_us = e["options"].value("lat", uint64_t{0});
+    if (!JsonGetOr<bool>(e, "root", false, "tc").value_or(false)) continue;
+    q.kind = JsonGetOr<std::string>(e, "kind", "", "tc").value_or(std::string());
+    q.handle = JsonGetOr<std::string>(e, "handle", "", "tc").value_or(std::string());
+    if (q.kind == "tbf") {
+      nlohmann::json o = JsonGetOr<nlohmann::json>(e, "options", nullptr, "tc").value_or(nullptr);
+      q.rate_bps = JsonGetOr<uint64_t>(o, "rate", 0, "tc").value_or(0) * 8;
+      q.burst_bytes = JsonGetOr<uint64_t>(o, "burst", 0, "tc").value_or(0);
+      q.latency_us = JsonGetOr<uint64_t>(o, "lat", 0, "tc").value_or(0);
     }
   }
   return q;

@@ -15,6 +15,7 @@
 #include "ccl_under_test/api/rendezvous.h"
 #include "ccl_under_test/tools/ccl_builtin.h"
 #include "common/log.h"
+#include "common/main_guard.h"
 #include "common/units.h"
 #include "workloads/worker.h"
 
@@ -36,9 +37,7 @@ int ConnectUnix(const std::string& path) {
   return fd;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int WorkerMain(int argc, char** argv) {
   using namespace fl;
   log::ConfigureFromEnv();
   CLI::App app{
@@ -185,4 +184,10 @@ int main(int argc, char** argv) {
   sink.OnWorkerEvent("worker_exit", "{\"code\":" + std::to_string(code) + ",\"iterations\":" +
                                         std::to_string(result.ok() ? result->iterations : 0) + "}");
   return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fl::GuardedMain("faultline-worker", [&] { return WorkerMain(argc, argv); });
 }

@@ -8,6 +8,7 @@
 #include "ccl_under_test/ftccl/device_info.h"
 #include "ccl_under_test/tools/perf.h"
 #include "common/log.h"
+#include "common/main_guard.h"
 #include "common/units.h"
 
 namespace {
@@ -17,9 +18,7 @@ std::string Env(const char* name, const std::string& fallback = "") {
   return v && *v ? v : fallback;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int PerfMain(int argc, char** argv) {
   fl::log::ConfigureFromEnv();
   CLI::App app{
       "ftccl-perf: collective benchmark with correctness check (nccl-tests style).\n"
@@ -130,4 +129,10 @@ int main(int argc, char** argv) {
     }
   }
   return wrong ? 3 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fl::GuardedMain("ftccl-perf", [&] { return PerfMain(argc, argv); });
 }

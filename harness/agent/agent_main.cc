@@ -7,6 +7,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/main_guard.h"
 #include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
@@ -19,9 +20,7 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int AgentMain(int argc, char** argv) {
   using namespace fl;
   log::ConfigureFromEnv();
   CLI::App app{
@@ -159,4 +158,10 @@ int main(int argc, char** argv) {
   (*runtime)->RevertAllAndStop(lapsed ? "lease lapsed" : "agent stopping");
   (*session)->Stop();
   return lapsed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fl::GuardedMain("faultline-agent", [&] { return AgentMain(argc, argv); });
 }

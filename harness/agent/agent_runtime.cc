@@ -18,13 +18,16 @@
 #include <mutex>
 #include <thread>
 
+#include "common/json_util.h"
 #include "common/log.h"
 #include "common/yaml_util.h"
 #include "harness/agent/agent_session.h"
+#include "harness/agent/telemetry_line.h"
 #include "harness/lab/inventory.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/injection.h"
 #include "injectors/journal.h"
+#include "injectors/sys.h"
 
 namespace fl::harness {
 
@@ -98,6 +101,8 @@ class AgentRuntime::Impl {
       FL_LOG(kWarn, "agent") << "reverted fault " << id << " left by a dead owner";
     for (const auto& f : rec.failed)
       FL_LOG(kError, "agent") << "could not revert a dead owner's fault: " << f;
+    for (const auto& c : rec.corrupt)
+      FL_LOG(kError, "agent") << "corrupt journal entry (not reverted): " << c;
     if (!opts_.run_dir.empty()) {
       socket_path_ = opts_.run_dir + "/" + opts_.host + ".sock";
       unlink(socket_path_.c_str());
@@ -115,6 +120,8 @@ class AgentRuntime::Impl {
 
   ~Impl() {
     RevertAllAndStop("agent exiting");
+    if (uint64_t n = telemetry_dropped_.load(); n > 0)
+      FL_LOG(kWarn, "agent") << n << " bad telemetry line(s) from workers were dropped in all";
     io_.stop();
     if (io_thread_.joinable()) io_thread_.join();
     if (!socket_path_.empty()) unlink(socket_path_.c_str());
@@ -131,55 +138,84 @@ class AgentRuntime::Impl {
     });
   }
 
+  // One worker's connection. The source of a bad line is the socket and the last rank that
+  // connection spoke for (-1 before its first good line).
   struct Conn {
-    explicit Conn(UnixProto::socket s) : sock(std::move(s)) {}
+    explicit Conn(UnixProto::socket s) : sock(std::move(s)), buf(kMaxTelemetryLineBytes + 1) {}
     UnixProto::socket sock;
-    asio::streambuf buf;
+    asio::streambuf buf;  // bounded: a line without a newline cannot grow it without end
+    int rank = -1;
+    uint64_t dropped = 0;
   };
 
   void ReadLine(std::shared_ptr<Conn> c) {
-    asio::async_read_until(c->sock, c->buf, '\n',
-                           [this, c](const boost::system::error_code& ec, size_t n) {
-                             if (ec) return;  // worker closed its end
-                             std::string line(asio::buffers_begin(c->buf.data()),
-                                              asio::buffers_begin(c->buf.data()) + n);
-                             c->buf.consume(n);
-                             Ingest(line);
-                             ReadLine(c);
-                           });
+    asio::async_read_until(
+        c->sock, c->buf, '\n', [this, c](const boost::system::error_code& ec, size_t n) {
+          if (ec == asio::error::not_found) {
+            // The line outgrew the buffer: drop it and the connection
+            // (there is no telling where the next line starts).
+            Dropped(*c, "line longer than " + std::to_string(kMaxTelemetryLineBytes) +
+                            " bytes; connection closed");
+          }
+          if (ec) {
+            ConnectionClosed(*c);
+            return;  // worker closed its end
+          }
+          std::string line(asio::buffers_begin(c->buf.data()),
+                           asio::buffers_begin(c->buf.data()) + n);
+          c->buf.consume(n);
+          Ingest(*c, line);
+          ReadLine(c);
+        });
   }
 
-  void Ingest(const std::string& line) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      FL_LOG(kWarn, "agent") << "dropped a telemetry line that is not JSON";
+  void Ingest(Conn& c, const std::string& line) {
+    auto parsed = ParseTelemetryLine(line);
+    if (!parsed.ok()) {
+      Dropped(c, parsed.status().message());
       return;
     }
     std::lock_guard lock(batch_mu_);
-    const std::string t = j.value("t", "");
-    if (t == "sample") {
+    if (const auto* smp = std::get_if<TelemetrySample>(&*parsed)) {
+      c.rank = smp->rank;
       pb::Sample* s = batch_.add_samples();
-      s->set_rank(j.value("rank", 0));
-      s->set_iteration(j.value("it", 0ull));
-      s->set_start_wall_ns(j.value("start", 0ll));
-      s->set_end_wall_ns(j.value("end", 0ll));
-      s->set_bytes(j.value("bytes", 0ull));
-      s->set_verified(j.value("verified", false));
-      s->set_mismatch(j.value("mismatch", false));
-    } else if (t == "ccl" && j.contains("e")) {
-      const auto& e = j["e"];
+      s->set_rank(smp->rank);
+      s->set_iteration(smp->iteration);
+      s->set_start_wall_ns(smp->start_wall_ns);
+      s->set_end_wall_ns(smp->end_wall_ns);
+      s->set_bytes(smp->bytes);
+      s->set_verified(smp->verified);
+      s->set_mismatch(smp->mismatch);
+    } else if (const auto* e = std::get_if<TelemetryEvent>(&*parsed)) {
+      if (e->rank >= 0) c.rank = e->rank;
       pb::Event* ev = batch_.add_events();
-      ev->set_rank(e.value("rank", j.value("rank", -1)));
-      ev->set_wall_ns(e.value("wall_ns", 0ll));
-      ev->set_kind(e.value("type", "ccl_event"));
-      ev->set_detail(e.dump());
-    } else if (t == "worker") {
-      pb::Event* ev = batch_.add_events();
-      ev->set_rank(j.value("rank", -1));
-      ev->set_wall_ns(j.value("wall", 0ll));
-      ev->set_kind(j.value("kind", "worker"));
-      ev->set_detail(j.contains("detail") ? j["detail"].dump() : "{}");
+      ev->set_rank(e->rank);
+      ev->set_wall_ns(e->wall_ns);
+      ev->set_kind(e->kind);
+      ev->set_detail(e->detail_json);
     }
+  }
+
+  // A bad line: counted, logged (and reported as a telemetry_dropped event) for the first one
+  // on a connection; later ones on it are counted and summed up when it closes.
+  void Dropped(Conn& c, std::string why) {
+    ++telemetry_dropped_;
+    if (++c.dropped > 1) return;
+    for (char& ch : why)  // parse errors quote the input: keep the log and event printable
+      if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) ch = '?';
+    FL_LOG(kWarn, "agent") << "dropped a bad telemetry line on " << socket_path_ << " (rank "
+                           << c.rank << "): " << why
+                           << "; further bad lines on this connection are only counted";
+    AddEvent(c.rank, "telemetry_dropped",
+             {{"source", socket_path_}, {"rank", c.rank}, {"count", 1}, {"reason", why}});
+  }
+
+  void ConnectionClosed(const Conn& c) {
+    if (c.dropped <= 1) return;
+    FL_LOG(kWarn, "agent") << c.dropped << " bad telemetry lines dropped on " << socket_path_
+                           << " (rank " << c.rank << ")";
+    AddEvent(c.rank, "telemetry_dropped",
+             {{"source", socket_path_}, {"rank", c.rank}, {"count", c.dropped}});
   }
 
   void AddEvent(int rank, const std::string& kind, const nlohmann::json& detail) {
@@ -188,7 +224,7 @@ class AgentRuntime::Impl {
     ev->set_rank(rank);
     ev->set_wall_ns(WallNowNs());
     ev->set_kind(kind);
-    ev->set_detail(detail.dump());
+    ev->set_detail(detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
   void ScheduleFlush() {
@@ -228,7 +264,42 @@ class AgentRuntime::Impl {
 
   // ---- commands --------------------------------------------------------------------------
 
+  // Commands come from the peer: checked before anything acts on them, and nothing that
+  // escapes a handler may end the agent (it would leave its faults to the lease alone).
   pb::Ack Handle(const pb::CoordinatorMessage& m) {
+    try {
+      if (Status v = ValidateCommand(m); !v.ok()) return Fail(v);
+      return Dispatch(m);
+    } catch (const std::exception& e) {
+      return Fail(InternalError(std::string("agent: command failed: ") + e.what()));
+    }
+  }
+
+  static Status ValidateCommand(const pb::CoordinatorMessage& m) {
+    if (m.has_inject()) {
+      const pb::InjectFault& f = m.inject();
+      if (f.fault_id().empty() || f.fault_id().size() > 128)
+        return InvalidArgumentError("inject: fault_id must be 1..128 bytes");
+      if (f.kind().empty() || f.kind().size() > 64)
+        return InvalidArgumentError("inject: kind must be 1..64 bytes");
+      if (f.target().size() > 256) return InvalidArgumentError("inject: target over 256 bytes");
+      if (f.params_size() > 64) return InvalidArgumentError("inject: more than 64 parameters");
+      for (const auto& [k, v] : f.params())
+        if (k.empty() || k.size() > 64 || v.size() > 1024)
+          return InvalidArgumentError("inject: parameter name or value too long");
+      if (f.duration_ms() < 0 || f.duration_ms() > INT64_MAX / kNsPerMs)
+        return InvalidArgumentError("inject: duration_ms " + std::to_string(f.duration_ms()) +
+                                    " is out of range");
+    }
+    if (m.has_stop() && (m.stop().grace_ms() < 0 || m.stop().grace_ms() > 600000))
+      return InvalidArgumentError("stop: grace_ms " + std::to_string(m.stop().grace_ms()) +
+                                  " is outside 0..600000");
+    if (m.has_launch() && m.launch().ranks_size() > 4096)
+      return InvalidArgumentError("launch: more than 4096 ranks on one host");
+    return OkStatus();
+  }
+
+  pb::Ack Dispatch(const pb::CoordinatorMessage& m) {
     switch (m.body_case()) {
       case pb::CoordinatorMessage::kLaunch:
         return Launch(m.launch());
@@ -254,9 +325,20 @@ class AgentRuntime::Impl {
       return Fail(FailedPreconditionError("policy: this agent does not start ranks"));
     if (!lab_ && !site_)
       return Fail(FailedPreconditionError("agent has no lab or inventory to start ranks in"));
-    nlohmann::json extra = nlohmann::json::parse(l.worker_args_json(), nullptr, false);
-    if (!extra.is_array())
-      return Fail(InvalidArgumentError("worker_args_json must be a JSON array of strings"));
+    auto extra_json = ParseJson(l.worker_args_json(), "launch: worker_args_json");
+    if (!extra_json.ok()) return Fail(extra_json.status());
+    auto extra = JsonAs<std::vector<std::string>>(*extra_json, "launch: worker_args_json");
+    if (!extra.ok()) return Fail(extra.status());
+    for (const auto& spec : l.ranks()) {
+      if (spec.world_size() < 1 || spec.world_size() > kMaxTelemetryRank + 1 || spec.rank() < 0 ||
+          spec.rank() >= spec.world_size())
+        return Fail(InvalidArgumentError("launch: rank " + std::to_string(spec.rank()) +
+                                         " of world size " + std::to_string(spec.world_size()) +
+                                         " is out of range"));
+      for (const auto& n : spec.nics())
+        if (!injectors::IsSafeName(n))
+          return Fail(InvalidArgumentError("launch: NIC name is not a safe name"));
+    }
     std::lock_guard lock(mu_);
     for (const auto& spec : l.ranks()) {
       std::vector<std::string> argv = {opts_.worker_binary, "--rank", std::to_string(spec.rank()),
@@ -267,10 +349,7 @@ class AgentRuntime::Impl {
         argv.insert(argv.end(), {"--nics", nics});
       }
       if (!socket_path_.empty()) argv.insert(argv.end(), {"--telemetry", socket_path_});
-      for (const auto& a : extra) {
-        if (!a.is_string()) return Fail(InvalidArgumentError("worker argument is not a string"));
-        argv.push_back(a.get<std::string>());
-      }
+      argv.insert(argv.end(), extra->begin(), extra->end());
       int per_host = lab_ ? lab_->topology().gpus_per_host : site_->self().ranks;
       int local = spec.rank() % std::max(1, per_host);
       auto info =
@@ -450,6 +529,7 @@ class AgentRuntime::Impl {
   asio::steady_timer flush_timer_;
   std::thread io_thread_;
   std::string socket_path_;
+  std::atomic<uint64_t> telemetry_dropped_{0};  // bad lines from workers, all connections
   std::mutex batch_mu_;
   pb::TelemetryBatch batch_;
 };

@@ -62,6 +62,34 @@ struct Session {
   }
 };
 
+// 1..64 characters [A-Za-z0-9_.-]: the host names of topologies and inventories.
+bool ValidHostName(const std::string& h) {
+  if (h.empty() || h.size() > 64) return false;
+  for (char c : h)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
+// An agent's Ack with what the run driver reads from it made safe: a failure always carries a
+// known non-OK fl::Code (an unknown or OK code from the peer becomes Internal) and an error
+// text of bounded size.
+pb::Ack NormalisedAck(const pb::Ack& in, const std::string& host) {
+  pb::Ack ack = in;
+  if (!ack.ok()) {
+    int c = ack.error_code();
+    if (c <= static_cast<int>(Code::kOk) || c > static_cast<int>(Code::kInternal)) {
+      FL_LOG(kWarn, "coord") << "agent " << host << " failed a command with unknown error code "
+                             << c << "; reading it as Internal";
+      ack.set_error_code(static_cast<int>(Code::kInternal));
+    }
+    if (ack.error().empty()) ack.set_error("agent " + host + " gave no reason");
+  }
+  if (ack.error().size() > 4096) ack.mutable_error()->resize(4096);
+  return ack;
+}
+
 }  // namespace
 
 class ControlServer::Impl final : public pb::Coordinator::Service {
@@ -115,7 +143,12 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
       ++stats_.rejected;
       return {grpc::StatusCode::UNAUTHENTICATED, "bad token in hello"};
     }
-    if (hello.host().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "hello without host"};
+    if (!ValidHostName(hello.host())) {
+      ++stats_.rejected;
+      FL_LOG(kWarn, "coord") << "rejected agent from " << ctx->peer()
+                             << ": hello without a valid host name";
+      return {grpc::StatusCode::INVALID_ARGUMENT, "hello without a valid host name"};
+    }
     if (grpc::Status st = CheckPeerCertificate(ctx, hello.host()); !st.ok()) {
       ++stats_.rejected;
       FL_LOG(kWarn, "coord") << "rejected agent from " << ctx->peer() << ": " << st.error_message();
@@ -141,7 +174,7 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
           std::lock_guard lock(session->mu);
           auto it = session->pending.find(msg.ack().command_id());
           if (it != session->pending.end()) {
-            it->second.set_value(msg.ack());
+            it->second.set_value(NormalisedAck(msg.ack(), session->host));
             session->pending.erase(it);
           }
           break;
@@ -165,7 +198,16 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
             std::lock_guard lock(mu_);
             handler = telemetry_;
           }
-          if (handler) handler(session->host, msg.telemetry());
+          // The handler checks each record; nothing that escapes it may end the coordinator.
+          if (handler) {
+            try {
+              handler(session->host, msg.telemetry());
+            } catch (const std::exception& e) {
+              if (stats_.bad_messages++ == 0)
+                FL_LOG(kError, "coord")
+                    << "dropped a telemetry batch from agent " << session->host << ": " << e.what();
+            }
+          }
           break;
         }
         default:
@@ -315,6 +357,7 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
   std::atomic<uint64_t> next_id_{1};
   struct AtomicStats {
     std::atomic<uint64_t> sessions{0}, rejected{0}, telemetry_batches{0}, samples{0}, events{0};
+    std::atomic<uint64_t> bad_messages{0};
   } stats_;
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;

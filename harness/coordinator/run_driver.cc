@@ -13,13 +13,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/file_util.h"
 #include "common/ids.h"
+#include "common/json_util.h"
 #include "common/log.h"
 #include "common/process.h"
 #include "common/units.h"
+#include "harness/agent/telemetry_line.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
@@ -105,6 +108,8 @@ struct Progress {
   Nanos last_sample_mono = 0;
   uint64_t samples = 0;
   uint64_t mismatches = 0;
+  uint64_t bad_telemetry = 0;                   // records dropped by OnTelemetry
+  std::set<std::string> bad_telemetry_hosts;    // agents already logged for it
   std::deque<std::pair<Nanos, uint64_t>> rate;  // (mono, samples) for iterations/s
 
   int64_t MinIteration(int world) {
@@ -263,7 +268,7 @@ void Runner::Event(const std::string& kind, nlohmann::json detail, int rank) {
   e.rank = rank;
   e.wall_ns = WallNowNs();
   e.kind = kind;
-  e.detail_json = detail.dump();
+  e.detail_json = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (writer_ && !writer_->Push(std::move(e), Deadline::After(kNsPerSec)).ok())
     dropped_telemetry_++;
 }
@@ -474,13 +479,31 @@ Status Runner::RegisterAgents() {
   return OkStatus();
 }
 
+// Telemetry comes from the agents: each record is checked (rank within the world, a valid
+// event kind, a JSON-object detail, a readable rank_exit) before it counts or is stored. A
+// bad record is counted, logged once per agent and dropped; it never ends the run.
 void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch) {
   Nanos off = offsets_.count(host) ? offsets_[host].offset_ns : 0;
   std::vector<reports::SampleRecord> samples;
   std::vector<reports::EventRecord> events;
   {
     std::lock_guard lock(progress_.mu);
+    auto bad = [&](const std::string& why) {
+      ++progress_.bad_telemetry;
+      if (progress_.bad_telemetry_hosts.insert(host).second)
+        FL_LOG(kWarn, "coord") << "dropped bad telemetry from agent " << host << ": " << why
+                               << "; further bad records from it are only counted";
+    };
     for (const auto& s : batch.samples()) {
+      if (s.rank() < 0 || s.rank() >= world_) {
+        bad("a sample of rank " + std::to_string(s.rank()) + " (world size " +
+            std::to_string(world_) + ")");
+        continue;
+      }
+      if (s.iteration() > static_cast<uint64_t>(INT64_MAX)) {
+        bad("a sample with iteration " + std::to_string(s.iteration()));
+        continue;
+      }
       reports::SampleRecord r;
       r.run_id = run_id_;
       r.rank = s.rank();
@@ -498,6 +521,36 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
       progress_.last_sample_mono = MonoNowNs();
     }
     for (const auto& e : batch.events()) {
+      if (e.rank() < -1 || e.rank() >= world_) {
+        bad("an event of rank " + std::to_string(e.rank()));
+        continue;
+      }
+      if (!IsValidEventKind(e.kind())) {
+        bad("an event whose kind is not a name");
+        continue;
+      }
+      if (e.detail().size() > kMaxTelemetryLineBytes) {
+        bad("a " + e.kind() + " event with a detail over " +
+            std::to_string(kMaxTelemetryLineBytes) + " bytes");
+        continue;
+      }
+      if (!e.detail().empty()) {
+        auto d = ParseJson(e.detail(), e.kind() + " detail");
+        if (!d.ok() || !d->is_object()) {
+          bad("a " + e.kind() + " event whose detail is not a JSON object");
+          continue;
+        }
+      }
+      std::optional<int> code;
+      if (e.kind() == "rank_exit") {
+        auto c = e.rank() >= 0 ? ParseRankExitDetail(e.detail().empty() ? "{}" : e.detail())
+                               : StatusOr<int>(InvalidArgumentError("rank_exit without a rank"));
+        if (!c.ok()) {
+          bad(c.status().ToUserString());
+          continue;
+        }
+        code = *c;
+      }
       reports::EventRecord r;
       r.run_id = run_id_;
       r.rank = e.rank();
@@ -505,13 +558,7 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
       r.kind = e.kind();
       r.detail_json = e.detail().empty() ? "{}" : e.detail();
       events.push_back(r);
-      if (e.kind() == "rank_exit") {
-        auto d = nlohmann::json::parse(e.detail(), nullptr, false);
-        int code = d.is_object()
-                       ? (d.contains("code") ? d["code"].get<int>() : -d.value("signal", 9))
-                       : -1;
-        progress_.exit_code[e.rank()] = code;
-      }
+      if (code) progress_.exit_code[e.rank()] = *code;
     }
   }
   if (!samples.empty() && !writer_->PushSamples(samples, Deadline::After(5 * kNsPerSec)).ok())
@@ -894,6 +941,15 @@ void Runner::Teardown(bool keep_run_dir) {
 }
 
 int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_status) {
+  if (uint64_t bad =
+          [&] {
+            std::lock_guard lock(progress_.mu);
+            return progress_.bad_telemetry;
+          }();
+      bad > 0) {
+    FL_LOG(kWarn, "coord") << bad << " bad telemetry record(s) from agents were dropped";
+    Event("telemetry_dropped", {{"source", "coordinator"}, {"count", bad}});
+  }
   if (writer_) Keep(writer_->Flush(Deadline::After(30 * kNsPerSec)), "telemetry rows");
   const uint64_t dropped =
       dropped_telemetry_.load() + (writer_ ? writer_->GetStats().dropped_rows : 0);
@@ -1153,15 +1209,23 @@ int Runner::Run() {
   else
     std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(),
                  scenario_.lab.topology.c_str());
-  bool ok = phase("provisioning the lab", Provision()) && !g_interrupted;
-  if (ok) {
-    if (!inventory_) std::fprintf(stderr, "[agents] starting %zu agents\n", hosts_.size() + 1);
-    ok = phase("starting agents", StartAgents()) && !g_interrupted;
-  }
-  if (ok) ok = phase("launching ranks", Launch(0, 0)) && !g_interrupted;
-  if (ok) {
-    rc = Timeline();
-    if (rc == kExitInfra && failure.empty()) failure = "the timeline failed";
+  // Whatever escapes the phases still goes through the revert and teardown below: the run
+  // ends as an error (exit 3) with the lab gone and no fault left applied.
+  try {
+    bool ok = phase("provisioning the lab", Provision()) && !g_interrupted;
+    if (ok) {
+      if (!inventory_) std::fprintf(stderr, "[agents] starting %zu agents\n", hosts_.size() + 1);
+      ok = phase("starting agents", StartAgents()) && !g_interrupted;
+    }
+    if (ok) ok = phase("launching ranks", Launch(0, 0)) && !g_interrupted;
+    if (ok) {
+      rc = Timeline();
+      if (rc == kExitInfra && failure.empty()) failure = "the timeline failed";
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "faultline: internal error: %s\n", e.what());
+    failure = std::string("internal error: ") + e.what();
+    rc = kExitInfra;
   }
   if (g_interrupted) {
     rc = kExitInterrupted;

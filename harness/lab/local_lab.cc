@@ -52,17 +52,23 @@ std::set<int> UsedMgmtIndexes() {
   o.timeout = kToolTimeout;
   auto out = RunChecked({"ip", "-4", "-j", "addr", "show"}, o);
   if (out.ok()) {
-    auto j = nlohmann::json::parse(*out, nullptr, false);
-    if (j.is_array())
-      for (const auto& ifc : j)
-        for (const auto& a : ifc.value("addr_info", nlohmann::json::array())) {
-          std::string local = a.value("local", "");
+    // ip's output is read without trusting its shape: what is not as expected is skipped.
+    auto j = ParseJson(*out, "ip -j addr show");
+    if (j.ok() && j->is_array())
+      for (const auto& ifc : *j) {
+        auto addrs = JsonGetOr<nlohmann::json>(ifc, "addr_info", nlohmann::json::array(), "ip");
+        if (!addrs.ok() || !addrs->is_array()) continue;
+        for (const auto& a : *addrs) {
+          std::string local = JsonGetOr<std::string>(a, "local", "", "ip").value_or("");
           if (local.rfind("198.19.", 0) == 0) used.insert(std::atoi(local.c_str() + 7));
         }
+      }
   }
   for (const auto& name : LocalLab::List()) {
     auto j = LoadJsonFile(LabsDir() + "/" + name + ".json");
-    if (j.ok()) used.insert(j->value("mgmt_index", -1));
+    if (!j.ok()) continue;
+    auto m = JsonGetInRange<int>(*j, "mgmt_index", 0, 255, name);
+    if (m.ok()) used.insert(*m);
   }
   return used;
 }
@@ -131,7 +137,7 @@ StatusOr<std::unique_ptr<LocalLab>> LocalLab::Open(const std::string& lab_name) 
   FL_ASSIGN_OR_RETURN(nlohmann::json j, LoadJsonFile(path));
   FL_ASSIGN_OR_RETURN(std::string text, JsonGet<std::string>(j, "topology_text", path));
   FL_ASSIGN_OR_RETURN(std::string source, JsonGet<std::string>(j, "topology", path));
-  FL_ASSIGN_OR_RETURN(int mgmt, JsonGet<int>(j, "mgmt_index", path));
+  FL_ASSIGN_OR_RETURN(int mgmt, JsonGetInRange<int>(j, "mgmt_index", 0, 255, path));
   FL_ASSIGN_OR_RETURN(Topology t, ParseTopology(text, source));
   std::unique_ptr<LocalLab> lab(new LocalLab(t, PlanLab(t, lab_name, mgmt)));
   lab->mgmt_index_ = mgmt;

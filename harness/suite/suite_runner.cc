@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/ids.h"
+#include "common/json_util.h"
 #include "common/process.h"
 #include "harness/suite/junit.h"
 
@@ -231,9 +232,11 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
     }
     // The run id: from the JSON summary, else the newest run of this invocation not yet seen
     // (a run that failed before printing its summary still left its row).
-    auto j = nlohmann::json::parse(out, nullptr, false);
-    if (j.is_object() && j.contains("run_id") && j["run_id"].is_string())
-      o.run_id = j["run_id"].get<std::string>();
+    // (The child's stdout is read as outside data: anything but a short run id is ignored.)
+    if (auto j = ParseJson(out, "faultline run output"); j.ok()) {
+      auto id = JsonGet<std::string>(*j, "run_id", "faultline run output");
+      if (id.ok() && !id->empty() && id->size() <= 128) o.run_id = *id;
+    }
     auto reader = reports::compare::RunReader::Open(options.db_path);
     if (reader.ok()) {
       if (o.run_id.empty()) {

@@ -345,7 +345,7 @@ void RunMetrics(std::string& o, const RunView& view) {
 void Flatten(const nlohmann::json& j, const std::string& prefix,
              std::vector<std::pair<std::string, std::string>>& out, int depth) {
   if (depth > 8) {
-    out.emplace_back(prefix, j.dump());
+    out.emplace_back(prefix, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it)
       Flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out, depth + 1);
@@ -356,7 +356,7 @@ void Flatten(const nlohmann::json& j, const std::string& prefix,
   } else if (j.is_string()) {
     out.emplace_back(prefix, j.get<std::string>());
   } else {
-    out.emplace_back(prefix, j.dump());
+    out.emplace_back(prefix, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 }
 
@@ -372,11 +372,12 @@ void Hosts(std::string& o, const RunView& view) {
   std::vector<std::vector<std::pair<std::string, std::string>>> flat(hosts.size());
   std::map<std::string, std::set<std::string>> values;  // key -> distinct values over hosts
   for (size_t i = 0; i < hosts.size(); ++i) {
-    auto j = nlohmann::json::parse(hosts[i].fingerprint_json, nullptr, false);
-    if (j.is_discarded()) {
+    // From the database: bad or too deeply nested JSON is shown raw (escaped), never thrown.
+    auto j = ParseJson(hosts[i].fingerprint_json, "fingerprint");
+    if (!j.ok()) {
       flat[i].emplace_back("(raw)", hosts[i].fingerprint_json);
     } else {
-      Flatten(j, "", flat[i], 0);
+      Flatten(*j, "", flat[i], 0);
     }
     for (const auto& [k, v] : flat[i]) values[k].insert(v);
   }

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 
 #include "common/log.h"
@@ -437,6 +438,7 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
     d.faults.push_back(std::move(f));
   }
 
+  uint64_t dropped = 0;
   FL_ASSIGN_OR_RETURN(auto samples,
                       db_->Prepare("SELECT rank, iteration, start_ns, end_ns, bytes, verified, "
                                    "mismatch FROM samples WHERE run_id = ?1 ORDER BY rank, "
@@ -445,8 +447,15 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   for (;;) {
     FL_ASSIGN_OR_RETURN(bool row, samples.Step());
     if (!row) break;
-    d.samples.push_back({id, static_cast<int32_t>(samples.Int(0)), samples.Int(1), samples.Int(2),
-                         samples.Int(3), static_cast<uint64_t>(samples.Int(4)), samples.Int(5) != 0,
+    // Rows are outside data (another writer, a hand edit): a rank or byte count that no
+    // writer of ours produces is dropped and counted rather than wrapped into a bogus value.
+    const int64_t rank = samples.Int(0), bytes = samples.Int(4);
+    if (rank < 0 || rank > INT32_MAX || bytes < 0) {
+      ++dropped;
+      continue;
+    }
+    d.samples.push_back({id, static_cast<int32_t>(rank), samples.Int(1), samples.Int(2),
+                         samples.Int(3), static_cast<uint64_t>(bytes), samples.Int(5) != 0,
                          samples.Int(6) != 0});
   }
 
@@ -457,9 +466,17 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   for (;;) {
     FL_ASSIGN_OR_RETURN(bool row, events.Step());
     if (!row) break;
+    const int64_t rank = events.Int(0);
+    if (rank < -1 || rank > INT32_MAX) {
+      ++dropped;
+      continue;
+    }
     d.events.push_back(
-        {id, static_cast<int32_t>(events.Int(0)), events.Int(1), events.Text(2), events.Text(3)});
+        {id, static_cast<int32_t>(rank), events.Int(1), events.Text(2), events.Text(3)});
   }
+  if (dropped > 0)
+    FL_LOG(kWarn, "store") << "run " << id << ": dropped " << dropped
+                           << " malformed sample/event row(s) (rank or bytes out of range)";
 
   FL_ASSIGN_OR_RETURN(d.metrics, LoadMetricsLocked(id));
   FL_ASSIGN_OR_RETURN(d.verdicts, LoadVerdictsLocked(id));

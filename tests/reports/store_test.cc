@@ -102,6 +102,38 @@ TEST_CASE("store: opening a version 1 database migrates it and keeps its rows", 
   CHECK((*runs)[0].id == "r-old");
 }
 
+TEST_CASE("store: malformed rows are dropped or a status, never an exception", "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("bad.db");
+  { REQUIRE(Store::Open(path).ok()); }
+  {
+    auto raw = RawDb(path);
+    REQUIRE(raw->Exec("INSERT INTO runs (id, scenario_name, scenario_text, scenario_hash, seed, "
+                      "git_revision, status, start_wall_ns, end_wall_ns, message) VALUES "
+                      "('r1', 's', 't', 'h', 'not a number', 'rev', 'passed', 100, NULL, '')")
+                .ok());
+    // Ranks no writer of ours produces, a negative byte count, text where numbers belong.
+    REQUIRE(raw->Exec("INSERT INTO samples (run_id, rank, iteration, start_ns, end_ns, bytes, "
+                      "verified, mismatch) VALUES ('r1', 99999999999, 1, 1, 2, 8, 0, 0), "
+                      "('r1', -3, 1, 1, 2, 8, 0, 0), ('r1', 0, 1, 1, 2, -8, 0, 0), "
+                      "('r1', 'x', 'y', 'z', 2, 8, 'v', 0), ('r1', 1, 2, 1, 2, 8, 1, 0)")
+                .ok());
+    REQUIRE(raw->Exec("INSERT INTO events (run_id, rank, wall_ns, kind, detail_json) VALUES "
+                      "('r1', -7, 1, 'k', 'not json'), ('r1', 0, 1, 'k', '{}')")
+                .ok());
+  }
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun("r1");
+  REQUIRE(data.ok());
+  // 'x' reads as rank 0 (SQLite's own coercion): only the out-of-range rows are dropped.
+  CHECK(data->samples.size() == 2);
+  for (const auto& smp : data->samples) CHECK((smp.rank == 0 || smp.rank == 1));
+  REQUIRE(data->events.size() == 1);
+  CHECK(data->events[0].rank == 0);
+  CHECK(data->run.seed == 0);  // text in the seed column reads as 0, not an exception
+}
+
 TEST_CASE("store: a database newer than this build is a clear error", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("new.db");

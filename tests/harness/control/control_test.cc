@@ -116,6 +116,52 @@ TEST_CASE(
         Code::kUnavailable);
 }
 
+TEST_CASE("control: the agent refuses out-of-range commands with InvalidArgument and lives on",
+          "[integration]") {
+  TempDir dir("fl_control");
+  auto token = CreateTokenFile(dir.path() + "/token");
+  REQUIRE(token.ok());
+  ControlServerOptions o;
+  o.token = *token;
+  o.run_id = "r-test";
+  o.lease_ns = 2 * kNsPerSec;
+  o.heartbeat_interval_ns = 100 * kNsPerMs;
+  auto server = ControlServer::Start(o);
+  REQUIRE(server.ok());
+  Child agent({Bin("faultline-agent"), "--coordinator", (*server)->address(), "--token-file",
+               dir.path() + "/token", "--host", "h0", "--journal-dir", dir.path() + "/journal"});
+  REQUIRE(agent.pid() > 0);
+  REQUIRE((*server)->WaitForAgents({"h0"}, Deadline::After(20 * kNsPerSec)).ok());
+  auto refused = [&](const faultline::v1::CoordinatorMessage& m) {
+    auto ack = (*server)->Call("h0", m, Deadline::After(10 * kNsPerSec));
+    REQUIRE(ack.ok());
+    CHECK_FALSE(ack->ok());
+    CHECK(ack->error_code() == static_cast<int>(Code::kInvalidArgument));
+    return ack->error();
+  };
+  faultline::v1::CoordinatorMessage inject;
+  inject.mutable_inject()->set_fault_id("f0");
+  inject.mutable_inject()->set_kind("nic_port_flap");
+  inject.mutable_inject()->set_target("h0.nic0");
+  inject.mutable_inject()->set_duration_ms(-5);
+  CHECK(refused(inject).find("duration_ms") != std::string::npos);
+  inject.mutable_inject()->set_duration_ms(INT64_MAX);
+  refused(inject);
+  inject.mutable_inject()->set_duration_ms(10);
+  inject.mutable_inject()->set_fault_id("");
+  refused(inject);
+  faultline::v1::CoordinatorMessage stop;
+  stop.mutable_stop()->set_grace_ms(-1);
+  refused(stop);
+  // Still there, and still obeys.
+  faultline::v1::CoordinatorMessage bye;
+  bye.mutable_shutdown()->set_reason("test done");
+  auto ack = (*server)->Call("h0", bye, Deadline::After(10 * kNsPerSec));
+  REQUIRE(ack.ok());
+  CHECK(ack->ok());
+  CHECK(agent.Wait(Deadline::After(10 * kNsPerSec)) == 0);
+}
+
 TEST_CASE("control: an agent with the wrong token is refused", "[integration]") {
   TempDir dir("fl_control");
   REQUIRE(CreateTokenFile(dir.path() + "/token").ok());

@@ -8,11 +8,13 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "common/file_util.h"
@@ -320,6 +322,95 @@ TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down an
   CHECK(data->run.status == reports::RunStatus::kAborted);
   REQUIRE(data->faults.size() == 1);
   CHECK(data->faults[0].reverted_wall_ns.has_value());
+}
+
+// Connects to a Unix stream socket and writes text; false when either fails.
+bool WriteToUnixSocket(const std::string& path, const std::string& text) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.size() >= sizeof sa.sun_path) {
+    close(fd);
+    return false;
+  }
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  for (size_t off = 0; ok && off < text.size();) {
+    ssize_t n = write(fd, text.data() + off, text.size() - off);
+    ok = n > 0;
+    off += ok ? static_cast<size_t>(n) : 0;
+  }
+  close(fd);
+  return ok;
+}
+
+// Regression: this one line on h0's telemetry socket once ended the coordinator (a type_error
+// from reading "code" as an int), so the leases lapsed and the run stayed `running` with its
+// lab. Now the agent drops it (rank_exit is the agent's own kind, and "x" is not a code), says
+// so in a telemetry_dropped event, and the run ends as it would have without it.
+TEST_CASE(
+    "faultline run: a malformed line on an agent's telemetry socket is dropped, the run "
+    "finishes",
+    "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario =
+      WriteScenario(dir.path(), WriteLab(dir.path()), "5s",
+                    "  - kind: bandwidth_throttle\n    target: h0.nic0\n    at: 500ms\n"
+                    "    duration: 1s\n    params: {rate: 500mbit}\n");
+  const std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db}, dir.path());
+  // Once ranks report samples, the agents' sockets are in use: inject there.
+  std::string run_id;
+  bool running = WaitUntil(
+      [&] {
+        auto store = reports::Store::Open(db, {.create = false});
+        if (!store.ok()) return false;
+        auto runs = (*store)->ListRuns({});
+        if (!runs.ok() || runs->empty()) return false;
+        run_id = runs->front().id;
+        auto data = (*store)->LoadRun(run_id);
+        return data.ok() && !data->samples.empty();
+      },
+      Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
+  INFO(f.err());
+  REQUIRE(running);
+  const std::string sock = injectors::StateDir() + "/runs/" + run_id + "/h0.sock";
+  CHECK(WriteToUnixSocket(
+      sock, "{\"t\":\"worker\",\"rank\":0,\"kind\":\"rank_exit\",\"detail\":{\"code\":\"x\"}}\n"));
+  // More of the same kind on a second connection: a string rank, a non-object, garbage.
+  CHECK(WriteToUnixSocket(sock,
+                          "{\"t\":\"sample\",\"rank\":\"0\",\"it\":1,\"start\":1,\"end\":2}\n"
+                          "[1,2,3]\n\xff\xfe not json\n"));
+
+  auto rc = f.Wait(Deadline::After(300 * kNsPerSec));
+  INFO(f.err());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  // This run's lab is gone (other tests' labs may come and go meanwhile).
+  const std::string lab_prefix = "fl-fl" + run_id.substr(run_id.size() - 6) + "-";
+  for (const auto& ns : Netns()) CHECK(ns.rfind(lab_prefix, 0) != 0);
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun(run_id);
+  REQUIRE(data.ok());
+  CHECK(data->run.status == reports::RunStatus::kPassed);
+  // The agent reported what it dropped, once per connection, naming its socket.
+  int dropped_events = 0;
+  for (const auto& e : data->events) {
+    if (e.kind != "telemetry_dropped") continue;
+    ++dropped_events;
+    CHECK(e.detail_json.find("h0.sock") != std::string::npos);
+  }
+  CHECK(dropped_events >= 2);
+  // And no forged exit: rank 0's only rank_exit is the real one, with code 0.
+  int rank0_exits = 0;
+  for (const auto& e : data->events)
+    if (e.kind == "rank_exit" && e.rank == 0) {
+      ++rank0_exits;
+      CHECK(e.detail_json.find("\"code\":0") != std::string::npos);
+    }
+  CHECK(rank0_exits == 1);
 }
 
 testing::ChildProcess::Options AgentOptions(const std::string& log, const std::string& netns) {
