@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 
 #include "common/file_util.h"
 #include "injectors/journal.h"
@@ -78,6 +80,54 @@ TEST_CASE("faultline run: an rm in the working directory and first in PATH is ne
   REQUIRE(runs->size() == 1);
   std::string run_dir = injectors::StateDir() + "/runs/" + runs->front().id;
   CHECK(access(run_dir.c_str(), F_OK) != 0);
+}
+
+// A run whose expectation fails (the job survives a throttle, the scenario says it must not)
+// keeps its directory with --keep-run-dir, token removed; the test removes it.
+TEST_CASE("faultline run --keep-run-dir: a failed run's directory is kept, without its token",
+          "[.root][integration]") {
+  TempDir dir("fl_run_keep");
+  REQUIRE_FALSE(dir.path().empty());
+  std::string scenario = dir.path() + "/scenario.yaml";
+  REQUIRE(WriteFileAtomic(scenario,
+                          "name: keep_dir\nseed: 3\nlab: {topology: " + WriteLab(dir.path()) +
+                              "}\n"
+                              "job:\n  size: 64KiB\n  duration: 2s\n  warmup_iterations: 5\n"
+                              "  collective_timeout: 20s\n"
+                              "faults:\n  - kind: bandwidth_throttle\n    target: h0.nic0\n"
+                              "    at: 300ms\n    duration: 500ms\n    params: {rate: 200mbit}\n"
+                              "expectations:\n  survives: false\n")
+              .ok());
+  std::optional<int> rc;
+  {
+    ChildProcess::Options o;
+    o.out = dir.path() + "/out.txt";
+    o.err = dir.path() + "/err.txt";
+    o.stop_signal = SIGINT;
+    o.stop_grace = 90 * kNsPerSec;
+    ChildProcess f({std::string(FL_BUILD_DIR) + "/bin/faultline", "run", scenario, "--db",
+                    dir.path() + "/r.db", "--keep-run-dir"},
+                   o);
+    rc = f.Wait(Deadline::After(300 * kNsPerSec));
+  }
+  INFO(ReadFile(dir.path() + "/err.txt").value_or(""));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 1);
+  auto store = reports::Store::Open(dir.path() + "/r.db", {.create = false});
+  REQUIRE(store.ok());
+  auto runs = (*store)->ListRuns({});
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  std::string run_dir = injectors::StateDir() + "/runs/" + runs->front().id;
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove{run_dir};
+  CHECK(access(run_dir.c_str(), F_OK) == 0);
+  CHECK(access((run_dir + "/token").c_str(), F_OK) != 0);
 }
 
 }  // namespace
