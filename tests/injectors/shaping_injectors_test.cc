@@ -55,7 +55,7 @@ TEST_CASE("bandwidth_throttle: a 2 MiB message no longer fits in a second",
 // both reverts verified "gone". Now the second is refused before anything changes, and the
 // revert restores exactly the rate read before the first fault.
 TEST_CASE(
-    "bandwidth_throttle: a second throttle on a throttled port is refused; revert restores "
+    "bandwidth_throttle: a second throttle on a throttled port is refused, revert restores "
     "the original rate",
     "[.root][integration]") {
   Env env;
@@ -160,7 +160,7 @@ TEST_CASE("packet_loss and link_blackhole stack on one port: a revert removes on
   CHECK(env.journal.List()->empty());
 }
 
-TEST_CASE("pfc_storm frames: two generators on one NIC stack; a revert stops only its own",
+TEST_CASE("pfc_storm frames: two generators on one NIC stack, a revert stops only its own",
           "[.root][integration]") {
   Env env;
   auto inj = env.Make("pfc_storm");

@@ -25,7 +25,7 @@ using testing::Netns;
 using testing::TempDir;
 using testing::WriteLab;
 
-TEST_CASE("faultline run: an rm in the working directory and first in PATH is never run; the "
+TEST_CASE("faultline run: an rm in the working directory and first in PATH is never run, the "
           "run directory is removed",
           "[.root][integration]") {
   TempDir dir("fl_run_cwd");
