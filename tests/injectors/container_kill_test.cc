@@ -59,6 +59,12 @@ TEST_CASE("container_kill: the container's process tree is gone and was killed b
   REQUIRE(RevertFault(**inj, *h, &journal).ok());
   CHECK(RevertFault(**inj, *h, &journal).ok());  // harmless
   CHECK(journal.List()->empty());
+  // Overlap rule (docs/injectors.md): a second kill of a container that has no processes left
+  // is refused before anything is journaled.
+  auto again = InjectFault(**inj, spec, lab.fabric(), &journal);
+  CHECK(again.status().code() == Code::kFailedPrecondition);
+  CHECK(again.status().message().find("no processes") != std::string::npos);
+  CHECK(journal.List()->empty());
   // The lab's traffic is unaffected.
   CHECK(testing::TcpWorks(lab.NetnsOf("h0"), lab.NetnsOf("h1"), (*l)->Addr("h1", "nic0"),
                           5 * kNsPerSec)

@@ -96,10 +96,12 @@ class FakeInjector : public Injector {
   int applied = 0, reverted = 0;
   std::string_view kind() const override { return "fake"; }
   std::string_view help() const override { return ""; }
+  std::vector<std::string> claims;  // objects Prepare claims (exclusive)
   Status Validate(const FaultSpec&) const override { return OkStatus(); }
   StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric&) override {
     FaultHandle h;
     h.spec = spec;
+    if (!claims.empty()) ClaimObjects(h, claims);
     return h;
   }
   Status Apply(FaultHandle& h) override {
@@ -154,6 +156,43 @@ TEST_CASE("journal: recorded before apply and removed after a verified revert", 
   CHECK(journal.List()->empty());
   REQUIRE(RevertFault(inj, *h, &journal).ok());  // a second revert is harmless
   CHECK(journal.List()->empty());
+}
+
+TEST_CASE("overlap: a fault claiming an object held by a journaled fault is refused before apply",
+          "[unit]") {
+  testing::ScopedStateDir state;
+  FaultJournal journal;
+  NoFabric fabric;
+  FakeInjector first, second, elsewhere;
+  first.claims = {ObjectName("root-qdisc", "ns0", "eth0")};
+  second.claims = {ObjectName("root-qdisc", "ns1", "eth9"),
+                   ObjectName("root-qdisc", "ns0", "eth0")};
+  elsewhere.claims = {ObjectName("root-qdisc", "ns1", "eth9")};
+  FaultSpec spec{"fake", "x", {}, 0, 1};
+  auto h1 = InjectFault(first, spec, fabric, &journal);
+  REQUIRE(h1.ok());
+  auto h2 = InjectFault(second, spec, fabric, &journal);
+  REQUIRE(h2.status().code() == Code::kFailedPrecondition);
+  CHECK(h2.status().message().find(h1->id) != std::string::npos);
+  CHECK(h2.status().message().find("root-qdisc:ns0/eth0") != std::string::npos);
+  CHECK(second.applied == 0);          // nothing was applied...
+  CHECK(journal.List()->size() == 1);  // ...or journaled
+  CHECK(HolderOf(first.claims[0], journal).find(h1->id) != std::string::npos);
+  // Another object stacks; an unclaiming fault is never refused.
+  auto h3 = InjectFault(elsewhere, spec, fabric, &journal);
+  REQUIRE(h3.ok());
+  FakeInjector free_kind;
+  auto h4 = InjectFault(free_kind, spec, fabric, &journal);
+  REQUIRE(h4.ok());
+  // Once the holder is reverted the object is free again.
+  REQUIRE(RevertFault(first, *h1, &journal).ok());
+  REQUIRE(RevertFault(elsewhere, *h3, &journal).ok());
+  auto again = InjectFault(second, spec, fabric, &journal);
+  REQUIRE(again.ok());
+  REQUIRE(RevertFault(second, *again, &journal).ok());
+  REQUIRE(RevertFault(free_kind, *h4, &journal).ok());
+  CHECK(journal.List()->empty());
+  CHECK(HolderOf(first.claims[0], journal).empty());
 }
 
 TEST_CASE("journal: entries of a dead owner are recovered but a live owner's are not", "[unit]") {

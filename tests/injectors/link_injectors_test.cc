@@ -93,6 +93,62 @@ TEST_CASE("tor_port_down: the host loses carrier and TCP stalls", "[.root][integ
   CHECK(RevertFault(*inj, *h, &env.journal).ok());
 }
 
+// Overlap rule (docs/injectors.md): one link-state fault per port at a time.
+TEST_CASE("tor_port_down: a second fault on a port that is down is refused, naming the first",
+          "[.root][integration]") {
+  Env env(testing::kSmallRail);
+  auto a = env.Make("tor_port_down");
+  auto b = env.Make("tor_port_down");
+  FaultSpec spec{"tor_port_down", "tor0.h0", {}, 0, 1};
+  auto h = InjectFault(*a, spec, env.fabric(), &env.journal);
+  REQUIRE(h.ok());
+  auto second = InjectFault(*b, spec, env.fabric(), &env.journal);
+  CHECK(second.status().code() == Code::kFailedPrecondition);
+  CHECK(second.status().message().find(h->id) != std::string::npos);
+  CHECK(env.journal.List()->size() == 1);
+  // The host side of the same link is another port: nic_port_flap on it stacks, and each
+  // revert brings up only its own end.
+  auto flap = env.Make("nic_port_flap");
+  auto hf = InjectFault(*flap, FaultSpec{"nic_port_flap", "h0.nic0", {}, 0, 1}, env.fabric(),
+                        &env.journal);
+  REQUIRE(hf.ok());
+  REQUIRE(RevertFault(*flap, *hf, &env.journal).ok());
+  CHECK(GetLink(env.h0, "nic0")->admin_up);
+  CHECK_FALSE(GetLink(env.lab->lab().NetnsOf("tor0"), "h0")->admin_up);  // still the first's
+  REQUIRE(RevertFault(*a, *h, &env.journal).ok());
+  CHECK(GetLink(env.lab->lab().NetnsOf("tor0"), "h0")->admin_up);
+  CHECK(env.journal.List()->empty());
+}
+
+TEST_CASE("nic_port_flap: a periodic flap holds its port even while the port is up",
+          "[.root][integration]") {
+  Env env(testing::kSmallRail);
+  auto periodic = env.Make("nic_port_flap");
+  auto once = env.Make("nic_port_flap");
+  FaultSpec flap{"nic_port_flap", "h0.nic0", {{"period", "400ms"}, {"down", "50ms"}}, 0, 1};
+  auto h = InjectFault(*periodic, flap, env.fabric(), &env.journal);
+  REQUIRE(h.ok());
+  // Wait for an up phase: the live state alone would let a second fault in now.
+  REQUIRE(WaitUntil(
+      [&] {
+        auto st = GetLink(env.h0, "nic0");
+        return st.ok() && st->admin_up;
+      },
+      Deadline::After(2 * kNsPerSec)));
+  auto second = InjectFault(*once, FaultSpec{"nic_port_flap", "h0.nic0", {}, 0, 1}, env.fabric(),
+                            &env.journal);
+  CHECK(second.status().code() == Code::kFailedPrecondition);
+  CHECK(second.status().message().find(h->id) != std::string::npos);
+  REQUIRE(RevertFault(*periodic, *h, &env.journal).ok());
+  CHECK(GetLink(env.h0, "nic0")->admin_up);
+  // Free again.
+  auto third = InjectFault(*once, FaultSpec{"nic_port_flap", "h0.nic0", {}, 0, 1}, env.fabric(),
+                           &env.journal);
+  REQUIRE(third.ok());
+  REQUIRE(RevertFault(*once, *third, &env.journal).ok());
+  CHECK(env.journal.List()->empty());
+}
+
 TEST_CASE("link_blackhole: traffic vanishes while carrier stays up", "[.root][integration]") {
   Env env(testing::kSmallRail);
   FaultSpec spec{"link_blackhole", "h0.nic0", {}, 0, 1};

@@ -50,6 +50,134 @@ TEST_CASE("bandwidth_throttle: a 2 MiB message no longer fits in a second",
   CHECK(RevertFault(*inj, *h, &env.journal).ok());
 }
 
+// Overlap rule (docs/injectors.md): one root-qdisc fault per interface at a time. The observed
+// bug: 100 then 50 Mbit/s on one port, reverted in order, left the link at 100 Mbit/s while
+// both reverts verified "gone". Now the second is refused before anything changes, and the
+// revert restores exactly the rate read before the first fault.
+TEST_CASE(
+    "bandwidth_throttle: a second throttle on a throttled port is refused, revert restores "
+    "the original rate",
+    "[.root][integration]") {
+  Env env;
+  auto original = ReadRootQdisc(env.h0, "nic0");
+  REQUIRE(original.ok());
+  auto original_tor = ReadRootQdisc(env.tor0, "h0");
+  REQUIRE(original_tor.ok());
+  auto a = env.Make("bandwidth_throttle");
+  auto b = env.Make("bandwidth_throttle");
+  FaultSpec s100{"bandwidth_throttle", "h0.nic0", {{"rate", "100mbit"}}, 0, 1};
+  FaultSpec s50{"bandwidth_throttle", "h0.nic0", {{"rate", "50mbit"}}, 0, 1};
+  auto h100 = InjectFault(*a, s100, env.fabric(), &env.journal);
+  REQUIRE(h100.ok());
+  auto h50 = InjectFault(*b, s50, env.fabric(), &env.journal);
+  REQUIRE(h50.status().code() == Code::kFailedPrecondition);
+  CHECK(h50.status().message().find(h100->id) != std::string::npos);
+  CHECK(env.journal.List()->size() == 1);
+  // Nothing of the refused fault was applied.
+  CHECK(ReadRootQdisc(env.h0, "nic0")->rate_bps == 100000000);
+  CHECK(ReadRootQdisc(env.tor0, "h0")->rate_bps == 100000000);
+  REQUIRE(RevertFault(*a, *h100, &env.journal).ok());
+  auto after = ReadRootQdisc(env.h0, "nic0");
+  REQUIRE(after.ok());
+  CHECK(after->kind == original->kind);
+  CHECK(after->rate_bps == original->rate_bps);
+  CHECK(ReadRootQdisc(env.tor0, "h0")->rate_bps == original_tor->rate_bps);
+  // Once the first is reverted the port is free again, and its revert restores the original.
+  h50 = InjectFault(*b, s50, env.fabric(), &env.journal);
+  REQUIRE(h50.ok());
+  CHECK(ReadRootQdisc(env.h0, "nic0")->rate_bps == 50000000);
+  REQUIRE(RevertFault(*b, *h50, &env.journal).ok());
+  CHECK(ReadRootQdisc(env.h0, "nic0")->rate_bps == original->rate_bps);
+  CHECK(env.journal.List()->empty());
+}
+
+TEST_CASE("bandwidth_throttle: Verify(gone) compares with the rate before the fault",
+          "[.root][integration]") {
+  Env env;
+  auto original = ReadRootQdisc(env.h0, "nic0");
+  REQUIRE(original.ok());
+  auto inj = env.Make("bandwidth_throttle");
+  FaultSpec spec{"bandwidth_throttle", "h0.nic0", {{"rate", "100mbit"}}, 0, 1};
+  auto h = InjectFault(*inj, spec, env.fabric(), &env.journal);
+  REQUIRE(h.ok());
+  REQUIRE(inj->Revert(*h).ok());
+  CHECK(inj->Verify(*h, Expect::kGone).ok());
+  // Someone leaves a different tbf behind: that is not "gone", though a tbf is there as before.
+  REQUIRE(SetTbf(env.h0, "nic0", 300000000, 256 * 1024).ok());
+  CHECK(inj->Verify(*h, Expect::kGone).code() == Code::kInternal);
+  REQUIRE(RevertFault(*inj, *h, &env.journal).ok());
+  CHECK(ReadRootQdisc(env.h0, "nic0")->rate_bps == original->rate_bps);
+}
+
+TEST_CASE("pfc_storm stall and bandwidth_throttle on one port: the second is refused",
+          "[.root][integration]") {
+  Env env;
+  auto storm = env.Make("pfc_storm");
+  auto throttle = env.Make("bandwidth_throttle");
+  auto h =
+      InjectFault(*storm, FaultSpec{"pfc_storm", "h0.nic0", {}, 0, 1}, env.fabric(), &env.journal);
+  REQUIRE(h.ok());
+  FaultSpec t{
+      "bandwidth_throttle", "h0.nic0", {{"rate", "10mbit"}, {"direction", "to_host"}}, 0, 1};
+  auto refused = InjectFault(*throttle, t, env.fabric(), &env.journal);
+  CHECK(refused.status().code() == Code::kFailedPrecondition);
+  CHECK(refused.status().message().find(h->id) != std::string::npos);
+  CHECK(ReadRootQdisc(env.tor0, "h0")->rate_bps == 8000);  // the storm's stall is untouched
+  // A throttle on the other end of the link (the host's NIC) is another qdisc: it stacks.
+  FaultSpec other{
+      "bandwidth_throttle", "h0.nic0", {{"rate", "10mbit"}, {"direction", "from_host"}}, 0, 1};
+  auto h2 = InjectFault(*throttle, other, env.fabric(), &env.journal);
+  REQUIRE(h2.ok());
+  REQUIRE(RevertFault(*storm, *h, &env.journal).ok());
+  CHECK(ReadRootQdisc(env.tor0, "h0")->rate_bps == 1000000000);
+  CHECK(ReadRootQdisc(env.h0, "nic0")->rate_bps == 10000000);  // the other stays
+  REQUIRE(RevertFault(*throttle, *h2, &env.journal).ok());
+  CHECK(ReadRootQdisc(env.h0, "nic0")->rate_bps == 1000000000);
+  CHECK(env.journal.List()->empty());
+}
+
+TEST_CASE("packet_loss and link_blackhole stack on one port: a revert removes only its own",
+          "[.root][integration]") {
+  Env env;
+  auto loss = env.Make("packet_loss");
+  auto hole = env.Make("link_blackhole");
+  auto hl = InjectFault(*loss, FaultSpec{"packet_loss", "h0.nic0", {{"percent", "50"}}, 0, 1},
+                        env.fabric(), &env.journal);
+  REQUIRE(hl.ok());
+  auto hb = InjectFault(*hole, FaultSpec{"link_blackhole", "h0.nic0", {}, 0, 1}, env.fabric(),
+                        &env.journal);
+  REQUIRE(hb.ok());
+  CHECK(TcpWorks(env.h0, env.h1, env.h1_addr, 300 * kNsPerMs).code() != Code::kOk);
+  REQUIRE(RevertFault(*hole, *hb, &env.journal).ok());
+  // The loss fault is still there, exactly as before the blackhole.
+  CHECK(loss->Verify(*hl, Expect::kPresent).ok());
+  auto got = testing::UdpDelivered(env.h0, env.h1, env.h1_addr, 1000);
+  REQUIRE(got.ok());
+  CHECK(*got > 300);
+  CHECK(*got < 700);
+  REQUIRE(RevertFault(*loss, *hl, &env.journal).ok());
+  CHECK(TcpWorks(env.h0, env.h1, env.h1_addr, 5 * kNsPerSec).ok());
+  CHECK(env.journal.List()->empty());
+}
+
+TEST_CASE("pfc_storm frames: two generators on one NIC stack, a revert stops only its own",
+          "[.root][integration]") {
+  Env env;
+  auto inj = env.Make("pfc_storm");
+  FaultSpec spec{"pfc_storm", "h0.nic0", {{"mode", "frames"}, {"fps", "500"}}, 0, 1};
+  auto a = InjectFault(*inj, spec, env.fabric(), &env.journal);
+  REQUIRE(a.ok());
+  auto b = InjectFault(*inj, spec, env.fabric(), &env.journal);
+  REQUIRE(b.ok());
+  REQUIRE(RevertFault(*inj, *a, &env.journal).ok());
+  CHECK(inj->Verify(*b, Expect::kPresent).ok());
+  auto cap = PfcCapture::Open(env.tor0, "h0");
+  REQUIRE(cap.ok());
+  CHECK((*cap)->Collect(5, 2 * kNsPerSec).size() >= 5);
+  REQUIRE(RevertFault(*inj, *b, &env.journal).ok());
+  CHECK(env.journal.List()->empty());
+}
+
 TEST_CASE("packet_loss: measured loss over 4000 datagrams is within tolerance",
           "[.root][integration]") {
   Env env;
