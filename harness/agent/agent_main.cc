@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     }
     rt.policy = *p;
   }
+  opts.max_lease_ns = rt.policy.max_lease_ns;  // the coordinator's lease is capped by it
   rt.host = opts.host;
   // A host of an inventory: the workers' telemetry socket lives in this host's state dir,
   // removed again when the agent exits (declared before the runtime, so it goes after it).

@@ -32,6 +32,9 @@ struct AgentSessionOptions {
   Nanos heartbeat_interval_ns = 500 * kNsPerMs;
   // Used until the coordinator's Welcome says otherwise.
   Nanos default_lease_ns = 5 * kNsPerSec;
+  // The longest lease kept, whatever the Welcome asks (the policy's max_lease): a longer one
+  // is cut to this, so a dead coordinator's faults are reverted within it.
+  Nanos max_lease_ns = 30 * kNsPerSec;
 };
 
 struct AgentHandlers {
