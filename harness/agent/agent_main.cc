@@ -7,6 +7,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/yaml_util.h"
 #include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
@@ -76,6 +77,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   opts.token = *token;
+  if (std::string p = BoundsProblem("--connect-timeout (seconds)", connect_timeout_s, 0.1, 3600.0);
+      !p.empty()) {
+    std::fprintf(stderr, "faultline-agent: %s\n", p.c_str());
+    return 2;
+  }
   opts.connect_timeout_ns = static_cast<Nanos>(connect_timeout_s * 1e9);
   if (!policy_file.empty()) {
     auto p = harness::LoadAgentPolicy(policy_file);
