@@ -323,6 +323,54 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("faultline run: Ctrl-C during a restart delay is honoured at once",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario = dir.path() + "/restart.yaml";
+  REQUIRE(WriteFileAtomic(scenario,
+                          "name: restart_delay\nseed: 5\nlab: {topology: " + WriteLab(dir.path()) +
+                              "}\njob:\n  ccl: ftccl\n  failover: false\n"
+                              "  size: 256KiB\n  iterations: 100000\n"
+                              "  warmup_iterations: 10\n  collective_timeout: 5s\n"
+                              "faults:\n  - kind: container_kill\n    target: h0.rank0\n"
+                              "    at: 500ms\nrestart:\n  max_restarts: 1\n"
+                              "  delay: 1h\nexpectations:\n  exact_correctness: false\n")
+              .ok());
+  auto before = Netns();
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db}, dir.path());
+  // The job failed and the coordinator is in its (hour-long) restart delay.
+  std::string run_id;
+  bool failed = WaitUntil(
+      [&] {
+        auto store = reports::Store::Open(db, {.create = false});
+        if (!store.ok()) return false;
+        auto runs = (*store)->ListRuns({});
+        if (!runs.ok() || runs->empty()) return false;
+        run_id = runs->front().id;
+        auto data = (*store)->LoadRun(run_id);
+        if (!data.ok()) return false;
+        for (const auto& e : data->events)
+          if (e.kind == "job_failed") return true;
+        return false;
+      },
+      Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
+  INFO(f.err());
+  REQUIRE(failed);
+  kill(f.pid(), SIGINT);
+  const Nanos sent = MonoNowNs();
+  auto rc = f.Wait(Deadline::After(60 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 130);
+  CHECK(MonoNowNs() - sent < 50 * kNsPerSec);  // not after the hour
+  CHECK(Netns() == before);
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun(run_id);
+  REQUIRE(data.ok());
+  CHECK(data->run.status == reports::RunStatus::kAborted);
+}
+
 testing::ChildProcess::Options AgentOptions(const std::string& log, const std::string& netns) {
   testing::ChildProcess::Options o;
   o.out = log;
