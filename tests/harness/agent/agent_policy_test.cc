@@ -60,6 +60,12 @@ TEST_CASE("agent policy: the shipped local lab policy loads", "[unit]") {
   CHECK_FALSE(p->allow_kinds.empty());
   CHECK(p->max_fault_duration_ns > 0);
   CHECK(p->max_lease_ns <= kMaxLeaseCapNs);
+  auto inv = LoadAgentPolicy(std::string(FL_SOURCE_DIR) + "/configs/policies/inventory_host.yaml");
+  REQUIRE(inv.ok());
+  CHECK(
+      DecideInject(*inv, false, "node01", Fault("nic_port_flap", "node01.nic0", 1000)).status.ok());
+  CHECK_FALSE(DecideInject(*inv, false, "node01", Fault("nic_port_flap", "node010.nic0", 1000))
+                  .status.ok());
 }
 
 TEST_CASE("agent policy: target prefixes match whole dot-separated names", "[unit]") {
