@@ -1,5 +1,7 @@
 #include "injectors/injector.h"
 
+#include <cmath>
+
 #include <cstdlib>
 
 #include "common/json_util.h"
@@ -119,9 +121,9 @@ StatusOr<double> NumberParam(const FaultSpec& spec, std::string_view key, double
   if (!s.empty() && s.back() == '%') s.pop_back();
   char* end = nullptr;
   double d = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size())
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(d))
     return InvalidArgumentError(spec.kind + ": parameter '" + std::string(key) + "': '" + *v +
-                                "' is not a number");
+                                "' is not a (finite) number");
   return d;
 }
 

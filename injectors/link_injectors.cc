@@ -95,9 +95,12 @@ class LinkDownInjector : public Injector {
     FL_ASSIGN_OR_RETURN(Nanos down, DurationParam(spec, "down", period / 2));
     FL_ASSIGN_OR_RETURN(Nanos jitter, DurationParam(spec, "jitter", 0));
     FL_ASSIGN_OR_RETURN(double count, NumberParam(spec, "count", 0));
-    (void)jitter;
-    if (count < 0 || count != static_cast<uint64_t>(count))
-      return InvalidArgumentError("nic_port_flap: count must be a whole number >= 0");
+    // Bounded before the cast (a double beyond 2^64 does not convert) and before any loop.
+    if (count < 0 || count > 100000 || count != static_cast<uint64_t>(count))
+      return InvalidArgumentError("nic_port_flap: count must be a whole number in 0..100000");
+    if (period > 0 && (period < kNsPerMs || period > 3600 * kNsPerSec || jitter > period))
+      return InvalidArgumentError(
+          "nic_port_flap: period must be between 1ms and 1h, jitter at most the period");
     if (period == 0 &&
         (spec.params.count("down") || spec.params.count("jitter") || spec.params.count("count")))
       return InvalidArgumentError("nic_port_flap: down, jitter and count need a period");

@@ -148,9 +148,11 @@ class BandwidthThrottle : public Injector {
     if (!spec.params.count("rate"))
       return InvalidArgumentError("bandwidth_throttle: parameter 'rate' is required");
     FL_ASSIGN_OR_RETURN(uint64_t rate, RateParam(spec, "rate", 0));
-    if (rate < 8000) return InvalidArgumentError("bandwidth_throttle: rate must be >= 8kbit");
+    if (rate < 8000 || rate > 1000ull * 1000 * 1000 * 1000)
+      return InvalidArgumentError("bandwidth_throttle: rate must be between 8kbit and 1tbit");
     FL_ASSIGN_OR_RETURN(uint64_t burst, BytesParam(spec, "burst", 256 * 1024));
-    if (burst < 2048) return InvalidArgumentError("bandwidth_throttle: burst must be >= 2KiB");
+    if (burst < 2048 || burst > (256ull << 20))
+      return InvalidArgumentError("bandwidth_throttle: burst must be between 2KiB and 256MiB");
     return CheckDirection(spec);
   }
   StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
@@ -236,9 +238,12 @@ class PfcStorm : public Injector {
     if (mode != "stall" && mode != "frames")
       return InvalidArgumentError("pfc_storm: mode must be stall or frames");
     FL_RETURN_IF_ERROR(BoolParam(spec, "spread", false).status());
-    FL_RETURN_IF_ERROR(DurationParam(spec, "watchdog", 0).status());
+    FL_ASSIGN_OR_RETURN(Nanos watchdog, DurationParam(spec, "watchdog", 0));
+    if (watchdog > 3600 * kNsPerSec)
+      return InvalidArgumentError("pfc_storm: watchdog must be at most 1h");
     FL_ASSIGN_OR_RETURN(uint64_t stall, RateParam(spec, "stall_rate", 8000));
-    if (stall < 8) return InvalidArgumentError("pfc_storm: stall_rate must be >= 8bit");
+    if (stall < 8 || stall > 1000ull * 1000 * 1000 * 1000)
+      return InvalidArgumentError("pfc_storm: stall_rate must be between 8bit and 1tbit");
     FL_RETURN_IF_ERROR(ParsePriorities(spec).status());
     FL_ASSIGN_OR_RETURN(double quanta, NumberParam(spec, "quanta", 65535));
     if (quanta < 0 || quanta > 65535 || quanta != static_cast<int>(quanta))

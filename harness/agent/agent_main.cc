@@ -8,6 +8,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "common/main_guard.h"
+#include "common/yaml_util.h"
 #include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
@@ -97,6 +98,11 @@ int AgentMain(int argc, char** argv) {
     }
     opts.tls = std::move(*tls);
   }
+  if (std::string p = BoundsProblem("--connect-timeout (seconds)", connect_timeout_s, 0.1, 3600.0);
+      !p.empty()) {
+    std::fprintf(stderr, "faultline-agent: %s\n", p.c_str());
+    return 2;
+  }
   opts.connect_timeout_ns = static_cast<Nanos>(connect_timeout_s * 1e9);
   if (!policy_file.empty()) {
     auto p = harness::LoadAgentPolicy(policy_file);
@@ -106,6 +112,7 @@ int AgentMain(int argc, char** argv) {
     }
     rt.policy = *p;
   }
+  opts.max_lease_ns = rt.policy.max_lease_ns;  // the coordinator's lease is capped by it
   rt.host = opts.host;
   // A host of an inventory: the workers' telemetry socket lives in this host's state dir,
   // removed again when the agent exits (declared before the runtime, so it goes after it).

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
@@ -20,7 +21,6 @@
 
 #include "common/json_util.h"
 #include "common/log.h"
-#include "common/yaml_util.h"
 #include "harness/agent/agent_session.h"
 #include "harness/agent/telemetry_line.h"
 #include "harness/lab/inventory.h"
@@ -35,31 +35,19 @@ namespace pb = faultline::v1;
 namespace asio = boost::asio;
 using UnixProto = asio::local::stream_protocol;
 
-StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
-  const YAML::Node root = doc.root();
-  FL_RETURN_IF_ERROR(
-      doc.CheckKeys(root, {"allow_kinds", "target_prefixes", "max_fault_duration", "allow_ranks"},
-                    "agent policy"));
-  AgentPolicy p;
-  for (const char* key : {"allow_kinds", "target_prefixes"}) {
-    if (!doc.Has(root, key)) continue;
-    FL_RETURN_IF_ERROR(doc.ExpectSequence(root[key], key));
-    for (const auto& n : root[key]) {
-      FL_ASSIGN_OR_RETURN(std::string v, doc.As<std::string>(n, key));
-      (std::string(key) == "allow_kinds" ? p.allow_kinds : p.target_prefixes).push_back(v);
-    }
-  }
-  FL_ASSIGN_OR_RETURN(p.max_fault_duration_ns, doc.GetDurationOr(root, "max_fault_duration", 0));
-  FL_ASSIGN_OR_RETURN(p.allow_ranks, doc.GetOr<bool>(root, "allow_ranks", true));
-  return p;
-}
-
 namespace {
 
 struct AppliedFault {
   std::unique_ptr<injectors::Injector> injector;
   injectors::FaultHandle handle;
+  Nanos deadline_mono = 0;  // the agent reverts it then (policy); 0: only on revert or lease
+  bool capped = false;      // the deadline is the policy's cap, not the declared duration
+};
+
+// A fault the agent reverted at its deadline: what a later RevertFault is answered with.
+struct ExpiredFault {
+  std::string handle_id;
+  Nanos reverted_wall_ns = 0;
 };
 
 struct Rank {
@@ -115,6 +103,7 @@ class AgentRuntime::Impl {
     }
     ScheduleFlush();
     io_thread_ = std::thread([this] { io_.run(); });
+    deadline_thread_ = std::thread([this] { DeadlineLoop(); });
     return OkStatus();
   }
 
@@ -122,6 +111,12 @@ class AgentRuntime::Impl {
     RevertAllAndStop("agent exiting");
     if (uint64_t n = telemetry_dropped_.load(); n > 0)
       FL_LOG(kWarn, "agent") << n << " bad telemetry line(s) from workers were dropped in all";
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    deadline_cv_.notify_all();
+    if (deadline_thread_.joinable()) deadline_thread_.join();
     io_.stop();
     if (io_thread_.joinable()) io_thread_.join();
     if (!socket_path_.empty()) unlink(socket_path_.c_str());
@@ -339,6 +334,12 @@ class AgentRuntime::Impl {
         if (!injectors::IsSafeName(n))
           return Fail(InvalidArgumentError("launch: NIC name is not a safe name"));
     }
+    {  // bounded by the policy before anything starts
+      std::vector<std::string> store_dirs = {injectors::StateDir()};
+      if (site_ && !site_->inventory().rendezvous_dir.empty())
+        store_dirs.push_back(site_->inventory().rendezvous_dir);
+      if (Status st = CheckLaunch(opts_.policy, l, *extra, store_dirs); !st.ok()) return Fail(st);
+    }
     std::lock_guard lock(mu_);
     for (const auto& spec : l.ranks()) {
       std::vector<std::string> argv = {opts_.worker_binary, "--rank", std::to_string(spec.rank()),
@@ -381,7 +382,7 @@ class AgentRuntime::Impl {
   }
 
   pb::Ack Stop(const pb::StopRanks& s) {
-    StopRanks(s.grace_ms() * kNsPerMs);
+    StopRanks(std::clamp<int64_t>(s.grace_ms(), 0, 60 * 1000) * kNsPerMs);  // at most a minute
     DrainTelemetry();
     pb::Ack ack;
     ack.set_ok(true);
@@ -417,30 +418,9 @@ class AgentRuntime::Impl {
     FL_LOG(kInfo, "agent") << "stopped " << ranks.size() << " rank(s)";
   }
 
-  Status CheckPolicy(const pb::InjectFault& f) const {
-    const AgentPolicy& p = opts_.policy;
-    if (!p.allow_kinds.empty() &&
-        std::find(p.allow_kinds.begin(), p.allow_kinds.end(), f.kind()) == p.allow_kinds.end())
-      return FailedPreconditionError("policy: fault kind '" + f.kind() + "' is not allowed on " +
-                                     opts_.host);
-    if (!p.target_prefixes.empty()) {
-      bool ok = false;
-      for (const auto& pre : p.target_prefixes) ok = ok || f.target().rfind(pre, 0) == 0;
-      if (!ok)
-        return FailedPreconditionError("policy: target '" + f.target() + "' is outside what " +
-                                       opts_.host + " may touch");
-    }
-    // A kill is instantaneous: there is nothing to hold, so no duration to limit.
-    const bool instantaneous = f.kind() == "container_kill";
-    if (!instantaneous && p.max_fault_duration_ns > 0 &&
-        (f.duration_ms() == 0 || f.duration_ms() * kNsPerMs > p.max_fault_duration_ns))
-      return FailedPreconditionError("policy: faults on " + opts_.host + " last at most " +
-                                     std::to_string(p.max_fault_duration_ns / kNsPerMs) + " ms");
-    return OkStatus();
-  }
-
   pb::Ack Inject(const pb::InjectFault& f) {
-    if (Status p = CheckPolicy(f); !p.ok()) return Fail(p);
+    const InjectDecision decision = DecideInject(opts_.policy, lab_ != nullptr, opts_.host, f);
+    if (!decision.status.ok()) return Fail(decision.status);
     if (!fabric_)
       return Fail(FailedPreconditionError("agent has no lab or inventory to resolve targets in"));
     auto inj = registry_.Create(f.kind());
@@ -458,9 +438,60 @@ class AgentRuntime::Impl {
     ack.set_handle(handle->id);
     ack.set_requested_wall_ns(handle->requested_wall_ns ? handle->requested_wall_ns : requested);
     ack.set_effective_wall_ns(handle->effective_wall_ns);
-    std::lock_guard lock(mu_);
-    faults_[f.fault_id()] = AppliedFault{std::move(*inj), std::move(*handle)};
+    if (decision.capped)
+      FL_LOG(kWarn, "agent") << "fault " << f.fault_id() << " declared "
+                             << (f.duration_ms() ? std::to_string(f.duration_ms()) + " ms"
+                                                 : std::string("until reverted"))
+                             << ": the policy holds it at most " << decision.hold_ns / kNsPerMs
+                             << " ms";
+    {
+      std::lock_guard lock(mu_);
+      faults_[f.fault_id()] =
+          AppliedFault{std::move(*inj), std::move(*handle),
+                       decision.hold_ns > 0 ? MonoNowNs() + decision.hold_ns : 0, decision.capped};
+    }
+    deadline_cv_.notify_all();
     return ack;
+  }
+
+  // Reverts each applied fault at its deadline, whether or not the coordinator says so.
+  void DeadlineLoop() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      const Nanos now = MonoNowNs();
+      Nanos next = now + kNsPerSec;
+      std::string due;
+      for (const auto& [id, af] : faults_) {
+        if (af.deadline_mono == 0) continue;
+        if (af.deadline_mono <= now) {
+          due = id;
+          break;
+        }
+        next = std::min(next, af.deadline_mono);
+      }
+      if (due.empty()) {
+        deadline_cv_.wait_for(lock, std::chrono::nanoseconds(next - now));
+        continue;
+      }
+      AppliedFault af = std::move(faults_[due]);
+      faults_.erase(due);
+      lock.unlock();
+      Status st = injectors::RevertFault(*af.injector, af.handle, &journal_);
+      lock.lock();
+      if (!st.ok()) {  // still applied (the journal keeps it): try again in a second
+        FL_LOG(kError, "agent") << "revert of fault " << due
+                                << " at its deadline failed: " << st.message();
+        af.deadline_mono = MonoNowNs() + kNsPerSec;
+        faults_[due] = std::move(af);
+        continue;
+      }
+      const Nanos reverted = af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns : WallNowNs();
+      expired_[due] = ExpiredFault{af.handle.id, reverted};
+      FL_LOG(kWarn, "agent") << "reverted fault " << due << " at its deadline"
+                             << (af.capped ? " (the policy's max_fault_duration)" : "");
+      AddEvent(-1, "agent_fault_deadline",
+               {{"fault", due}, {"policy_cap", af.capped}, {"reverted_wall_ns", reverted}});
+    }
   }
 
   pb::Ack Revert(const pb::RevertFault& r) {
@@ -469,8 +500,12 @@ class AgentRuntime::Impl {
       std::lock_guard lock(mu_);
       auto it = faults_.find(r.fault_id());
       if (it == faults_.end()) {
-        pb::Ack ack;  // already reverted (lease, duplicate): reverting is idempotent
+        pb::Ack ack;  // already reverted (lease, deadline, duplicate): reverting is idempotent
         ack.set_ok(true);
+        if (auto e = expired_.find(r.fault_id()); e != expired_.end()) {
+          ack.set_handle(e->second.handle_id);
+          ack.set_effective_wall_ns(e->second.reverted_wall_ns);
+        }
         return ack;
       }
       af = std::move(it->second);
@@ -522,6 +557,10 @@ class AgentRuntime::Impl {
   injectors::FaultJournal journal_;
   std::mutex mu_;
   std::map<std::string, AppliedFault> faults_;
+  std::map<std::string, ExpiredFault> expired_;  // reverted at their deadline
+  std::condition_variable deadline_cv_;          // faults_ changed, or stopping_
+  bool stopping_ = false;
+  std::thread deadline_thread_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::atomic<AgentSession*> session_{nullptr};
   asio::io_context io_;

@@ -12,9 +12,11 @@
 // Shutdown and at destruction, every applied fault is reverted and every rank stopped. At
 // start-up, journal entries of dead owners (an agent that was SIGKILLed) are reverted.
 //
-// Policy: a YAML file the agent reads at start-up (see docs/agent.md): which fault kinds and
-// targets it accepts and the longest fault. The coordinator cannot widen it: a command outside
-// it is refused with FailedPrecondition.
+// Policy: a YAML file the agent reads at start-up (agent_policy.h, docs/control_plane.md):
+// which fault kinds and targets it accepts, the longest fault and lease, what launches may
+// ask. The coordinator cannot widen it: a command outside it is refused with
+// FailedPrecondition. Every applied fault has an agent-side deadline (agent_policy.h
+// DecideInject): a deadline thread reverts it then, even while the coordinator is alive.
 //
 // Thread-safety: Handle() is called on the session's reader thread; OnLeaseLapsed() on its
 // timer thread; both take the runtime's lock. Telemetry runs on the Asio thread.
@@ -26,21 +28,12 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "harness/agent/agent_policy.h"
 #include "harness/proto/faultline.pb.h"
 
 namespace fl::harness {
 
 class AgentSession;
-
-struct AgentPolicy {
-  std::vector<std::string> allow_kinds;      // empty: every registered kind
-  std::vector<std::string> target_prefixes;  // empty: every target
-  Nanos max_fault_duration_ns = 0;           // 0: no limit
-  bool allow_ranks = true;                   // may start ranks
-};
-
-// Errors are InvalidArgument with file:line:col.
-StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path);
 
 struct AgentRuntimeOptions {
   std::string host;         // topology host name ("fabric" for the switch-side agent)

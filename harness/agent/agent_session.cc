@@ -4,12 +4,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "common/log.h"
+#include "harness/agent/agent_policy.h"
 #include "harness/control/auth.h"
 #include "harness/proto/faultline.grpc.pb.h"
 
@@ -21,7 +23,8 @@ class AgentSession::Impl {
  public:
   Impl(AgentSessionOptions options, AgentHandlers handlers)
       : options_(std::move(options)), handlers_(std::move(handlers)), timer_(io_) {
-    lease_ns_ = options_.default_lease_ns;
+    lease_ns_ =
+        EffectiveLease(options_.max_lease_ns, options_.default_lease_ns, options_.default_lease_ns);
   }
 
   ~Impl() { Stop(); }
@@ -64,7 +67,13 @@ class AgentSession::Impl {
     if (!stream_->Read(&first)) return Finish("waiting for welcome");
     if (!first.has_welcome()) return InternalError("coordinator answered hello without a welcome");
     run_id_ = first.welcome().run_id();
-    if (first.welcome().lease_ms() > 0) lease_ns_ = first.welcome().lease_ms() * kNsPerMs;
+    // The coordinator's lease, within the policy's cap (lease_ms is bounded before it is
+    // scaled, so that no value overflows).
+    const int64_t asked_ms = std::clamp<int64_t>(first.welcome().lease_ms(), 0, kMaxLeaseCapNs);
+    lease_ns_ = EffectiveLease(options_.max_lease_ns, asked_ms * kNsPerMs, lease_ns_);
+    if (asked_ms * kNsPerMs > lease_ns_)
+      FL_LOG(kWarn, "agent") << "coordinator asked for a " << asked_ms << " ms lease; this agent's "
+                             << "policy keeps at most " << lease_ns_ / kNsPerMs << " ms";
     last_renewal_ns_ = MonoNowNs();
     connected_ = true;
     reader_ = std::thread([this] { ReadLoop(); });

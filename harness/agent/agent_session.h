@@ -38,6 +38,9 @@ struct AgentSessionOptions {
   // token is sent only after that check, inside the TLS channel. Unset: plaintext.
   std::optional<TlsMaterial> tls;
   std::string tls_server_name;  // expected name in the coordinator's certificate
+  // The longest lease kept, whatever the Welcome asks (the policy's max_lease): a longer one
+  // is cut to this, so a dead coordinator's faults are reverted within it.
+  Nanos max_lease_ns = 30 * kNsPerSec;
 };
 
 struct AgentHandlers {

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/units.h"
+#include "common/yaml_util.h"
 #include "harness/lab/fault_spec.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/injection.h"
@@ -25,6 +26,7 @@ using lab::LocalLab;
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitInfra = 3;
+constexpr Nanos kMaxHold = 7 * 24 * 3600 * kNsPerSec;  // --for, as a scenario's fault duration
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "faultline: %s\n", s.ToUserString().c_str());
@@ -156,6 +158,9 @@ int LabInject(const InjectArgs& a) {
         return Fail(InvalidArgumentError("--for: a duration must not be negative"));
       auto d = ParseDuration(a.hold);
       if (!d.ok()) return Fail(Status(d.status()).Prepend("--for"));
+      // Bounded like a scenario's fault duration (0 would mean "until Ctrl-C": leave --for out).
+      Status b = CheckBounds<Nanos>("--for", *d, kNsPerMs, kMaxHold, Unit::kDuration);
+      if (!b.ok()) return Fail(b);
       spec.duration = *d;
     }
     for (const auto& kv : a.params) {
@@ -178,8 +183,8 @@ int LabInject(const InjectArgs& a) {
   }
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // Ctrl-C, a kill and a closed terminal all revert the same way.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   injectors::FaultJournal journal;
   auto h = injectors::InjectFault(**inj, spec, (*l)->fabric(), &journal);
   if (!h.ok()) return Fail(h.status());
@@ -210,6 +215,10 @@ int LabExec(const std::string& name, const std::string& host, const std::vector<
   if (!l.ok()) return Fail(l.status());
   auto t = ParseDuration(timeout);
   if (!t.ok()) return Fail(Status(t.status()).Prepend("--timeout"));
+  if (Status b =
+          CheckBounds<Nanos>("--timeout", *t, kNsPerMs, 24 * 3600 * kNsPerSec, Unit::kDuration);
+      !b.ok())
+    return Fail(b);
   auto rc = (*l)->ExecInteractive(host, cmd, *t);
   if (!rc.ok()) return Fail(rc.status());
   return *rc;

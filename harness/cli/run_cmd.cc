@@ -8,11 +8,15 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "common/yaml_util.h"
 #include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/store/store.h"
 
 namespace fl::harness {
+
+// --lease bounds (docs/control_plane.md).
+constexpr double kMinLeaseS = 0.1, kMaxLeaseS = 300;
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
@@ -66,6 +70,15 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   // run and replay share every option; replay takes the scenario and seed from the store.
   auto run_with = [args, exit_code](CLI::App* cmd, bool replay) {
     QuietLogsUnlessAsked();
+    // Numbers from the command line are bounded before anything is read, created or stored:
+    // a lease of 0 would lapse at once (every fault reverted as applied), one of hours would
+    // leave faults behind a dead coordinator for hours. The agents cap it again (their policy).
+    if (std::string p = BoundsProblem("--lease (seconds)", args->lease_s, kMinLeaseS, kMaxLeaseS);
+        !p.empty()) {
+      std::fprintf(stderr, "faultline %s: %s\n", replay ? "replay" : "run", p.c_str());
+      *exit_code = 2;
+      return;
+    }
     RunOptions o;
     if (replay) {
       o.replay_of = args->run_id;
@@ -109,6 +122,11 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     auto store = reports::Store::Open(args->db, {.create = false});
     if (!store.ok()) {
       std::fprintf(stderr, "faultline runs: %s\n", store.status().ToUserString().c_str());
+      *exit_code = 2;
+      return;
+    }
+    if (std::string p = BoundsProblem<size_t>("--limit", args->limit, 1, 100000); !p.empty()) {
+      std::fprintf(stderr, "faultline runs: %s\n", p.c_str());
       *exit_code = 2;
       return;
     }

@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/yaml_util.h"
 #include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
 #include "harness/suite/suite_file.h"
@@ -124,6 +125,12 @@ void AddCompare(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
+    // CLI::Range lets NaN through (every comparison with it is false).
+    if (std::string p = BoundsProblem("--confidence", a->confidence, 0.5, 0.999); !p.empty()) {
+      std::fprintf(stderr, "faultline compare: %s\n", p.c_str());
+      *exit_code = 2;
+      return;
+    }
     cmp::CompareOptions o;
     o.metrics = a->metrics;
     o.bootstrap = {a->resamples, a->confidence, a->seed};

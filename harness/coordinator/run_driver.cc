@@ -810,8 +810,10 @@ int Runner::Timeline() {
       Event("job_failed", {{"rank", fail->first}, {"code", fail->second}});
       StopRanks().IgnoreError();
       // revert faults that target processes (they are gone with the job); network faults stay
-      if (scenario_.restart.delay_ns > 0)
-        std::this_thread::sleep_for(std::chrono::nanoseconds(scenario_.restart.delay_ns));
+      if (scenario_.restart.delay_ns > 0 &&
+          WaitUntil([] { return g_interrupted.load(); },
+                    Deadline::After(scenario_.restart.delay_ns), 10 * kNsPerMs))
+        return kExitInterrupted;  // Ctrl-C during the delay
       int64_t resume = progress_.MinIteration(world_) + 1;
       restarts_++;
       Nanos relaunch = MonoNowNs();
@@ -829,7 +831,7 @@ int Runner::Timeline() {
       bool back = WaitUntil(
           [&] {
             std::lock_guard lock(progress_.mu);
-            return progress_.samples > samples_before;
+            return progress_.samples > samples_before || g_interrupted;
           },
           Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
       if (back) {
@@ -1151,6 +1153,11 @@ int Runner::Run() {
     std::fprintf(stderr, "faultline run: the local lab needs root (network namespaces, cgroups)\n");
     return kExitInfra;
   }
+  // From here on something exists to undo: Ctrl-C, a kill and a closed terminal all revert,
+  // tear down and mark the run aborted.
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   run_id_ = NewRunId();
   lab_name_ = LabNameOf(run_id_);
   run_dir_ = injectors::StateDir() + "/runs/" + run_id_;
@@ -1184,10 +1191,6 @@ int Runner::Run() {
   }
   writer_ = std::move(*writer);
   log::SetContext({run_id_, "", -1});
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
   std::fprintf(stderr,
                "faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)\n",
                run_id_.c_str(), scenario_.name.c_str(), static_cast<unsigned long long>(seed_),

@@ -6,7 +6,8 @@
 //   fault timeline (seeded plan) -> job end, failure (restart policy) or hang -> stop ranks,
 //   revert faults -> analyse (reports/metrics) -> verdicts -> store -> teardown.
 //
-// Ctrl-C (SIGINT/SIGTERM) at any point: revert, stop, tear down, mark the run aborted.
+// Ctrl-C (SIGINT), SIGTERM or SIGHUP at any point (a restart delay included): revert, stop,
+// tear down, mark the run aborted, exit 130.
 // A coordinator that dies without tearing down (SIGKILL) leaves its agents to revert on their
 // lease; the next `faultline run` marks its run aborted and removes its lab.
 //

@@ -37,7 +37,8 @@ StatusOr<injectors::FaultSpec> ParseFaultSpec(const YamlDoc& doc, const YAML::No
     const YAML::Node& f = node["for"];
     if (f.IsScalar() && !f.Scalar().empty() && f.Scalar()[0] == '-')
       return doc.Error(f, "for: a duration must not be negative ('" + f.Scalar() + "')");
-    FL_ASSIGN_OR_RETURN(spec.duration, doc.AsDuration(f, "for"));
+    // As a scenario's fault duration (harness/scenario/scenario_loader.h limits).
+    FL_ASSIGN_OR_RETURN(spec.duration, doc.AsDurationIn(f, "for", 0, 7 * 24 * 3600 * kNsPerSec));
   }
   FL_ASSIGN_OR_RETURN(spec.seed, doc.GetOr<uint64_t>(node, "seed", 1));
   if (doc.Has(node, "params")) {

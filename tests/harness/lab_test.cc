@@ -11,13 +11,17 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 
+#include "common/file_util.h"
 #include "harness/lab/fault_spec.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
+#include "tests/child_process.h"
 #include "tests/injectors/lab_testing.h"
 
 namespace fl::lab {
@@ -275,6 +279,44 @@ TEST_CASE("lab: a bad topology or fault spec creates nothing", "[.root][integrat
   CHECK(spec.status().message().find("fault.yaml:2:9: ") == 0);
   CHECK(spec.status().message().find("unknown link target 'tor0.h9'") != std::string::npos);
   CHECK(injectors::FaultJournal().List()->empty());
+}
+
+TEST_CASE("lab CLI: inject reverts on SIGTERM and SIGHUP as on Ctrl-C", "[.root][integration]") {
+  testing::ScopedStateDir state;
+  std::string name = testing::UniqueLabName();
+  std::string out;
+  struct Down {
+    std::string name;
+    ~Down() { RunCli({"lab", "down", name}, nullptr); }
+  } down{name};
+  REQUIRE(
+      RunCli({"lab", "up", std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml", "--name", name},
+             &out) == 0);
+  const std::string ns = "fl-" + name + "-h0";
+  auto nic_up = [&] {
+    return std::system(("ip -n " + ns + " -o link show nic0 | grep -q 'state UP'").c_str()) == 0;
+  };
+  REQUIRE(nic_up());
+  for (int sig : {SIGTERM, SIGHUP, SIGINT}) {
+    testing::ChildProcess::Options o;
+    o.out = state.path() + "/inject.log";
+    testing::ChildProcess inject(
+        {FL_FAULTLINE_BIN, "lab", "inject", name, "nic_port_flap", "--target", "h0.nic0"}, o);
+    INFO(strsignal(sig));
+    // Held until a signal (no --for).
+    REQUIRE(WaitUntil([&] { return !nic_up(); }, Deadline::After(30 * kNsPerSec), 20 * kNsPerMs));
+    // The journal entry is written before the fault is applied: wait for the print that
+    // follows verification, so the signal does not land before the hold.
+    REQUIRE(WaitUntil(
+        [&] { return ReadFile(o.out).value_or("").find("verified present") != std::string::npos; },
+        Deadline::After(30 * kNsPerSec), 10 * kNsPerMs));
+    kill(inject.pid(), sig);
+    CHECK(inject.Wait(Deadline::After(30 * kNsPerSec)) == 130);
+    CHECK(nic_up());
+    auto left = injectors::FaultJournal().List();
+    REQUIRE(left.ok());
+    CHECK(left->empty());
+  }
 }
 
 }  // namespace

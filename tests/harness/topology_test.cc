@@ -81,6 +81,8 @@ TEST_CASE("fault spec: unknown key or kind or parameter and negative durations p
     return s.status().message();
   };
   CHECK(err("kind: nic_port_flap\ntarget: h0.nic0\nfor: -2s\n").find("fault.yaml:3:6:") == 0);
+  CHECK(err("kind: nic_port_flap\ntarget: h0.nic0\nfor: 1000h\n") ==
+        "fault.yaml:3:6: for must be between 0ns and 168h, not 1000h");
   CHECK(err("kind: nic_port_flap\ntarget: h0.nic0\nduration: 2s\n")
             .find("fault.yaml:3:1: unknown key") == 0);
   CHECK(err("kind: nic_flap\ntarget: h0.nic0\n")

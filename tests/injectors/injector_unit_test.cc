@@ -67,6 +67,22 @@ TEST_CASE("injectors: every built-in validates its parameters", "[unit]") {
   CHECK(make("pfc_storm", {{"watchdog", "-1s"}}).code() == Code::kInvalidArgument);
   CHECK(make("container_kill", {}).ok());
   CHECK(reg.Create("nic_flap").status().code() == Code::kNotFound);
+  // Numbers are bounded, NaN and infinities refused.
+  CHECK(make("nic_port_flap", {{"period", "100ms"}, {"count", "1e30"}}).code() ==
+        Code::kInvalidArgument);
+  CHECK(make("nic_port_flap", {{"period", "100ms"}, {"count", "100001"}}).code() ==
+        Code::kInvalidArgument);
+  CHECK(make("nic_port_flap", {{"period", "100ms"}, {"count", "nan"}}).code() ==
+        Code::kInvalidArgument);
+  CHECK(make("nic_port_flap", {{"period", "100us"}}).code() == Code::kInvalidArgument);
+  CHECK(make("nic_port_flap", {{"period", "2h"}}).code() == Code::kInvalidArgument);
+  CHECK(make("packet_loss", {{"percent", "nan"}}).code() == Code::kInvalidArgument);
+  CHECK(make("packet_loss", {{"percent", "inf"}}).code() == Code::kInvalidArgument);
+  CHECK(make("bandwidth_throttle", {{"rate", "5tbit"}}).code() == Code::kInvalidArgument);
+  CHECK(make("bandwidth_throttle", {{"rate", "1gbit"}, {"burst", "1GiB"}}).code() ==
+        Code::kInvalidArgument);
+  CHECK(make("pfc_storm", {{"watchdog", "2h"}}).code() == Code::kInvalidArgument);
+  CHECK(make("pfc_storm", {{"fps", "nan"}}).code() == Code::kInvalidArgument);
 }
 
 TEST_CASE("injectors: a handle survives a JSON round trip", "[unit]") {

@@ -413,6 +413,135 @@ TEST_CASE(
   CHECK(rank0_exits == 1);
 }
 
+// Bad numbers are bad input: exit 2 before any lab, run row or results file exists.
+TEST_CASE("faultline run: a bad --lease or a 4e9-firing fault exits 2 and creates nothing",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string lab = WriteLab(dir.path());
+  const std::string db = dir.path() + "/r.db";
+  auto before = Netns();
+  auto no_trace = [&] {
+    CHECK(Netns() == before);
+    CHECK(access(db.c_str(), F_OK) != 0);  // no results file, so no run row
+  };
+  std::string ok = WriteScenario(dir.path(), lab, "2s",
+                                 "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n"
+                                 "    duration: 1s\n");
+  for (const char* lease : {"0", "-1", "600", "nan"}) {
+    Faultline f({"run", ok, "--db", db, "--lease", lease}, dir.path(),
+                std::string("lease") + lease);
+    INFO(lease << ": " << f.err());
+    REQUIRE(f.Wait(Deadline::After(60 * kNsPerSec)) == 2);
+    CHECK(f.err().find("--lease (seconds) must be between 0.1 and 300") != std::string::npos);
+    no_trace();
+  }
+  // The regression: a periodic fault of 4e9 firings aborted with bad_alloc, even dry.
+  std::string huge = dir.path() + "/huge.yaml";
+  REQUIRE(WriteFileAtomic(huge, "name: huge\nlab: {topology: " + lab +
+                                    "}\njob: {iterations: 10}\nfaults:\n"
+                                    "  - kind: nic_port_flap\n    target: h0.nic0\n"
+                                    "    every: 1s\n    count: 4000000000\n    duration: 10ms\n")
+              .ok());
+  for (bool dry : {true, false}) {
+    std::vector<std::string> args = {"run", huge, "--db", db};
+    if (dry) args.push_back("--dry-run");
+    Faultline f(args, dir.path(), dry ? "dry" : "wet");
+    INFO(f.err());
+    REQUIRE(f.Wait(Deadline::After(60 * kNsPerSec)) == 2);
+    CHECK(f.err().find(huge + ":8:12: count must be between 1 and 10000, not 4000000000") !=
+          std::string::npos);
+    no_trace();
+  }
+}
+
+TEST_CASE(
+    "faultline run: SIGTERM and SIGHUP while a fault is applied revert and tear down as "
+    "Ctrl-C does",
+    "[.root][integration]") {
+  for (int sig : {SIGTERM, SIGHUP}) {
+    TempDir dir("fl_run");
+    std::string scenario = WriteScenario(
+        dir.path(), WriteLab(dir.path()), "120s",
+        "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
+    auto before = Netns();
+    std::string db = dir.path() + "/r.db";
+    Faultline f({"run", scenario, "--db", db}, dir.path());
+    std::string run_id;
+    bool applied = WaitFaultApplied(db, &run_id);
+    INFO(strsignal(sig) << "\n" << f.err());
+    REQUIRE(applied);
+    const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
+    REQUIRE(Netns().size() > before.size());
+
+    kill(f.pid(), sig);
+    auto rc = f.Wait(Deadline::After(60 * kNsPerSec));
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 130);  // as for Ctrl-C
+    // The lab is gone (with it the flapped NIC and any nft table inside its namespaces), no
+    // agent or rank is left, and the run is aborted with its fault reverted.
+    CHECK(Netns() == before);
+    CHECK(AgentsOfLab(lab) == 0);
+    CHECK(NoRankCgroups(lab));
+    CHECK(std::system(("nft list tables 2>/dev/null | grep -q " + lab).c_str()) != 0);
+    auto store = reports::Store::Open(db, {.create = false});
+    REQUIRE(store.ok());
+    auto data = (*store)->LoadRun(run_id);
+    REQUIRE(data.ok());
+    CHECK(data->run.status == reports::RunStatus::kAborted);
+    REQUIRE(data->faults.size() == 1);
+    CHECK(data->faults[0].reverted_wall_ns.has_value());
+    CHECK(data->faults[0].revert_verified == true);
+  }
+}
+
+TEST_CASE("faultline run: Ctrl-C during a restart delay is honoured at once",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario = dir.path() + "/restart.yaml";
+  REQUIRE(WriteFileAtomic(scenario,
+                          "name: restart_delay\nseed: 5\nlab: {topology: " + WriteLab(dir.path()) +
+                              "}\njob:\n  ccl: ftccl\n  failover: false\n"
+                              "  size: 256KiB\n  iterations: 100000\n"
+                              "  warmup_iterations: 10\n  collective_timeout: 5s\n"
+                              "faults:\n  - kind: container_kill\n    target: h0.rank0\n"
+                              "    at: 500ms\nrestart:\n  max_restarts: 1\n"
+                              "  delay: 1h\nexpectations:\n  exact_correctness: false\n")
+              .ok());
+  auto before = Netns();
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db}, dir.path());
+  // The job failed and the coordinator is in its (hour-long) restart delay.
+  std::string run_id;
+  bool failed = WaitUntil(
+      [&] {
+        auto store = reports::Store::Open(db, {.create = false});
+        if (!store.ok()) return false;
+        auto runs = (*store)->ListRuns({});
+        if (!runs.ok() || runs->empty()) return false;
+        run_id = runs->front().id;
+        auto data = (*store)->LoadRun(run_id);
+        if (!data.ok()) return false;
+        for (const auto& e : data->events)
+          if (e.kind == "job_failed") return true;
+        return false;
+      },
+      Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
+  INFO(f.err());
+  REQUIRE(failed);
+  kill(f.pid(), SIGINT);
+  const Nanos sent = MonoNowNs();
+  auto rc = f.Wait(Deadline::After(60 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 130);
+  CHECK(MonoNowNs() - sent < 50 * kNsPerSec);  // not after the hour
+  CHECK(Netns() == before);
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun(run_id);
+  REQUIRE(data.ok());
+  CHECK(data->run.status == reports::RunStatus::kAborted);
+}
+
 testing::ChildProcess::Options AgentOptions(const std::string& log, const std::string& netns) {
   testing::ChildProcess::Options o;
   o.out = log;
@@ -486,6 +615,9 @@ TEST_CASE(
                               "    duration: 2s\nexpectations:\n  survives: true\n")
               .ok());
 
+  // Agents of real hosts refuse every fault without a policy that lists the kinds.
+  const std::string policy = dir.path() + "/policy.yaml";
+  REQUIRE(WriteFileAtomic(policy, "allow_kinds: [nic_port_flap]\nmax_fault_duration: 1m\n").ok());
   std::string db = dir.path() + "/r.db";
   Faultline f({"run", scenario, "--db", db}, dir.path());
   // The agents come up after the coordinator listens; they retry until it does.
@@ -495,7 +627,7 @@ TEST_CASE(
         std::vector<std::string>{std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
                                  "--coordinator", mgmt + ":" + std::to_string(port), "--token-file",
                                  token, "--host", h, "--inventory", inv_path, "--connect-timeout",
-                                 "60"},
+                                 "60", "--policy", policy},
         AgentOptions(dir.path() + "/agent-" + h + ".log", (*lab)->NetnsOf(h))));
   auto rc = f.Wait(Deadline::After(240 * kNsPerSec));
   INFO(f.err() + "\n" + ReadFile(dir.path() + "/agent-h0.log").value_or("") +

@@ -1,0 +1,199 @@
+#include "harness/agent/agent_policy.h"
+
+#include <algorithm>
+
+#include "common/file_util.h"
+#include "common/yaml_util.h"
+
+namespace fl::harness {
+
+namespace pb = faultline::v1;
+using namespace std::string_view_literals;
+
+namespace {
+
+constexpr size_t kMaxWorkerArgs = 64;
+constexpr size_t kMaxWorkerArgBytes = 4096;
+constexpr size_t kMaxNics = 16;
+constexpr size_t kMaxNicBytes = 64;
+// Arguments the agent gives the worker itself; the coordinator may not override them.
+constexpr std::string_view kAgentOwnedArgs[] = {"--rank", "--world-size", "--nics", "--telemetry"};
+
+// An absolute path without "." or ".." components (so that a prefix check means something).
+bool IsPlainAbsolutePath(std::string_view p) {
+  if (p.empty() || p[0] != '/' || p.size() > kMaxWorkerArgBytes) return false;
+  size_t i = 1;
+  while (i <= p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    std::string_view c = p.substr(i, j - i);
+    if (c == "." || c == "..") return false;
+    i = j + 1;
+  }
+  return p.find('\0') == std::string_view::npos;
+}
+
+// True when dir is path or one of its ancestors, by whole '/'-separated components.
+bool UnderDir(std::string_view path, std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  if (path.size() < dir.size() || path.compare(0, dir.size(), dir) != 0) return false;
+  return path.size() == dir.size() || dir == "/" || path[dir.size()] == '/';
+}
+
+}  // namespace
+
+StatusOr<AgentPolicy> ParseAgentPolicy(std::string_view text, const std::string& name) {
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, name));
+  const YAML::Node root = doc.root();
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(root,
+                    {"allow_kinds", "target_prefixes", "max_fault_duration", "max_lease",
+                     "allow_ranks", "max_ranks", "max_world_size", "max_rank_bytes", "worker_dirs"},
+                    "agent policy"));
+  AgentPolicy p;
+  p.source = name;
+  for (const char* key : {"allow_kinds", "target_prefixes", "worker_dirs"}) {
+    if (!doc.Has(root, key)) continue;
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(root[key], key));
+    for (const auto& n : root[key]) {
+      FL_ASSIGN_OR_RETURN(std::string v, doc.As<std::string>(n, key));
+      const std::string k = key;
+      if (v.empty()) return doc.Error(n, k + " entries must not be empty");
+      if (k == "worker_dirs" && !IsPlainAbsolutePath(v))
+        return doc.Error(n, "worker_dirs entries must be absolute paths without . or ..");
+      (k == "allow_kinds"       ? p.allow_kinds
+       : k == "target_prefixes" ? p.target_prefixes
+                                : p.worker_dirs)
+          .push_back(v);
+    }
+  }
+  FL_ASSIGN_OR_RETURN(p.max_fault_duration_ns, doc.GetDurationIn(root, "max_fault_duration", 0,
+                                                                 kNsPerMs, kMaxFaultDurationCapNs));
+  FL_ASSIGN_OR_RETURN(p.max_lease_ns, doc.GetDurationIn(root, "max_lease", p.max_lease_ns,
+                                                        kMinLeaseNs, kMaxLeaseCapNs));
+  FL_ASSIGN_OR_RETURN(p.allow_ranks, doc.GetOr<bool>(root, "allow_ranks", true));
+  FL_ASSIGN_OR_RETURN(p.max_ranks, doc.GetBoundedOr<int>(root, "max_ranks", p.max_ranks, 1, 1024));
+  FL_ASSIGN_OR_RETURN(p.max_world_size,
+                      doc.GetBoundedOr<int>(root, "max_world_size", p.max_world_size, 1, 65536));
+  if (doc.Has(root, "max_rank_bytes")) {
+    FL_ASSIGN_OR_RETURN(p.max_rank_bytes,
+                        doc.AsBytesIn(root["max_rank_bytes"], "max_rank_bytes", 1, 1ull << 40));
+  }
+  return p;
+}
+
+StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseAgentPolicy(text, path);
+}
+
+bool TargetMatchesPrefix(std::string_view target, std::string_view prefix) {
+  if (prefix.empty() || target.size() < prefix.size()) return false;
+  if (target.compare(0, prefix.size(), prefix) != 0) return false;
+  return target.size() == prefix.size() || target[prefix.size()] == '.';
+}
+
+Nanos EffectiveLease(Nanos max_lease, Nanos requested, Nanos fallback) {
+  Nanos lease = requested > 0 ? requested : fallback;
+  return std::clamp(lease, kMinLeaseNs, std::max(kMinLeaseNs, max_lease));
+}
+
+InjectDecision DecideInject(const AgentPolicy& p, bool local_lab, const std::string& host,
+                            const pb::InjectFault& f) {
+  InjectDecision d;
+  auto refuse = [&](Status st) {
+    d.status = std::move(st);
+    return d;
+  };
+  // Real hosts: nothing unless a policy file says which kinds.
+  if (!local_lab && (p.source.empty() || p.allow_kinds.empty()))
+    return refuse(
+        FailedPreconditionError("policy: " + host +
+                                " serves real hosts and refuses every fault unless its policy file "
+                                "lists allow_kinds" +
+                                (p.source.empty() ? " (it has no --policy)" : "")));
+  if (!p.allow_kinds.empty() &&
+      std::find(p.allow_kinds.begin(), p.allow_kinds.end(), f.kind()) == p.allow_kinds.end())
+    return refuse(
+        FailedPreconditionError("policy: fault kind '" + f.kind() + "' is not allowed on " + host));
+  if (!p.target_prefixes.empty()) {
+    bool ok = false;
+    for (const auto& pre : p.target_prefixes) ok = ok || TargetMatchesPrefix(f.target(), pre);
+    if (!ok)
+      return refuse(FailedPreconditionError("policy: target '" + f.target() + "' is outside what " +
+                                            host + " may touch"));
+  }
+  if (std::string why = BoundsProblem<int64_t>("duration_ms", f.duration_ms(), 0,
+                                               kMaxFaultDurationCapNs / kNsPerMs);
+      !why.empty())
+    return refuse(InvalidArgumentError("inject " + f.fault_id() + ": " + why));
+  // A kill is instantaneous: there is nothing to hold, so no deadline.
+  if (f.kind() == "container_kill") return d;
+  const Nanos declared = f.duration_ms() * kNsPerMs;
+  const Nanos cap = p.max_fault_duration_ns;
+  if (cap > 0 && (declared == 0 || declared > cap)) {
+    d.hold_ns = cap;
+    d.capped = true;
+  } else if (declared > 0) {
+    d.hold_ns = declared + kFaultDeadlineGraceNs;
+    if (cap > 0) d.hold_ns = std::min(d.hold_ns, cap);
+  }
+  return d;
+}
+
+Status CheckLaunch(const AgentPolicy& p, const pb::LaunchRanks& l,
+                   const std::vector<std::string>& args,
+                   const std::vector<std::string>& store_dirs) {
+  if (!p.allow_ranks) return FailedPreconditionError("policy: this agent does not start ranks");
+  if (l.ranks_size() > p.max_ranks)
+    return FailedPreconditionError("policy: at most " + std::to_string(p.max_ranks) +
+                                   " ranks per host, not " + std::to_string(l.ranks_size()));
+  for (const auto& r : l.ranks()) {
+    FL_RETURN_IF_ERROR(CheckBounds<int>("world_size", r.world_size(), 1, p.max_world_size));
+    FL_RETURN_IF_ERROR(CheckBounds<int>("rank", r.rank(), 0, r.world_size() - 1));
+    if (static_cast<size_t>(r.nics_size()) > kMaxNics)
+      return InvalidArgumentError("a rank takes at most " + std::to_string(kMaxNics) + " NICs");
+    for (const auto& n : r.nics())
+      if (n.empty() || n.size() > kMaxNicBytes || n.find_first_of(",\0"sv) != std::string::npos)
+        return InvalidArgumentError("NIC address '" + n.substr(0, kMaxNicBytes) + "' is not one");
+  }
+  if (args.size() > kMaxWorkerArgs)
+    return InvalidArgumentError("at most " + std::to_string(kMaxWorkerArgs) +
+                                " worker arguments, not " + std::to_string(args.size()));
+  const std::vector<std::string>& dirs = p.worker_dirs.empty() ? store_dirs : p.worker_dirs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() > kMaxWorkerArgBytes || a.find('\0') != std::string::npos)
+      return InvalidArgumentError("worker argument " + std::to_string(i) +
+                                  " is longer than 4096 bytes or holds a NUL");
+    for (std::string_view owned : kAgentOwnedArgs)
+      if (a == owned || a.rfind(std::string(owned) + "=", 0) == 0)
+        return FailedPreconditionError("policy: worker argument " + a +
+                                       " is the agent's to set, not the coordinator's");
+    const bool has_value = i + 1 < args.size();
+    if (a == "--size" && has_value) {
+      const std::string& v = args[i + 1];
+      // At most 19 digits: always fits in 64 bits.
+      bool digits =
+          !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits) return InvalidArgumentError("worker --size '" + v + "' is not a byte count");
+      const uint64_t bytes = std::stoull(v);
+      FL_RETURN_IF_ERROR(
+          CheckBounds<uint64_t>("worker --size", bytes, 1, p.max_rank_bytes, Unit::kBytes));
+    }
+    if (a == "--store-dir" && has_value) {
+      const std::string& v = args[i + 1];
+      if (!IsPlainAbsolutePath(v))
+        return InvalidArgumentError("worker --store-dir '" + v +
+                                    "' must be an absolute path without . or ..");
+      bool ok = false;
+      for (const auto& d : dirs) ok = ok || UnderDir(v, d);
+      if (!ok)
+        return FailedPreconditionError("policy: worker --store-dir '" + v +
+                                       "' is outside the directories this agent allows");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace fl::harness

@@ -1,0 +1,83 @@
+// The agent's local policy and the decisions made from it: what an agent accepts from the
+// coordinator, for how long it holds a fault, how long a lease it keeps. These are pure
+// functions of (policy, what the agent serves, the command): the runtime (agent_runtime.cc)
+// does what they decide, and tests check them without processes or a clock.
+//
+// The coordinator cannot widen the policy: a command outside it is refused (FailedPrecondition
+// for what the policy forbids, InvalidArgument for a malformed command), and what the
+// coordinator asks for in time is capped, never extended:
+//   - lease: at most max_lease (default 30 s); a longer one is cut to the cap (not refused:
+//     the run goes on, the agent just reverts sooner when the coordinator goes silent);
+//   - fault hold: every applied fault has an agent-side deadline, its declared duration
+//     (plus a short grace, so that the coordinator's own revert normally comes first), capped
+//     by max_fault_duration; a fault declared longer (or "until the end", 0) is applied and
+//     reverted by the agent itself at the cap. Instantaneous kinds (container_kill) have none.
+//   - targets: target_prefixes match whole dot-separated components ("h1" matches "h1" and
+//     "h1.nic0", never "h10.nic0").
+//   - default-deny: an agent that serves anything but a local lab (an inventory's real hosts)
+//     refuses every fault unless its policy file names the kinds it allows.
+//   - launches: ranks per command, world size, worker arguments (count, length, --size,
+//     --store-dir) are bounded; the arguments the agent sets itself cannot be given.
+//
+// Thread-safety: values and pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "harness/proto/faultline.pb.h"
+
+namespace fl::harness {
+
+struct AgentPolicy {
+  std::string source;                        // the policy file; empty: the built-in default
+  std::vector<std::string> allow_kinds;      // empty: every kind (a local lab's agent only)
+  std::vector<std::string> target_prefixes;  // empty: every target; whole components
+  Nanos max_fault_duration_ns = 0;           // 0: no cap beyond the declared duration
+  Nanos max_lease_ns = 30 * kNsPerSec;       // the longest lease this agent keeps
+  bool allow_ranks = true;                   // may start ranks
+  int max_ranks = 64;                        // ranks one LaunchRanks may start here
+  int max_world_size = 4096;
+  uint64_t max_rank_bytes = 16ull << 30;  // the worker's --size
+  std::vector<std::string> worker_dirs;   // where --store-dir may point; empty: see below
+};
+
+// Bounds on the policy file's own numbers.
+inline constexpr Nanos kMinLeaseNs = 100 * kNsPerMs;
+inline constexpr Nanos kMaxLeaseCapNs = 300 * kNsPerSec;
+inline constexpr Nanos kMaxFaultDurationCapNs = 7 * 24 * 3600 * kNsPerSec;
+// How long after its declared duration the agent reverts a fault the coordinator did not.
+inline constexpr Nanos kFaultDeadlineGraceNs = kNsPerSec;
+
+// Errors are InvalidArgument with file:line:col.
+StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path);
+StatusOr<AgentPolicy> ParseAgentPolicy(std::string_view text, const std::string& name);
+
+// True when prefix names target or one of its ancestors, by whole '.'-separated components.
+bool TargetMatchesPrefix(std::string_view target, std::string_view prefix);
+
+// The lease the agent keeps when the coordinator asks for `requested` (0: `fallback`): within
+// [kMinLeaseNs, max_lease] (AgentPolicy::max_lease_ns). A longer one is cut, not refused.
+Nanos EffectiveLease(Nanos max_lease, Nanos requested, Nanos fallback);
+
+struct InjectDecision {
+  Status status;        // not ok: refuse with this
+  Nanos hold_ns = 0;    // the agent reverts this long after applying; 0: no agent deadline
+  bool capped = false;  // the policy cut the declared duration (or "until the end")
+};
+// local_lab: the agent serves a LocalLab (embedded, built by this coordinator) rather than
+// real hosts. host: for messages.
+InjectDecision DecideInject(const AgentPolicy& policy, bool local_lab, const std::string& host,
+                            const faultline::v1::InjectFault& fault);
+
+// Checks a LaunchRanks and its decoded worker arguments. store_dirs: where --store-dir may
+// point when the policy names no worker_dirs (the agent's state dir, an inventory's
+// rendezvous dir).
+Status CheckLaunch(const AgentPolicy& policy, const faultline::v1::LaunchRanks& launch,
+                   const std::vector<std::string>& worker_args,
+                   const std::vector<std::string>& store_dirs);
+
+}  // namespace fl::harness

@@ -1,0 +1,131 @@
+// A real faultline-agent on a real (small) lab, told by a coordinator peer process to apply a
+// NIC flap: the agent's own deadline and its lease cap bring the NIC back, whatever the
+// coordinator asked for. Root only (namespaces, links).
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "common/file_util.h"
+#include "harness/control/auth.h"
+#include "harness/lab/local_lab.h"
+#include "tests/child_process.h"
+#include "tests/test_util.h"
+
+namespace fl::harness {
+namespace {
+
+using testing::ChildProcess;
+using testing::TempDir;
+
+// A two-host lab for the test's lifetime.
+class TestLab {
+ public:
+  explicit TestLab(const std::string& dir) {
+    std::string topo = dir + "/lab.yaml";
+    REQUIRE(WriteFileAtomic(topo, "name: lim\nhosts: 2\nnics_per_host: 1\n").ok());
+    auto t = lab::LoadTopology(topo);
+    REQUIRE(t.ok());
+    name_ = "lim" + std::to_string(getpid() % 10000000);
+    auto l = lab::LocalLab::Create(*t, name_);
+    REQUIRE(l.ok());
+    lab_ = std::move(*l);
+    REQUIRE(lab_->Provision().ok());
+  }
+  ~TestLab() { lab_->Teardown().IgnoreError(); }
+  const std::string& name() const { return name_; }
+  bool NicUp() const {
+    std::string cmd = "ip -n " + lab_->NetnsOf("h0") + " -o link show nic0 | grep -q 'state UP'";
+    return std::system(cmd.c_str()) == 0;
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<lab::LocalLab> lab_;
+};
+
+struct Setup {
+  TempDir dir{"fl_limits"};
+  std::unique_ptr<TestLab> lab;
+  std::unique_ptr<ChildProcess> coordinator, agent;
+
+  // The coordinator asks for lease_ms and a nic_port_flap on h0.nic0 for duration_ms; the
+  // agent runs under `policy`. Returns once the fault is applied (the coordinator's ack).
+  void Start(const std::string& policy, int64_t lease_ms, int64_t duration_ms) {
+    lab = std::make_unique<TestLab>(dir.path());
+    REQUIRE(CreateTokenFile(dir.path() + "/token").ok());
+    REQUIRE(WriteFileAtomic(dir.path() + "/policy.yaml", policy).ok());
+    ChildProcess::Options co;
+    co.out = dir.path() + "/coordinator.log";
+    coordinator = std::make_unique<ChildProcess>(
+        std::vector<std::string>{std::string(FL_BUILD_DIR) + "/tests/fault_coordinator_peer",
+                                 dir.path() + "/port", dir.path() + "/token",
+                                 std::to_string(lease_ms), "nic_port_flap", "h0.nic0",
+                                 std::to_string(duration_ms), dir.path() + "/ack"},
+        co);
+    REQUIRE(WaitUntil([&] { return ReadFile(dir.path() + "/port").ok(); },
+                      Deadline::After(20 * kNsPerSec)));
+    ChildProcess::Options ao;
+    ao.out = dir.path() + "/agent.log";
+    agent = std::make_unique<ChildProcess>(
+        std::vector<std::string>{std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
+                                 "--coordinator", "127.0.0.1:" + *ReadFile(dir.path() + "/port"),
+                                 "--token-file", dir.path() + "/token", "--host", "h0", "--lab",
+                                 lab->name(), "--policy", dir.path() + "/policy.yaml"},
+        ao);
+    REQUIRE(WaitUntil([&] { return ReadFile(dir.path() + "/ack").ok(); },
+                      Deadline::After(60 * kNsPerSec), 5 * kNsPerMs));
+    INFO(ReadFile(dir.path() + "/agent.log").value_or(""));
+    REQUIRE(*ReadFile(dir.path() + "/ack") == "ok");
+  }
+  std::string Logs() const {
+    return ReadFile(dir.path() + "/agent.log").value_or("") +
+           ReadFile(dir.path() + "/coordinator.log").value_or("");
+  }
+};
+
+TEST_CASE(
+    "agent limits: a fault declared longer than max_fault_duration is reverted by the "
+    "agent at the cap while the coordinator lives",
+    "[.root][integration]") {
+  Setup s;
+  s.Start("allow_kinds: [nic_port_flap]\nmax_fault_duration: 1s\n", 20000, 5000);
+  const Nanos applied = MonoNowNs();
+  INFO(s.Logs());
+  CHECK_FALSE(s.lab->NicUp());
+  // The coordinator never sends a revert and keeps heartbeating: the agent's deadline (1 s)
+  // brings nic0 back, long before the declared 5 s.
+  REQUIRE(
+      WaitUntil([&] { return s.lab->NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
+  const Nanos held = MonoNowNs() - applied;
+  CHECK(held < 4 * kNsPerSec);
+  CHECK(held >= 500 * kNsPerMs);
+  CHECK_FALSE(s.coordinator->Wait(Deadline::After(0)).has_value());  // still alive
+  CHECK_FALSE(s.agent->Wait(Deadline::After(0)).has_value());        // and so is the agent
+  kill(s.agent->pid(), SIGTERM);
+  CHECK(s.agent->Wait(Deadline::After(20 * kNsPerSec)) == 0);
+}
+
+TEST_CASE(
+    "agent limits: a 600 s lease is cut to the policy's max_lease: with the coordinator "
+    "SIGKILLed the fault is reverted within the cap",
+    "[.root][integration]") {
+  Setup s;
+  // The regression: `--lease 600` was kept, so a NIC stayed down long after the coordinator
+  // died. max_fault_duration is long here, so that only the lease can bring it back.
+  s.Start("allow_kinds: [nic_port_flap]\nmax_fault_duration: 60s\nmax_lease: 2s\n", 600000, 30000);
+  INFO(s.Logs());
+  CHECK_FALSE(s.lab->NicUp());
+  kill(s.coordinator->pid(), SIGKILL);
+  const Nanos killed = MonoNowNs();
+  REQUIRE(s.coordinator->Wait(Deadline::After(5 * kNsPerSec)) == -SIGKILL);
+  // Within the capped lease (2 s) plus 1 s.
+  CHECK(WaitUntil([&] { return s.lab->NicUp(); }, Deadline::After(3 * kNsPerSec), 20 * kNsPerMs));
+  CHECK(MonoNowNs() - killed >= kNsPerSec);  // by the lease, not at once
+  // The agent exits 1 (lease lapsed, faults reverted).
+  CHECK(s.agent->Wait(Deadline::After(20 * kNsPerSec)) == 1);
+}
+
+}  // namespace
+}  // namespace fl::harness
