@@ -20,7 +20,7 @@ namespace {
 using namespace fl;
 namespace pb = faultline::v1;
 
-const injectors::InjectorRegistry& Registry() {
+const injectors::InjectorRegistry& Injectors() {
   static const injectors::InjectorRegistry* registry = [] {
     auto* r = new injectors::InjectorRegistry("injector");
     FL_FUZZ_CHECK(injectors::RegisterBuiltinInjectors(*r).ok());
@@ -52,9 +52,9 @@ void AgentSide(const pb::CoordinatorMessage& m) {
     // for duration_ms > INT64_MAX / 1e6); here such inputs stop before the multiplication.
     if (f.duration_ms() > INT64_MAX / kNsPerMs || f.duration_ms() < INT64_MIN / kNsPerMs) return;
     spec.duration = f.duration_ms() * kNsPerMs;
-    auto inj = Registry().Create(spec.kind);
+    auto inj = Injectors().Create(spec.kind);
     if (inj.ok()) (void)(*inj)->Validate(spec);
-    (void)lab::CheckFaultSpec(spec, Registry(), nullptr);
+    (void)lab::CheckFaultSpec(spec, Injectors(), nullptr);
   }
   if (m.has_launch()) {
     nlohmann::json extra = nlohmann::json::parse(m.launch().worker_args_json(), nullptr, false);
@@ -80,7 +80,7 @@ void CoordinatorSide(const pb::AgentMessage& m) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Registry();
+  Injectors();
   pb::CoordinatorMessage down;
   if (ParseAndRoundTrip(data, size, down)) AgentSide(down);
   pb::AgentMessage up;
