@@ -41,9 +41,9 @@ if [ "$san" = 1 ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:print_stacktrace=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
   export FL_FUZZ_SECONDS=${FL_FUZZ_SECONDS:-30}
-  # Not under the sanitizers (each with its reason):
-  san_skip=(
-  )
+  # Tests that cannot work under the sanitizers: ctest -E regexes, each with its reason.
+  # None yet (the whole unit suite has not run under them so far: docs/performance.md).
+  san_skip=()
   san_args=(-L '^(unit|fuzz)$')
   if [ ${#exclude[@]} -gt 0 ]; then
     san_args+=(-LE "^($(IFS='|'; echo "${exclude[*]}"))\$")
