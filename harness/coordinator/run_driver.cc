@@ -1289,6 +1289,12 @@ std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
       std::fprintf(stderr, "faultline: removed its lab %s%s\n", LabNameOf(id).c_str(),
                    st.ok() ? "" : (": " + st.ToUserString()).c_str());
     }
+    // Its run directory (token, rendezvous store, sockets) went with nobody either.
+    std::error_code ec;
+    std::filesystem::remove_all(injectors::StateDir() + "/runs/" + id, ec);
+    if (ec)
+      std::fprintf(stderr, "faultline: could not remove its run directory: %s\n",
+                   ec.message().c_str());
   }
   return *marked;
 }

@@ -211,6 +211,8 @@ TEST_CASE(
   REQUIRE(runs.Wait(Deadline::After(120 * kNsPerSec)) == 0);
   CHECK(runs.err().find("marked aborted") != std::string::npos);
   CHECK(runs.out().find("aborted") != std::string::npos);
+  // ... and removes its run directory, which the killed coordinator could not.
+  CHECK(access((injectors::StateDir() + "/runs/" + run_id).c_str(), F_OK) != 0);
   CHECK(WaitUntil([&] { return Netns() == before; }, Deadline::After(30 * kNsPerSec)));
   // Agents exit on their own once their lease lapsed and they have reverted.
   CHECK(WaitUntil([&] { return AgentsOfLab(lab) == 0; }, Deadline::After(20 * kNsPerSec)));
