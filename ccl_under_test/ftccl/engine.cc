@@ -1492,7 +1492,7 @@ void Engine::Impl::OnPendingReadable(size_t idx) {
   if (!n.ok()) return drop();
   pa.got += *n;
   if (pa.got < sizeof(FrameHeader)) return;
-  const FrameHeader& h = pa.hdr;
+  const FrameHeader h = pa.hdr;  // a copy: pa goes with the erase below, h is read after it
   int peer = static_cast<int>(h.aux);
   if (h.magic != kMagic || h.type != kHello || peer < 0 || peer >= cfg_.world_size ||
       peer == cfg_.rank || h.seq >= peers_[peer].ch.size() ||

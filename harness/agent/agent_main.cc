@@ -140,13 +140,12 @@ int AgentMain(int argc, char** argv) {
     FL_LOG(kError, "agent") << "cannot start: " << runtime.status().ToString();
     return 3;
   }
-  std::atomic<bool> shutdown{false};
   harness::AgentHandlers handlers;
   handlers.on_command = [&](const faultline::v1::CoordinatorMessage& m) {
-    if (m.has_shutdown()) {
+    // The main loop ends on the session's shutdown_requested(), set once the ack is written:
+    // stopping here, before the ack went out, would leave the coordinator without it.
+    if (m.has_shutdown())
       FL_LOG(kInfo, "agent") << "coordinator asked to shut down: " << m.shutdown().reason();
-      shutdown = true;
-    }
     return (*runtime)->Handle(m);
   };
   handlers.on_lease_lapsed = [&] { (*runtime)->RevertAllAndStop("lease lapsed"); };
@@ -157,7 +156,7 @@ int AgentMain(int argc, char** argv) {
     return 3;
   }
   (*runtime)->AttachSession(session->get());
-  while (!g_stop && !shutdown) {
+  while (!g_stop && !(*session)->shutdown_requested()) {
     if ((*session)->WaitEnded(Deadline::After(100 * kNsPerMs))) break;
   }
   bool lapsed = (*session)->lease_lapsed();

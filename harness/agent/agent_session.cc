@@ -231,6 +231,8 @@ Status AgentSession::SendTelemetry(const pb::TelemetryBatch& batch) {
 }
 const std::string& AgentSession::run_id() const { return impl_->run_id_; }
 Nanos AgentSession::lease_ns() const { return impl_->lease_ns_; }
+bool AgentSession::shutdown_requested() const { return impl_->shutdown_requested_; }
+
 bool AgentSession::lease_lapsed() const {
   std::lock_guard lock(impl_->end_mu_);
   return impl_->lapsed_;

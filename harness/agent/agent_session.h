@@ -66,6 +66,8 @@ class AgentSession {
   const std::string& run_id() const;
   Nanos lease_ns() const;
   bool lease_lapsed() const;
+  // The coordinator sent Shutdown and its ack has been written: the agent may stop now.
+  bool shutdown_requested() const;
   // True while the stream to the coordinator is up.
   bool connected() const;
   // Blocks until the lease lapsed or Stop() was called, or the deadline passes.
