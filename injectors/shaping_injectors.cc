@@ -60,9 +60,9 @@ std::vector<Shaped> ShapedFromJson(const nlohmann::json& a) {
     s.prior.kind = str("prior_kind");
     s.prior.rate_bps = num("prior_rate_bps");
     // Entries written before handles were recorded: anything but tbf was the default.
-    s.prior.handle = JsonGetOr<std::string>(j, "prior_handle", s.prior.kind == "tbf" ? "" : "0:",
-                                            "state")
-                         .value_or(std::string());
+    s.prior.handle =
+        JsonGetOr<std::string>(j, "prior_handle", s.prior.kind == "tbf" ? "" : "0:", "state")
+            .value_or(std::string());
     s.prior.burst_bytes = num("prior_burst");
     s.prior.latency_us = num("prior_latency_us");
     v.push_back(s);

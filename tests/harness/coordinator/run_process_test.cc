@@ -25,17 +25,18 @@ using testing::Netns;
 using testing::TempDir;
 using testing::WriteLab;
 
-TEST_CASE("faultline run: an rm in the working directory and first in PATH is never run, the "
-          "run directory is removed",
-          "[.root][integration]") {
+TEST_CASE(
+    "faultline run: an rm in the working directory and first in PATH is never run, the "
+    "run directory is removed",
+    "[.root][integration]") {
   TempDir dir("fl_run_cwd");
   REQUIRE_FALSE(dir.path().empty());
   const std::string marker = dir.path() + "/marker";
   // Every tool the run or its clean-up could look up by name.
   for (const char* tool : {"rm", "ip", "tc", "nft", "sh", "faultline-agent", "faultline-worker"}) {
     std::string p = dir.path() + "/" + tool;
-    REQUIRE(WriteFileAtomic(p, "#!/bin/sh\necho " + std::string(tool) + " >> " + marker + "\n")
-                .ok());
+    REQUIRE(
+        WriteFileAtomic(p, "#!/bin/sh\necho " + std::string(tool) + " >> " + marker + "\n").ok());
     REQUIRE(chmod(p.c_str(), 0755) == 0);
   }
   std::string lab = WriteLab(dir.path());
