@@ -24,33 +24,14 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/unique_fd.h"
 
 extern char** environ;
 
 namespace fl {
 namespace {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    Reset();
-    fd_ = std::exchange(o.fd_, -1);
-    return *this;
-  }
-  ~Fd() { Reset(); }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-  int get() const { return fd_; }
-  int Release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;
 
 // The descriptor moved to >= 3 so that dup2 onto 0..2 in the child never clobbers a source.
 Status Above2(Fd& fd, const char* what) {

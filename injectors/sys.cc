@@ -12,29 +12,12 @@
 #include <sstream>
 #include <thread>
 
+#include "common/unique_fd.h"
+
 namespace fl::injectors {
 namespace {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    Reset();
-    fd_ = std::exchange(o.fd_, -1);
-    return *this;
-  }
-  ~Fd() { Reset(); }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;
 
 std::string JoinArgv(const std::vector<std::string>& argv) {
   std::string s;
