@@ -151,9 +151,15 @@ TEST_CASE("packet_loss and link_blackhole stack on one port: a revert removes on
   REQUIRE(RevertFault(*hole, *hb, &env.journal).ok());
   // The loss fault is still there, exactly as before the blackhole.
   CHECK(loss->Verify(*hl, Expect::kPresent).ok());
-  // The blackhole also dropped ARP: while h0 resolves h1 again, a burst of datagrams overflows
-  // the neighbour's unresolved queue. Let it resolve before measuring the loss.
-  REQUIRE(testing::UdpDelivered(env.h0, env.h1, env.h1_addr, 200).ok());
+  // The blackhole also dropped ARP, and the loss drops half of ARP's retries: until h0 has
+  // resolved h1 again, datagrams wait in (and overflow) the neighbour's unresolved queue.
+  // Wait (bounded) until some get through before measuring the loss.
+  CHECK(WaitUntil(
+      [&] {
+        auto warm = testing::UdpDelivered(env.h0, env.h1, env.h1_addr, 50);
+        return warm.ok() && *warm > 0;
+      },
+      Deadline::After(10 * kNsPerSec), 100 * kNsPerMs));
   auto got = testing::UdpDelivered(env.h0, env.h1, env.h1_addr, 1000);
   REQUIRE(got.ok());
   CHECK(*got > 300);
