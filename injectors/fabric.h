@@ -51,6 +51,13 @@ class Fabric {
   virtual StatusOr<std::vector<Port>> UpstreamOf(const Port& switch_port) const = 0;
   // A running container ("h0.rank1" or "rank3").
   virtual StatusOr<ContainerRef> Container(std::string_view target) const = 0;
+
+  // The end of a host link where this fabric applies gray faults (link_blackhole,
+  // packet_loss, bandwidth_throttle): the switch side in the local lab; the host's own NIC on
+  // real hosts, where there is no switch access. HostLinks(target, GrayFaultSide()) gives the
+  // ports. Directions keep their meaning on either end: to_host is traffic arriving at the
+  // host (switch-side egress, host-side ingress), from_host traffic leaving it.
+  virtual PortSide GrayFaultSide() const { return PortSide::kSwitch; }
 };
 
 }  // namespace fl::injectors

@@ -1,64 +1,174 @@
-// The Lab contract: a set of hosts and a fabric the harness can fault. LocalLab (local_lab.h)
-// builds one from network namespaces on this machine; InventoryLab and SlurmLab (real hosts
-// whose agents dial in) implement the same contract.
+// The two lab contracts (ARCHITECTURE.md §4). Nothing outside harness/lab knows which kind of
+// lab runs: the run driver, the agent runtime, scenario validation and the CLI use only these.
 //
-//   Provision()          builds every host, switch and link; on failure removes what it made
-//   Describe()           hosts, NICs, links and rates, with live link state read back
-//   RunInHost(h, argv)   runs a command inside host h (argv array, never a shell string)
-//   Teardown()           removes everything the lab made; idempotent
-//   fabric()             resolves topology names for the injectors
+//   Lab  (coordinator side): provision or attach; where the control plane listens and with
+//        which credentials; start and stop the agents; the fault catalog (targets, classes,
+//        which kinds each target takes on this lab); the rendezvous of the ranks; teardown.
+//   Site (agent side): the host's Fabric for the injectors, and start/stop of rank
+//        containers.
 //
-// Thread-safety: Describe, RunInHost and fabric() may be called concurrently; Provision and
-// Teardown may not overlap anything else. Blocking: every call is bounded by deadlines.
+// Implementations: LocalLab (local_lab.h: namespaces on this machine, agents started by the
+// coordinator in them), InventoryLab (inventory.h: real hosts whose agents dial in, started by
+// systemd), SlurmLab (slurm_lab.h: agents started as one srun step on an allocation).
+//
+// OpenLab() reads a lab file (a topology, an inventory, or a scenario's `lab: {slurm: ...}`)
+// and returns the right one; OpenSite() does the same for an agent's flags.
+//
+// Thread-safety: a Lab is used by the run driver's thread only, except PollLostAgent (any
+// thread, internally locked). A Site allows concurrent const calls; StartRank and Close are
+// serialised by the caller. Blocking: every call is bounded by deadlines.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
+#include "harness/scenario/scenario_loader.h"
+#include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
-#include "injectors/sys.h"
 
 namespace fl::lab {
 
-struct PortInfo {
-  std::string name;  // target name: "h0.nic1", "tor1.h0", "tor0.up0"
-  std::string ifname;
-  std::string addr;         // "198.18.2.1/24" or ""
-  std::string peer;         // target name of the other end
-  uint64_t rate_bps = 0;    // configured egress rate (0 = unshaped)
-  uint64_t shaped_bps = 0;  // read back from tc (0 = no tbf)
-  bool admin_up = false;
-  bool carrier = false;
+// One host of the job, as the coordinator sees it. Hosts are in rank order: the ranks of a
+// host are consecutive, hosts follow each other.
+struct JobHost {
+  std::string name;  // the agent's name: "h0", "node01"
+  int ranks = 1;
+  // What rank i of this host binds, rail order: IPv4 addresses, or interface names
+  // ("ens1f0np0") that the worker resolves on its host. Filled after Provision.
+  std::vector<std::string> nics;
 };
 
-struct NodeInfo {
-  std::string name;  // "h0", "tor1", "spine0", "mgmt"
-  std::string netns;
-  bool is_switch = false;
-  std::string mgmt_addr;
-  int ranks = 0;
-  std::vector<PortInfo> ports;
+// Where the coordinator's control server listens and how agents prove who they are.
+struct ControlPlane {
+  std::string listen;      // "IP:PORT" (port 0: the kernel chooses; the agents are told)
+  std::string token_file;  // the shared token (0600)
+  std::string tls_dir;     // mutual TLS with the certificates there; empty: token only
 };
 
-struct LabDescription {
-  std::string name;
-  std::string topology;   // the file it came from
-  std::string mgmt_root;  // root namespace address on the management network
-  std::vector<NodeInfo> nodes;
+// How the ranks find each other.
+struct Rendezvous {
+  enum class Kind { kDirectory, kTcp };
+  Kind kind = Kind::kDirectory;
+  std::string dir;     // kDirectory: a directory every rank sees at this path
+  std::string listen;  // kTcp: where the coordinator serves the store ("IP:0" is fine)
+};
+
+// What the coordinator hands a lab to start its agents with.
+struct AgentLaunch {
+  std::string coordinator;  // the address agents dial (host:port), after the server is up
+  std::string token_file;   // ControlPlane::token_file
+  std::string run_id;
+  std::string run_dir;      // this run's directory on the coordinator's machine
+  std::string bin_dir;      // where faultline-agent and faultline-worker are
+  std::string policy_path;  // agent policy for agents this lab starts ("" = none)
+  Nanos lease_ns = 0;
+};
+
+// The run a lab is provisioned for.
+struct LabRun {
+  std::string run_id;
+  std::string run_dir;
 };
 
 class Lab {
  public:
   virtual ~Lab() = default;
+
+  // "local", "inventory" or "slurm": for progress lines and the stored record only.
+  virtual std::string_view kind() const = 0;
   virtual const std::string& name() const = 0;
-  virtual Status Provision() = 0;
-  virtual StatusOr<LabDescription> Describe() const = 0;
-  virtual StatusOr<injectors::CommandResult> RunInHost(const std::string& host,
-                                                       const std::vector<std::string>& argv,
-                                                       Nanos timeout) const = 0;
+  // The file the lab came from, and its text (stored beside the scenario's, reused by replay).
+  virtual const std::string& source() const = 0;
+  virtual const std::string& text() const = 0;
+
+  // Which fault kinds exist here and the targets of each class. Valid right after OpenLab,
+  // before anything is provisioned; a scenario is validated against it.
+  virtual const harness::FaultCatalog& catalog() const = 0;
+  // The hosts of the job (rank order). Names and rank counts are known after OpenLab (a
+  // Slurm allocation's node names only after Provision); NIC addresses after Provision.
+  virtual std::vector<JobHost> hosts() const = 0;
+
+  // Builds the lab (LocalLab) or attaches to it (an allocation, real hosts). Prints progress
+  // lines to stderr. On failure removes what it made.
+  virtual Status Provision(const LabRun& run) = 0;
+  // After Provision: where the control server listens, with which credentials.
+  virtual StatusOr<ControlPlane> Control(const LabRun& run) = 0;
+  // After the control server is up: starts the agents (LocalLab: processes in its namespaces;
+  // SlurmLab: one srun step; InventoryLab: nothing, they dial in by themselves).
+  virtual Status StartAgents(const AgentLaunch& launch) = 0;
+  // The agents the coordinator waits for, and for how long.
+  virtual std::vector<std::string> agent_names() const = 0;
+  virtual Nanos agent_wait() const = 0;
+  // An agent this lab started whose process ended on its own (crash, kill -9): its name and
+  // how it ended, once per agent. Labs whose agents it did not start return nullopt (their
+  // loss shows as a lapsed session).
+  struct LostAgent {
+    std::string name;
+    std::string how;  // "exit 1", "signal 9"
+  };
+  virtual std::optional<LostAgent> PollLostAgent() = 0;
+  // Ends the agents this lab started (after they were asked to shut down): waits up to the
+  // deadline, then ends them by pid (or cancels the Slurm step). Idempotent.
+  virtual void StopAgents(Deadline deadline) = 0;
+
+  virtual Rendezvous RendezvousFor(const LabRun& run) const = 0;
+
+  // Removes everything the lab made for this run (namespaces, an allocation it asked for,
+  // a rendezvous folder); idempotent; nothing it did not make.
   virtual Status Teardown() = 0;
-  virtual const injectors::Fabric& fabric() const = 0;
 };
+
+// Where a lab comes from: a topology or an inventory file (told apart by their keys), or a
+// scenario's inline `lab: {slurm: {...}}` section.
+struct LabSource {
+  std::string path;        // the file; for an inline section, the scenario's
+  std::string text;        // its text; empty: read from path
+  std::string slurm_yaml;  // or: the inline slurm section, as YAML text
+  std::string where;       // file:line:col of the scenario's lab section, for errors
+};
+
+// Opens the lab (nothing is provisioned): LocalLab for a topology, InventoryLab for an
+// inventory, SlurmLab for an inventory with `launcher: slurm` or an inline slurm section.
+// `lab_name` names a LocalLab's objects. Errors are InvalidArgument "FILE:LINE:COL: ...";
+// nothing outside the process is touched.
+StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::string& lab_name);
+
+// ---- agent side ------------------------------------------------------------------------
+
+class Site {
+ public:
+  virtual ~Site() = default;
+  // The host this site serves.
+  virtual const std::string& host() const = 0;
+  // Targets of this host resolved to its own kernel objects (other hosts' are NotFound).
+  virtual const injectors::Fabric& fabric() const = 0;
+  // Ranks this host runs.
+  virtual int ranks() const = 0;
+  // Starts local rank `local_rank` of this host in a container; the caller reaps init_pid.
+  virtual StatusOr<injectors::ContainerInfo> StartRank(int local_rank,
+                                                       const std::vector<std::string>& argv) = 0;
+  // Directories the coordinator may point the workers' rendezvous at (the agent policy's
+  // worker_dirs is checked as well).
+  virtual std::vector<std::string> WorkerDirs() const = 0;
+  // After every rank is gone: removes what the site made for them (its cgroup folder).
+  virtual void Close() = 0;
+};
+
+// What an agent was told on its command line about where it runs.
+struct SiteOptions {
+  std::string host;       // --host (for Slurm: empty = SLURMD_NODENAME)
+  std::string local_lab;  // --lab NAME: a host (or "fabric") of a LocalLab on this machine
+  std::string inventory;  // --inventory FILE: a host of an inventory
+  // --slurm-nics / --slurm-ranks: a node of a `lab: {slurm: ...}` lab (no file on the node).
+  std::vector<std::string> slurm_nics;
+  int slurm_ranks = 0;
+};
+
+// Opens the site the options name; InvalidArgument when they name none or two.
+StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& options);
 
 }  // namespace fl::lab

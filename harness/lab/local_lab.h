@@ -19,10 +19,39 @@
 #include "harness/lab/topology.h"
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
+#include "injectors/sys.h"
 
 namespace fl::lab {
 
-class LocalLab : public Lab, public injectors::Fabric {
+// What Describe() reads back.
+struct PortInfo {
+  std::string name;  // target name: "h0.nic1", "tor1.h0", "tor0.up0"
+  std::string ifname;
+  std::string addr;         // "198.18.2.1/24" or ""
+  std::string peer;         // target name of the other end
+  uint64_t rate_bps = 0;    // configured egress rate (0 = unshaped)
+  uint64_t shaped_bps = 0;  // read back from tc (0 = no tbf)
+  bool admin_up = false;
+  bool carrier = false;
+};
+
+struct NodeInfo {
+  std::string name;  // "h0", "tor1", "spine0", "mgmt"
+  std::string netns;
+  bool is_switch = false;
+  std::string mgmt_addr;
+  int ranks = 0;
+  std::vector<PortInfo> ports;
+};
+
+struct LabDescription {
+  std::string name;
+  std::string topology;   // the file it came from
+  std::string mgmt_root;  // root namespace address on the management network
+  std::vector<NodeInfo> nodes;
+};
+
+class LocalLab : public injectors::Fabric {
  public:
   // A lab to be provisioned from topology; lab_name empty: the topology's name.
   static StatusOr<std::unique_ptr<LocalLab>> Create(const Topology& topology,
@@ -32,14 +61,14 @@ class LocalLab : public Lab, public injectors::Fabric {
   // Names of labs with a state file.
   static std::vector<std::string> List();
 
-  const std::string& name() const override { return plan_.lab; }
-  Status Provision() override;
-  StatusOr<LabDescription> Describe() const override;
+  const std::string& name() const { return plan_.lab; }
+  Status Provision();
+  StatusOr<LabDescription> Describe() const;
   StatusOr<injectors::CommandResult> RunInHost(const std::string& host,
                                                const std::vector<std::string>& argv,
-                                               Nanos timeout) const override;
-  Status Teardown() override;
-  const injectors::Fabric& fabric() const override { return *this; }
+                                               Nanos timeout) const;
+  Status Teardown();
+  const injectors::Fabric& fabric() const { return *this; }
 
   // Runs argv in host with the caller's stdin/stdout/stderr; returns its exit code (128+sig
   // when killed by a signal).
