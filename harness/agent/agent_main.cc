@@ -42,19 +42,15 @@ int AgentMain(int argc, char** argv) {
   app.add_option("--tls-dir", tls_dir,
                  "mutual TLS with the lab's certificates in DIR (faultline certs): ca.crt and\n"
                  "HOST.crt/HOST.key; the coordinator must show a certificate of that CA.\n"
-                 "Default with --inventory: tls/ beside the token file")
+                 "Default on real hosts (not --lab): tls/ beside the token file")
       ->check(CLI::ExistingDirectory);
   app.add_option("--tls-server-name", opts.tls_server_name,
                  "the name the coordinator's certificate must carry (default: the host part of\n"
                  "--coordinator)");
-  app.add_flag("--no-tls", no_tls, "plaintext with the token only, even with --inventory");
+  app.add_flag("--no-tls", no_tls, "plaintext with the token only, even on real hosts");
   app.add_option("--host", opts.host,
-                 "the topology host name this agent serves (\"fabric\" for switches)");
-  app.add_option("--lab", rt.lab, "the local lab whose hosts and fabric this agent acts on");
-  app.add_option("--inventory", rt.inventory,
-                 "or: the inventory file of real hosts (configs/inventories/*.yaml); this agent\n"
-                 "acts on --host's NICs in its own network namespace and runs ranks in cgroups")
-      ->check(CLI::ExistingFile);
+                 "the lab's host name this agent serves (\"fabric\" for switches)");
+  lab::AddSiteFlags(app, &rt.site);
   app.add_option("--journal-dir", rt.journal_dir,
                  "fault journal directory (default $FAULTLINE_STATE_DIR/journal)");
   app.add_option("--run-dir", rt.run_dir, "directory for the workers' telemetry socket");
@@ -76,10 +72,15 @@ int AgentMain(int argc, char** argv) {
     std::printf("%s", opts.fingerprint.DebugString().c_str());
     return 0;
   }
+  if (opts.host.empty() && !rt.site.slurm_nics.empty())
+    if (const char* node = std::getenv("SLURMD_NODENAME")) opts.host = node;  // srun's node
   if (opts.coordinator.empty() || token_file.empty() || opts.host.empty()) {
     std::fprintf(stderr, "faultline-agent: --coordinator, --token-file and --host are required\n");
     return 2;
   }
+  rt.site.host = opts.host;
+  rt.site.coordinator = opts.coordinator;
+  rt.token_file = token_file;
   log::SetContext({"", opts.host, -1});
   auto token = harness::ReadTokenFile(token_file);
   if (!token.ok()) {
@@ -87,7 +88,7 @@ int AgentMain(int argc, char** argv) {
     return 2;
   }
   opts.token = *token;
-  if (!no_tls && tls_dir.empty() && !rt.inventory.empty())
+  if (!no_tls && tls_dir.empty() && rt.site.tls_by_default())
     tls_dir = harness::DefaultTlsDir(token_file);
   if (!no_tls && !tls_dir.empty()) {
     auto role = opts.host == "fabric" ? harness::CertRole::kFabricAgent : harness::CertRole::kAgent;
@@ -114,7 +115,8 @@ int AgentMain(int argc, char** argv) {
   }
   opts.max_lease_ns = rt.policy.max_lease_ns;  // the coordinator's lease is capped by it
   rt.host = opts.host;
-  // A host of an inventory: the workers' telemetry socket lives in this host's state dir,
+  // A host of a lab that is not run from here: the workers' telemetry socket lives in this
+  // host's state dir,
   // removed again when the agent exits (declared before the runtime, so it goes after it).
   struct RunDirGuard {
     std::string path;
@@ -122,7 +124,7 @@ int AgentMain(int argc, char** argv) {
       if (!path.empty()) rmdir(path.c_str());
     }
   } run_dir_guard;
-  if (rt.run_dir.empty() && !rt.inventory.empty()) {
+  if (rt.run_dir.empty() && rt.site.named()) {
     rt.run_dir = injectors::StateDir() + "/agent-" + opts.host;
     if (Status s = MakeDirs(rt.run_dir, 0700); !s.ok()) {
       FL_LOG(kError, "agent") << s.ToUserString();

@@ -23,8 +23,7 @@
 #include "common/log.h"
 #include "harness/agent/agent_session.h"
 #include "harness/agent/telemetry_line.h"
-#include "harness/lab/inventory.h"
-#include "harness/lab/local_lab.h"
+#include "harness/lab/lab.h"
 #include "injectors/injection.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
@@ -73,15 +72,11 @@ class AgentRuntime::Impl {
       : opts_(std::move(o)), journal_(opts_.journal_dir), acceptor_(io_), flush_timer_(io_) {}
 
   Status Init() {
-    if (!opts_.lab.empty() && !opts_.inventory.empty())
-      return InvalidArgumentError("an agent serves a local lab or an inventory, not both");
-    if (!opts_.lab.empty()) {
-      FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Open(opts_.lab));
-      fabric_ = &lab_->fabric();
-    }
-    if (!opts_.inventory.empty()) {
-      FL_ASSIGN_OR_RETURN(site_, lab::OpenInventorySite(opts_.inventory, opts_.host));
-      fabric_ = site_.get();
+    if (opts_.site.named()) {
+      lab::SiteOptions so = opts_.site;
+      if (so.host.empty()) so.host = opts_.host;
+      FL_ASSIGN_OR_RETURN(site_, lab::OpenSite(so));
+      fabric_ = &site_->fabric();
     }
     FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry_));
     injectors::RecoveryReport rec = journal_.RecoverDead(registry_);
@@ -318,8 +313,7 @@ class AgentRuntime::Impl {
   pb::Ack Launch(const pb::LaunchRanks& l) {
     if (!opts_.policy.allow_ranks)
       return Fail(FailedPreconditionError("policy: this agent does not start ranks"));
-    if (!lab_ && !site_)
-      return Fail(FailedPreconditionError("agent has no lab or inventory to start ranks in"));
+    if (!site_) return Fail(FailedPreconditionError("agent has no site to start ranks in"));
     auto extra_json = ParseJson(l.worker_args_json(), "launch: worker_args_json");
     if (!extra_json.ok()) return Fail(extra_json.status());
     auto extra = JsonAs<std::vector<std::string>>(*extra_json, "launch: worker_args_json");
@@ -335,10 +329,8 @@ class AgentRuntime::Impl {
           return Fail(InvalidArgumentError("launch: NIC name is not a safe name"));
     }
     {  // bounded by the policy before anything starts
-      std::vector<std::string> store_dirs = {injectors::StateDir()};
-      if (site_ && !site_->inventory().rendezvous_dir.empty())
-        store_dirs.push_back(site_->inventory().rendezvous_dir);
-      if (Status st = CheckLaunch(opts_.policy, l, *extra, store_dirs); !st.ok()) return Fail(st);
+      if (Status st = CheckLaunch(opts_.policy, l, *extra, site_->WorkerDirs()); !st.ok())
+        return Fail(st);
     }
     std::lock_guard lock(mu_);
     for (const auto& spec : l.ranks()) {
@@ -351,10 +343,12 @@ class AgentRuntime::Impl {
       }
       if (!socket_path_.empty()) argv.insert(argv.end(), {"--telemetry", socket_path_});
       argv.insert(argv.end(), extra->begin(), extra->end());
-      int per_host = lab_ ? lab_->topology().gpus_per_host : site_->self().ranks;
-      int local = spec.rank() % std::max(1, per_host);
-      auto info =
-          lab_ ? lab_->StartContainer(opts_.host, local, argv) : site_->StartContainer(local, argv);
+      // A TCP rendezvous store is authenticated with the control plane's token.
+      if (std::find(extra->begin(), extra->end(), "--store") != extra->end() &&
+          !opts_.token_file.empty())
+        argv.insert(argv.end(), {"--store-token-file", opts_.token_file});
+      int local = spec.rank() % std::max(1, site_->ranks());
+      auto info = site_->StartRank(local, argv);
       if (!info.ok()) return Fail(info.status());
       auto r = std::make_unique<Rank>();
       r->rank = spec.rank();
@@ -419,10 +413,11 @@ class AgentRuntime::Impl {
   }
 
   pb::Ack Inject(const pb::InjectFault& f) {
-    const InjectDecision decision = DecideInject(opts_.policy, lab_ != nullptr, opts_.host, f);
+    const InjectDecision decision =
+        DecideInject(opts_.policy, site_ && site_->disposable(), opts_.host, f);
     if (!decision.status.ok()) return Fail(decision.status);
     if (!fabric_)
-      return Fail(FailedPreconditionError("agent has no lab or inventory to resolve targets in"));
+      return Fail(FailedPreconditionError("agent has no site to resolve targets in"));
     auto inj = registry_.Create(f.kind());
     if (!inj.ok()) return Fail(inj.status());
     injectors::FaultSpec spec;
@@ -536,7 +531,7 @@ class AgentRuntime::Impl {
                                 << " failed (journal keeps it): " << st.message();
     }
     StopRanks(2 * kNsPerSec);
-    if (site_) site_->RemoveCgroupDir();  // ours alone; a LocalLab's goes with the lab
+    if (site_) site_->Close();  // the site's rank cgroup folder
   }
 
   pb::Heartbeat Heartbeat() {
@@ -550,9 +545,8 @@ class AgentRuntime::Impl {
   }
 
   AgentRuntimeOptions opts_;
-  std::unique_ptr<lab::LocalLab> lab_;
-  std::unique_ptr<lab::InventorySite> site_;
-  const injectors::Fabric* fabric_ = nullptr;  // lab_'s or site_
+  std::unique_ptr<lab::Site> site_;
+  const injectors::Fabric* fabric_ = nullptr;  // site_'s
   injectors::InjectorRegistry registry_{"injector"};
   injectors::FaultJournal journal_;
   std::mutex mu_;

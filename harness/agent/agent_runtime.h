@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "harness/agent/agent_policy.h"
+#include "harness/lab/lab.h"
 #include "harness/proto/faultline.pb.h"
 
 namespace fl::harness {
@@ -36,10 +37,10 @@ namespace fl::harness {
 class AgentSession;
 
 struct AgentRuntimeOptions {
-  std::string host;         // topology host name ("fabric" for the switch-side agent)
-  std::string lab;          // LocalLab name; empty: no local lab
-  std::string inventory;    // or: inventory file (harness/lab/inventory.h); neither: faults and
+  std::string host;         // the host this agent serves ("fabric" for the switch-side agent)
+  lab::SiteOptions site;    // where it runs (harness/lab/lab.h OpenSite); none: faults and
                             // ranks are refused
+  std::string token_file;   // the control token, also the workers' TCP store token
   std::string journal_dir;  // empty: the default journal
   std::string run_dir;      // telemetry socket lives here
   std::string worker_binary;

@@ -20,7 +20,7 @@ constexpr double kMinLeaseS = 0.1, kMaxLeaseS = 300;
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string scenario, db = "results.db", run_id, policy, tls_dir;
+    std::string scenario, db = "results.db", run_id, policy, tls_dir, lab;
     bool no_tls = false;
     uint64_t seed = 0;
     std::vector<std::string> tags, ccl_options;
@@ -35,12 +35,20 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
 
   auto* run = app.add_subcommand(
       "run",
-      "run a resilience scenario on the local lab: provision, start agents, launch the job,\n"
-      "inject the scenario's faults on their timeline, measure, judge, tear down");
+      "run a resilience scenario on a lab (the scenario's, or --lab FILE): the local lab of\n"
+      "network namespaces, an inventory of real hosts whose agents dial in, or a Slurm\n"
+      "allocation. Provision or attach, start or await the agents, launch the job, inject the\n"
+      "scenario's faults on their timeline, measure, judge, revert and tear down");
   run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")
       ->required();
   auto add_common = [&](CLI::App* c) {
     c->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
+    c->add_option("--lab", args->lab,
+                  "run on this lab instead of the scenario's: a topology (configs/labs/*.yaml,\n"
+                  "the local lab) or an inventory of real hosts (configs/inventories/*.yaml;\n"
+                  "launcher: slurm starts the agents with srun). Stored with the run; a replay\n"
+                  "without --lab reuses the stored lab")
+        ->check(CLI::ExistingFile);
     c->add_option("--seed", args->seed,
                   "seed for target draws and jitter (default: the scenario's)");
     c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
@@ -55,14 +63,16 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_flag("--dry-run", args->dry_run,
                 "validate and print the seeded fault plan; create nothing");
     c->add_option("--policy", args->policy,
-                  "agent policy file (default configs/policies/local_lab.yaml)");
+                  "agent policy for the agents the coordinator starts itself (local lab, Slurm;\n"
+                  "default configs/policies/local_lab.yaml on the local lab). Agents of an\n"
+                  "inventory read their own, on their host");
     c->add_option("--lease", args->lease_s,
                   "fault lease in seconds: agents revert when the coordinator is silent this long")
         ->capture_default_str();
     c->add_option("--tls-dir", args->tls_dir,
-                  "inventory labs: the lab's certificates (faultline certs) for mutual TLS with\n"
-                  "the agents (default: tls/ beside the inventory's token file)");
-    c->add_flag("--no-tls", args->no_tls, "inventory labs: plaintext with the token only");
+                  "labs of real hosts: the lab's certificates (faultline certs) for mutual TLS\n"
+                  "with the agents (default: tls/ beside the lab's token file)");
+    c->add_flag("--no-tls", args->no_tls, "labs of real hosts: plaintext with the token only");
     c->add_flag("--keep-run-dir", args->keep_run_dir,
                 "keep a failed run's directory (/run/faultline/runs/ID) for inspection");
   };
@@ -103,6 +113,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       o.policy_path = "configs/policies/local_lab.yaml";
     o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
     o.tls_dir = args->tls_dir;
+    o.lab_file = args->lab;
     o.no_tls = args->no_tls;
     *exit_code = RunScenario(o);
   };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "common/file_util.h"
@@ -42,7 +43,7 @@ bool WriteOut(const char* cmd, const std::string& path, const std::string& text)
 
 void AddSuite(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string file, db = "results.db", junit, policy;
+    std::string file, db = "results.db", junit, policy, lab;
     uint32_t repeat = 0;
     std::vector<std::string> tags;
   };
@@ -60,6 +61,10 @@ void AddSuite(CLI::App& app, int* exit_code) {
   c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
   c->add_option("--tag", a->tags, "k=v tag on every run (repeatable), e.g. fw=22.41");
   c->add_option("--policy", a->policy, "agent policy file passed to every run");
+  c->add_option("--lab", a->lab,
+                "run every scenario on this lab (a topology or an inventory of real hosts)\n"
+                "instead of each scenario's own `lab:`")
+      ->check(CLI::ExistingFile);
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
     suite::SuiteOptions o;
@@ -76,6 +81,13 @@ void AddSuite(CLI::App& app, int* exit_code) {
       return;
     }
     if (!a->policy.empty()) o.extra_run_args = {"--policy", a->policy};
+    if (!a->lab.empty()) {
+      // Absolute: the runs are started with the same working directory, but a path in the
+      // stored command should not depend on it.
+      std::error_code ec;
+      auto abs = std::filesystem::absolute(a->lab, ec);
+      o.extra_run_args.insert(o.extra_run_args.end(), {"--lab", ec ? a->lab : abs.string()});
+    }
     auto s = suite::LoadSuiteFile(a->file);
     if (!s.ok()) {
       std::fprintf(stderr, "faultline suite: %s\n", s.status().ToUserString().c_str());

@@ -21,14 +21,13 @@
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/process.h"
+#include "ccl_under_test/api/tcp_store.h"
 #include "common/units.h"
 #include "harness/agent/telemetry_line.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
-#include "harness/coordinator/lab_catalog.h"
-#include "harness/lab/inventory.h"
-#include "harness/lab/local_lab.h"
+#include "harness/lab/lab.h"
 #include "harness/scenario/plan.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
@@ -57,48 +56,6 @@ std::string Hostname() {
 }
 
 std::string LabNameOf(const std::string& run_id) { return "fl" + run_id.substr(run_id.size() - 6); }
-
-// A process we started, ended by pid (SIGTERM, then SIGKILL) if still running at the end.
-struct Proc {
-  pid_t pid = -1;
-  std::string what;
-};
-
-// Starts argv in its own session (a Ctrl-C meant for the coordinator must not kill the agents
-// before they revert: the coordinator stops them itself), optionally inside a named network
-// namespace. Only the network namespace changes: the agent keeps the machine's /sys and
-// cgroup mounts, which it needs for containers (ip netns exec would remount /sys).
-StatusOr<Proc> Spawn(const std::vector<std::string>& argv, const std::string& what,
-                     const std::string& netns = "") {
-  ProcessSpec spec;
-  spec.argv = argv;
-  spec.netns = netns;
-  spec.new_session = true;
-  // Agents log warnings and errors only, unless the user chose a level: the coordinator's
-  // progress lines are what a person reads.
-  spec.env = CleanEnvironment(std::getenv("FAULTLINE_LOG")
-                                  ? std::vector<std::string>{}
-                                  : std::vector<std::string>{"FAULTLINE_LOG=warn"});
-  auto proc = fl::Spawn(spec);
-  if (!proc.ok()) {
-    Status s = proc.status();
-    return Status(s.code(), "cannot start " + what + ": " + s.message());
-  }
-  return Proc{proc->pid(), what};
-}
-
-bool Reap(Proc& p, Deadline d) {
-  if (p.pid <= 0) return true;
-  bool done = WaitExit(p.pid, d).ok();
-  if (done) p.pid = -1;
-  return done;
-}
-
-void EndProc(Proc& p) {
-  if (p.pid <= 0) return;
-  Stop(p.pid, 5 * kNsPerSec);
-  p.pid = -1;
-}
 
 // What the telemetry tells us about the job while it runs.
 struct Progress {
@@ -142,12 +99,7 @@ struct ActiveFault {
   std::string handle_id;     // the agent's journal entry for it
 };
 
-// A host of the job: its agent's name, its ranks and its data NICs' addresses (rail order).
-struct HostSlot {
-  std::string name;
-  int ranks = 1;
-  std::vector<std::string> nics;
-};
+using HostSlot = lab::JobHost;
 
 // The agent that acts on a target: the host it names, the host of a rank, else the fabric.
 std::string AgentFor(const std::string& target, const std::vector<HostSlot>& hosts) {
@@ -196,13 +148,15 @@ class Runner {
   Status Provision();
   Status StartAgents();
   Status StartControlServer(const std::string& listen, const std::string& token);
-  Status AwaitInventoryAgents();
-  // Where the ranks rendezvous: the run directory, or a run folder in the inventory's shared
-  // rendezvous_dir.
-  std::string RendezvousDir() const {
-    if (inventory_ && !inventory_->rendezvous_dir.empty())
-      return inventory_->rendezvous_dir + "/" + run_id_;
-    return run_dir_ + "/store";
+  Status AwaitAgents();
+  lab::LabRun LabRunInfo() const {
+    lab::LabRun r;
+    r.run_id = run_id_;
+    r.run_dir = run_dir_;
+    r.lab_name = lab_name_;
+    r.tls_dir = opts_.tls_dir;
+    r.no_tls = opts_.no_tls;
+    return r;
   }
   Status RegisterAgents();
   Status Launch(int attempt, uint64_t first_iteration);
@@ -221,9 +175,9 @@ class Runner {
 
   RunOptions opts_;
   Scenario scenario_;
-  lab::Topology topology_;
-  std::optional<lab::Inventory> inventory_;  // set for a lab of real hosts (no topology_)
-  std::optional<TlsMaterial> tls_;           // the coordinator's, for an inventory lab
+  std::unique_ptr<lab::Lab> lab_;   // opened at Prepare, provisioned by Provision
+  std::optional<TlsMaterial> tls_;  // the coordinator's, when the lab speaks mutual TLS
+  std::string store_spec_;          // what the workers get as --store
   std::vector<HostSlot> hosts_;
   Plan plan_;
   uint64_t seed_ = 0;
@@ -234,9 +188,9 @@ class Runner {
   int world_ = 0;
   std::unique_ptr<reports::Store> store_;
   std::unique_ptr<reports::BatchWriter> writer_;
-  std::unique_ptr<lab::LocalLab> lab_;
   std::unique_ptr<ControlServer> server_;
-  std::vector<Proc> agents_;
+  std::unique_ptr<ccl::TcpStoreServer> rendezvous_;  // when the ranks meet over TCP
+  bool provisioned_ = false;
   std::vector<std::string> agent_hosts_;
   std::map<std::string, ClockOffset> offsets_;
   Progress progress_;
@@ -278,6 +232,13 @@ Status Runner::Prepare() {
     FL_ASSIGN_OR_RETURN(reports::RunRecord old, store_->GetRun(opts_.replay_of));
     FL_ASSIGN_OR_RETURN(scenario_, ParseScenario(old.scenario_text, opts_.scenario_path));
     seed_ = opts_.seed.value_or(old.seed);
+    // The stored run's lab file, as it was then, unless this replay names its own.
+    if (opts_.lab_file.empty() && !old.lab_text.empty()) {
+      scenario_.lab = LabSpec{};
+      scenario_.lab.file = old.lab_source;
+      scenario_.lab.file_text = old.lab_text;
+      scenario_.lab.where = "the lab of run " + opts_.replay_of;
+    }
     // The stored run's command-line CCL overrides (tags), unless this replay names its own.
     if (opts_.ccl.empty() && opts_.ccl_options.empty()) {
       std::map<std::string, std::string> old_options;
@@ -294,61 +255,19 @@ Status Runner::Prepare() {
   FL_RETURN_IF_ERROR(ApplyCclOverrides(scenario_, opts_.ccl, opts_.ccl_options));
   injectors::InjectorRegistry registry("injector");
   FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry));
-  if (!scenario_.lab.inventory.empty()) {
-    auto inv = lab::LoadInventory(scenario_.lab.inventory);
-    if (!inv.ok()) {
-      Status st = inv.status();
-      return st.Prepend(scenario_.lab.where + ": inventory");
-    }
-    inventory_ = std::move(*inv);
-    if (!opts_.no_tls && !opts_.dry_run) {
-      std::string dir =
-          opts_.tls_dir.empty() ? DefaultTlsDir(inventory_->token_file) : opts_.tls_dir;
-      FL_ASSIGN_OR_RETURN(tls_, LoadTlsMaterial(dir, CertRole::kCoordinator, ""));
-    }
-    world_ = inventory_->world_size();
-    for (const auto& h : inventory_->hosts) {
-      HostSlot slot{h.name, h.ranks, {}};
-      for (const auto& n : h.nics) slot.nics.push_back(n.address);
-      hosts_.push_back(slot);
-    }
-    const std::vector<std::string> kinds = lab::InventoryFaultKinds();
-    for (const auto& f : scenario_.faults)
-      if (std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end())
-        return InvalidArgumentError(f.where + ": " + f.kind +
-                                    " needs switch access, which an inventory lab does not "
-                                    "have (it takes nic_port_flap and container_kill)");
-  } else {
-    if (!opts_.tls_dir.empty())
-      return InvalidArgumentError(
-          "--tls-dir is for inventory labs; the local lab's agents use "
-          "the run's own token");
-    FL_ASSIGN_OR_RETURN(topology_, lab::LoadTopology(scenario_.lab.topology));
-    world_ = topology_.hosts * topology_.gpus_per_host;
-    for (int h = 0; h < topology_.hosts; ++h)
-      hosts_.push_back({"h" + std::to_string(h), topology_.gpus_per_host, {}});
+  ApplyLabOverride(scenario_, opts_.lab_file);
+  lab::LabSource source{scenario_.lab.file, scenario_.lab.file_text, scenario_.lab.slurm_yaml,
+                        scenario_.lab.where};
+  auto opened = lab::OpenLab(source, "check");
+  if (!opened.ok()) {
+    Status st = opened.status();
+    return scenario_.lab.where.empty() ? st : st.Prepend(scenario_.lab.where + ": lab");
   }
-  std::unique_ptr<FaultCatalog> catalog;
-  if (inventory_) {
-    auto c = std::make_unique<StaticFaultCatalog>();
-    c->AddKind("nic_port_flap", {"nic", "host"});
-    c->AddKind("container_kill", {"container", "rank"});
-    std::map<std::string, std::vector<std::string>> targets;
-    int rank = 0;
-    for (const auto& h : inventory_->hosts) {
-      targets["host"].push_back(h.name);
-      for (const auto& n : h.nics) targets["nic"].push_back(h.name + "." + n.name);
-      for (int g = 0; g < h.ranks; ++g) {
-        targets["container"].push_back(h.name + ".rank" + std::to_string(g));
-        targets["rank"].push_back("rank" + std::to_string(rank++));
-      }
-    }
-    for (auto& [cls, names] : targets) c->AddTargets(cls, std::move(names));
-    catalog = std::move(c);
-  } else {
-    lab::LabPlan lab_plan = lab::PlanLab(topology_, "check", 0);
-    catalog = std::make_unique<LabFaultCatalog>(topology_, lab_plan, registry.Names());
-  }
+  lab_ = std::move(*opened);
+  hosts_ = lab_->hosts();
+  world_ = 0;
+  for (const auto& h : hosts_) world_ += h.ranks;
+  const FaultCatalog* catalog = &lab_->catalog();
   FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, *catalog));
   FL_ASSIGN_OR_RETURN(plan_, MakePlan(scenario_, *catalog, seed_));
   // Each injector checks its own parameters now, before anything exists.
@@ -359,20 +278,13 @@ Status Runner::Prepare() {
     if (!v.ok())
       return InvalidArgumentError(scenario_.faults[pf.spec_index].where + ": " + v.message());
   }
-  if (scenario_.job.ccl == "nccl")
-    return InvalidArgumentError(scenario_.path +
-                                ": ccl nccl needs GPUs; the local lab runs CPU ranks");
+  if (Status st = lab_->CheckJob(scenario_.job); !st.ok()) return st.Prepend(scenario_.path);
   return OkStatus();
 }
 
 Status Runner::Provision() {
-  if (inventory_) return OkStatus();  // real hosts: nothing to build
-  FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Create(topology_, lab_name_));
-  FL_RETURN_IF_ERROR(lab_->Provision());
-  for (auto& slot : hosts_)
-    for (const auto& l : lab_->plan().links)
-      if (l.kind == lab::LinkKind::kHost && l.a_node == slot.name && !l.a_addr.empty())
-        slot.nics.push_back(l.a_addr.substr(0, l.a_addr.find('/')));
+  FL_RETURN_IF_ERROR(lab_->Provision(LabRunInfo()));
+  hosts_ = lab_->hosts();  // now with the NICs' addresses
   return OkStatus();
 }
 
@@ -391,56 +303,58 @@ Status Runner::StartControlServer(const std::string& listen, const std::string& 
   return OkStatus();
 }
 
-// An inventory's agents run on their hosts already: listen where they dial and wait for them.
-Status Runner::AwaitInventoryAgents() {
-  FL_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(inventory_->token_file));
-  FL_RETURN_IF_ERROR(StartControlServer(inventory_->listen, token));
-  for (const auto& h : hosts_) agent_hosts_.push_back(h.name);
+// The lab starts its agents (or they start themselves and dial in); wait for all of them, in
+// slices so that Ctrl-C during a long wait is answered at once.
+Status Runner::AwaitAgents() {
+  agent_hosts_ = lab_->agent_names();
+  const Nanos wait = lab_->agent_wait();
   std::fprintf(stderr, "[agents] waiting up to %.0f s for %zu agents to dial in at %s\n",
-               static_cast<double>(inventory_->agent_wait_ns) / 1e9, agent_hosts_.size(),
-               server_->address().c_str());
-  // In slices, so that Ctrl-C during a long wait is answered at once.
-  Deadline end = Deadline::After(inventory_->agent_wait_ns);
+               static_cast<double>(wait) / 1e9, agent_hosts_.size(), server_->address().c_str());
+  Deadline end = Deadline::After(wait);
   for (;;) {
     Status st = server_->WaitForAgents(agent_hosts_, Deadline::After(200 * kNsPerMs));
     if (st.ok() || g_interrupted) return st;
+    if (auto lost = lab_->PollLostAgent())
+      return UnavailableError("agent " + lost->name + " ended before it registered (" +
+                              lost->how + ")");
     if (end.Expired()) {
       std::string missing;
       for (const auto& h : agent_hosts_)
         if (!server_->Agent(h).ok()) missing += (missing.empty() ? "" : ", ") + h;
-      return UnavailableError("no agent dialled in from " + missing + " within agent_wait (" +
-                              inventory_->source + ")");
+      return UnavailableError("no agent dialled in from " + missing + " within " +
+                              FormatDuration(wait) + " (lab " + lab_->source() + ")");
     }
   }
 }
 
 Status Runner::StartAgents() {
-  FL_RETURN_IF_ERROR(MakeDirs(RendezvousDir(), 0700));
-  if (inventory_) {
-    FL_RETURN_IF_ERROR(AwaitInventoryAgents());
-    return RegisterAgents();
+  const lab::LabRun run = LabRunInfo();
+  FL_ASSIGN_OR_RETURN(lab::ControlPlane control, lab_->Control(run));
+  if (!control.tls_dir.empty()) {
+    FL_ASSIGN_OR_RETURN(tls_, LoadTlsMaterial(control.tls_dir, CertRole::kCoordinator, ""));
   }
-  FL_ASSIGN_OR_RETURN(std::string token, CreateTokenFile(run_dir_ + "/token"));
-  const std::string mgmt = lab_->plan().root_mgmt_addr;
-  FL_RETURN_IF_ERROR(StartControlServer(mgmt.substr(0, mgmt.find('/')) + ":0", token));
-
-  std::string policy = opts_.policy_path;
-  for (int h = 0; h <= topology_.hosts; ++h) {
-    bool fabric = h == topology_.hosts;
-    std::string host = fabric ? "fabric" : "h" + std::to_string(h);
-    std::vector<std::string> argv;
-    for (const std::string& a :
-         {bin_dir_ + "/faultline-agent", std::string("--coordinator"), server_->address(),
-          std::string("--token-file"), run_dir_ + "/token", std::string("--host"), host,
-          std::string("--lab"), lab_name_, std::string("--run-dir"), run_dir_,
-          std::string("--worker"), bin_dir_ + "/faultline-worker"})
-      argv.push_back(a);
-    if (!policy.empty()) argv.insert(argv.end(), {"--policy", policy});
-    FL_ASSIGN_OR_RETURN(Proc p, Spawn(argv, "agent " + host, fabric ? "" : lab_->NetnsOf(host)));
-    agents_.push_back(p);
-    agent_hosts_.push_back(host);
+  FL_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(control.token_file));
+  FL_RETURN_IF_ERROR(StartControlServer(control.listen, token));
+  const lab::Rendezvous rdv = lab_->RendezvousFor(run);
+  if (rdv.kind == lab::Rendezvous::Kind::kDirectory) {
+    FL_RETURN_IF_ERROR(MakeDirs(rdv.dir, 0700));
+    store_spec_ = rdv.dir;
+  } else {
+    FL_ASSIGN_OR_RETURN(rendezvous_, ccl::TcpStoreServer::Start(rdv.listen, token));
+    store_spec_ = "tcp://" + rendezvous_->address();
+    std::fprintf(stderr, "[rendezvous] ranks meet through the TCP store at %s\n",
+                 rendezvous_->address().c_str());
   }
-  FL_RETURN_IF_ERROR(server_->WaitForAgents(agent_hosts_, Deadline::After(30 * kNsPerSec)));
+  lab::AgentLaunch launch;
+  launch.coordinator = server_->address();
+  launch.token_file = control.token_file;
+  launch.run_id = run_id_;
+  launch.run_dir = run_dir_;
+  launch.bin_dir = bin_dir_;
+  launch.policy_path = opts_.policy_path;
+  launch.lease_ns = opts_.lease_ns;
+  FL_RETURN_IF_ERROR(lab_->StartAgents(launch));
+  FL_RETURN_IF_ERROR(AwaitAgents());
   return RegisterAgents();
 }
 
@@ -576,8 +490,8 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   const JobSpec& j = scenario_.job;
   std::vector<std::string> args = {"--job-id",
                                    job_id_,
-                                   "--store-dir",
-                                   RendezvousDir(),
+                                   store_spec_.rfind("tcp://", 0) == 0 ? "--store" : "--store-dir",
+                                   store_spec_,
                                    "--ccl",
                                    j.ccl,
                                    "--workload",
@@ -859,44 +773,30 @@ int Runner::Timeline() {
   }
 }
 
-// A dead agent cannot revert what it holds, but the journal it wrote before applying each fault
-// can: its entries now have a dead owner, and are reverted (and verified) here at once, as a
-// restarted agent would at start-up, instead of waiting for the lab's teardown.
+// An agent that ended on its own (crash, kill -9). A lab that could revert its faults from
+// its journal (the local lab: the same machine) did; the faults it held are recorded as
+// reverted (verified when the journal's revert was).
 std::optional<std::string> Runner::LostAgent() {
-  for (size_t i = 0; i < agents_.size(); ++i) {
-    Proc& a = agents_[i];
-    if (a.pid <= 0) continue;
-    int status = 0;
-    if (waitpid(a.pid, &status, WNOHANG) != a.pid) continue;
-    a.pid = -1;
-    const std::string& host = agent_hosts_[i];
-    std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                          : "exit " + std::to_string(WEXITSTATUS(status));
-    injectors::InjectorRegistry registry("injector");
-    injectors::RecoveryReport rec;
-    if (Status st = injectors::RegisterBuiltinInjectors(registry); st.ok())
-      rec = injectors::FaultJournal().RecoverDead(registry);
-    else
-      rec.failed.push_back(st.ToUserString());
-    for (auto& f : faults_) {
-      if (f.agent != host || !f.injected || f.reverted || f.failed) continue;
-      f.reverted = true;
-      f.record.reverted_wall_ns = WallNowNs();
-      f.record.revert_verified =
-          std::find(rec.reverted.begin(), rec.reverted.end(), f.handle_id) != rec.reverted.end();
-      Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
-    }
-    Event("agent_lost", {{"host", host},
-                         {"how", how},
-                         {"reverted_from_journal", rec.reverted},
-                         {"revert_failed", rec.failed}});
-    FL_LOG(kWarn, "coord") << "agent " << host << " ended (" << how << "); reverted "
-                           << rec.reverted.size() << " fault(s) from the journal";
-    for (const auto& e : rec.failed)
-      std::fprintf(stderr, "faultline run: could not revert from the journal: %s\n", e.c_str());
-    return host + " (" + how + ")";
+  auto lost = lab_ ? lab_->PollLostAgent() : std::nullopt;
+  if (!lost) return std::nullopt;
+  const std::string& host = lost->name;
+  for (auto& f : faults_) {
+    if (f.agent != host || !f.injected || f.reverted || f.failed) continue;
+    f.reverted = true;
+    f.record.reverted_wall_ns = WallNowNs();
+    f.record.revert_verified = std::find(lost->reverted.begin(), lost->reverted.end(),
+                                         f.handle_id) != lost->reverted.end();
+    Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
   }
-  return std::nullopt;
+  Event("agent_lost", {{"host", host},
+                       {"how", lost->how},
+                       {"reverted_from_journal", lost->reverted},
+                       {"revert_failed", lost->failed}});
+  FL_LOG(kWarn, "coord") << "agent " << host << " ended (" << lost->how << "); reverted "
+                         << lost->reverted.size() << " fault(s) from the journal";
+  for (const auto& e : lost->failed)
+    std::fprintf(stderr, "faultline run: could not revert from the journal: %s\n", e.c_str());
+  return host + " (" + lost->how + ")";
 }
 
 void Runner::Teardown(bool keep_run_dir) {
@@ -913,11 +813,10 @@ void Runner::Teardown(bool keep_run_dir) {
       server_->Call(host, m, Deadline::After(15 * kNsPerSec)).status().IgnoreError();
     }
   }
-  for (auto& a : agents_) {
-    if (!Reap(a, Deadline::After(10 * kNsPerSec))) EndProc(a);
-  }
+  if (lab_) lab_->StopAgents(Deadline::After(10 * kNsPerSec));
   if (server_) server_->Shutdown();
-  if (lab_) {
+  if (rendezvous_) rendezvous_->Stop();
+  if (lab_ && provisioned_) {
     Status st = lab_->Teardown();
     if (!st.ok())
       std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
@@ -930,8 +829,6 @@ void Runner::Teardown(bool keep_run_dir) {
       std::fprintf(stderr, "faultline run: cannot remove %s: %s\n", dir.c_str(),
                    ec.message().c_str());
   };
-  if (inventory_ && !inventory_->rendezvous_dir.empty() && !run_id_.empty())
-    remove_tree(RendezvousDir());
   if (!run_dir_.empty()) {
     unlink((run_dir_ + "/token").c_str());
     if (keep_run_dir)
@@ -1149,8 +1046,8 @@ int Runner::Run() {
     }
     store_ = std::move(*store);
   }
-  if (geteuid() != 0) {
-    std::fprintf(stderr, "faultline run: the local lab needs root (network namespaces, cgroups)\n");
+  if (Status st = lab_->Preflight(); !st.ok()) {
+    std::fprintf(stderr, "faultline run: %s\n", st.ToUserString().c_str());
     return kExitInfra;
   }
   // From here on something exists to undo: Ctrl-C, a kill and a closed terminal all revert,
@@ -1165,6 +1062,8 @@ int Runner::Run() {
   rr.id = run_id_;
   rr.scenario_name = scenario_.name;
   rr.scenario_text = scenario_.text;
+  rr.lab_source = lab_->source();
+  rr.lab_text = lab_->text();
   rr.seed = seed_;
   rr.start_wall_ns = WallNowNs();
   rr.coordinator_pid = getpid();
@@ -1206,20 +1105,12 @@ int Runner::Run() {
     }
     return s.ok();
   };
-  if (inventory_)
-    std::fprintf(stderr, "[provision] inventory %s from %s: real hosts, nothing to build\n",
-                 inventory_->name.c_str(), scenario_.lab.inventory.c_str());
-  else
-    std::fprintf(stderr, "[provision] lab %s from %s\n", lab_name_.c_str(),
-                 scenario_.lab.topology.c_str());
   // Whatever escapes the phases still goes through the revert and teardown below: the run
   // ends as an error (exit 3) with the lab gone and no fault left applied.
   try {
+    provisioned_ = true;  // a half-built lab is torn down as well
     bool ok = phase("provisioning the lab", Provision()) && !g_interrupted;
-    if (ok) {
-      if (!inventory_) std::fprintf(stderr, "[agents] starting %zu agents\n", hosts_.size() + 1);
-      ok = phase("starting agents", StartAgents()) && !g_interrupted;
-    }
+    if (ok) ok = phase("starting agents", StartAgents()) && !g_interrupted;
     if (ok) ok = phase("launching ranks", Launch(0, 0)) && !g_interrupted;
     if (ok) {
       rc = Timeline();
@@ -1255,11 +1146,8 @@ int Runner::Run() {
     for (const auto& l : lost_) std::fprintf(stderr, "faultline run: lost %s\n", l.c_str());
     exit_code = rc;
   }
-  if (inventory_)
-    std::fprintf(stderr, "[teardown] reverting, stopping ranks, releasing the agents\n");
-  else
-    std::fprintf(stderr, "[teardown] reverting, stopping agents, removing lab %s\n",
-                 lab_name_.c_str());
+  std::fprintf(stderr, "[teardown] reverting, stopping ranks and agents, releasing %s lab %s\n",
+               std::string(lab_->kind()).c_str(), lab_->name().c_str());
   Teardown(opts_.keep_run_dir && exit_code != kExitPass);
   if (writer_) {
     if (Status st = writer_->Close(Deadline::After(30 * kNsPerSec)); !st.ok()) {
@@ -1283,12 +1171,10 @@ std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
     std::fprintf(stderr,
                  "faultline: run %s was left running by a coordinator that died: marked aborted\n",
                  id.c_str());
-    auto lab = lab::LocalLab::Open(LabNameOf(id));
-    if (lab.ok()) {
-      Status st = (*lab)->Teardown();
+    auto removed = lab::RemoveLeftoverLab(LabNameOf(id));
+    if (!removed.ok() || *removed)
       std::fprintf(stderr, "faultline: removed its lab %s%s\n", LabNameOf(id).c_str(),
-                   st.ok() ? "" : (": " + st.ToUserString()).c_str());
-    }
+                   removed.ok() ? "" : (": " + removed.status().ToUserString()).c_str());
     // Its run directory (token, rendezvous store, sockets) went with nobody either.
     std::error_code ec;
     std::filesystem::remove_all(injectors::StateDir() + "/runs/" + id, ec);

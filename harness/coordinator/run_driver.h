@@ -1,10 +1,12 @@
-// `faultline run`: drives one scenario end to end on the local lab.
+// `faultline run`: drives one scenario end to end on a lab (harness/lab/lab.h: the local lab,
+// an inventory of real hosts, or a Slurm allocation; the driver only sees the Lab contract).
 //
-//   load + validate (scenario, topology, targets, injector parameters; nothing is created
-//   before all of it passed) -> provision the lab -> start one agent per host and a fabric
-//   agent (dial-in over the management network) -> clock sync -> launch ranks -> warm-up ->
-//   fault timeline (seeded plan) -> job end, failure (restart policy) or hang -> stop ranks,
-//   revert faults -> analyse (reports/metrics) -> verdicts -> store -> teardown.
+//   load + validate (scenario, lab file, targets, injector parameters; nothing is created
+//   before all of it passed) -> provision or attach the lab -> control server; the lab starts
+//   its agents (or they dial in) -> clock sync -> launch ranks (rendezvous: a directory or a
+//   TCP store served here) -> warm-up -> fault timeline (seeded plan) -> job end, failure
+//   (restart policy) or hang -> stop ranks, revert faults -> analyse (reports/metrics) ->
+//   verdicts -> store -> teardown.
 //
 // Ctrl-C (SIGINT), SIGTERM or SIGHUP at any point (a restart delay included): revert, stop,
 // tear down, mark the run aborted, exit 130.
@@ -44,7 +46,10 @@ struct RunOptions {
   // ccl.KEY=VALUE; a replay applies the stored run's ones unless given again).
   std::string ccl;
   std::map<std::string, std::string> ccl_options;
-  // Inventory labs speak mutual TLS with the certificates in tls_dir (default: tls/ beside
+  // The lab to run on (a topology or an inventory file), instead of the scenario's `lab:`.
+  // A replay without it reuses the stored run's lab file text.
+  std::string lab_file;
+  // Labs of real hosts speak mutual TLS with the certificates in tls_dir (default: tls/ beside
   // the inventory's token file; docs/control_plane.md); no_tls: token only.
   std::string tls_dir;
   bool no_tls = false;

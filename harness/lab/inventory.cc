@@ -4,10 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "common/yaml_util.h"
+#include "harness/control/certs.h"
+#include "harness/lab/lab_catalog.h"
 #include "harness/lab/topology.h"
+#include "injectors/journal.h"
 #include "injectors/sys.h"
 
 namespace fl::lab {
@@ -39,7 +44,7 @@ bool IsHostName(std::string_view s) {
 
 Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "nic"));
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ifname", "address"}, "nic"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ifname", "address", "touch"}, "nic"));
   FL_ASSIGN_OR_RETURN(nic->name, doc.Get<std::string>(n, "name"));
   if (!IsHostName(nic->name) || nic->name.find("rank") == 0)
     return doc.Error(n["name"], "NIC name '" + nic->name +
@@ -51,6 +56,7 @@ Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   in_addr a;
   if (inet_pton(AF_INET, nic->address.c_str(), &a) != 1)
     return doc.Error(n["address"], "'" + nic->address + "' is not an IPv4 address");
+  FL_ASSIGN_OR_RETURN(nic->touch, doc.GetOr<bool>(n, "touch", true));
   return OkStatus();
 }
 
@@ -109,7 +115,8 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
   const YAML::Node& root = doc.root();
   FL_RETURN_IF_ERROR(doc.ExpectMap(root, "inventory"));
   FL_RETURN_IF_ERROR(doc.CheckKeys(
-      root, {"name", "coordinator", "agent_wait", "rendezvous_dir", "hosts"}, "inventory"));
+      root, {"name", "coordinator", "agent_wait", "rendezvous_dir", "launcher", "hosts"},
+      "inventory"));
   Inventory inv;
   inv.source = source;
   FL_ASSIGN_OR_RETURN(inv.name, doc.Get<std::string>(root, "name"));
@@ -141,6 +148,12 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
   FL_ASSIGN_OR_RETURN(inv.rendezvous_dir, doc.GetOr<std::string>(root, "rendezvous_dir", ""));
   if (!inv.rendezvous_dir.empty() && inv.rendezvous_dir[0] != '/')
     return doc.Error(root["rendezvous_dir"], "rendezvous_dir must be an absolute path");
+  FL_ASSIGN_OR_RETURN(inv.launcher, doc.GetOr<std::string>(root, "launcher", "systemd"));
+  if (inv.launcher != "systemd" && inv.launcher != "slurm")
+    return doc.Error(root["launcher"],
+                     "launcher must be systemd (agents started on the hosts, they dial in) or "
+                     "slurm (the coordinator starts them with srun), not '" +
+                         inv.launcher + "'");
   if (!doc.Has(root, "hosts")) return doc.Error(root, "inventory needs 'hosts'");
   const YAML::Node hosts = root["hosts"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(hosts, "hosts"));
@@ -157,6 +170,7 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
     inv.hosts.push_back(std::move(host));
   }
   if (inv.hosts.empty()) return doc.Error(hosts, "inventory needs at least one host");
+  inv.text = std::string(text);
   return inv;
 }
 
@@ -165,27 +179,145 @@ StatusOr<Inventory> LoadInventory(const std::string& path) {
   return ParseInventory(doc.text(), path);
 }
 
-std::vector<std::string> InventoryFaultKinds() { return {"nic_port_flap", "container_kill"}; }
+std::vector<std::string> InventoryFaultKinds() {
+  return {"nic_port_flap", "link_blackhole", "packet_loss",
+          "bandwidth_throttle", "pfc_storm", "container_kill"};
+}
 
-InventorySite::InventorySite(Inventory inventory, std::string self) : inv_(std::move(inventory)) {
+std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
+  auto c = std::make_unique<harness::StaticFaultCatalog>();
+  static const std::set<std::string> kHostClasses = {"nic", "host", "rail", "container", "rank"};
+  for (const auto& kind : InventoryFaultKinds()) {
+    std::vector<std::string> classes;
+    for (const auto& cls : harness::TargetClassesOfKind(kind))
+      if (kHostClasses.count(cls)) classes.push_back(cls);
+    c->AddKind(kind, std::move(classes));
+  }
+  std::map<std::string, std::vector<std::string>> targets;
+  std::set<size_t> rails;
+  int rank = 0;
+  for (const auto& h : inv.hosts) {
+    bool any = false;
+    for (size_t i = 0; i < h.nics.size(); ++i) {
+      if (!h.nics[i].touch) continue;
+      targets["nic"].push_back(h.name + "." + h.nics[i].name);
+      rails.insert(i);
+      any = true;
+    }
+    if (any) targets["host"].push_back(h.name);
+    for (int g = 0; g < h.ranks; ++g) {
+      targets["container"].push_back(h.name + ".rank" + std::to_string(g));
+      targets["rank"].push_back("rank" + std::to_string(rank++));
+    }
+  }
+  for (size_t r : rails) targets["rail"].push_back("rail" + std::to_string(r));
+  for (auto& [cls, names] : targets) c->AddTargets(cls, std::move(names));
+  return c;
+}
+
+// ---- InventoryLab ------------------------------------------------------------------------
+
+InventoryLab::InventoryLab(Inventory inventory)
+    : inv_(std::move(inventory)), catalog_(HostSideCatalog(inv_)) {}
+
+std::vector<JobHost> InventoryLab::hosts() const {
+  std::vector<JobHost> out;
+  for (const auto& h : inv_.hosts) {
+    JobHost j{h.name, h.ranks, {}};
+    for (const auto& n : h.nics) j.nics.push_back(n.address);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Status InventoryLab::Provision(const LabRun& run) {
+  // The run's folder in a shared rendezvous directory is made by the coordinator and goes
+  // at teardown.
+  if (!inv_.rendezvous_dir.empty()) made_dir_ = inv_.rendezvous_dir + "/" + run.run_id;
+  std::fprintf(stderr, "[provision] inventory %s from %s: %zu real hosts, nothing to build\n",
+               inv_.name.c_str(), inv_.source.c_str(), inv_.hosts.size());
+  return OkStatus();
+}
+
+StatusOr<ControlPlane> InventoryLab::Control(const LabRun& run) {
+  ControlPlane c;
+  c.listen = inv_.listen;
+  c.token_file = inv_.token_file;
+  if (!run.no_tls) c.tls_dir = run.tls_dir.empty() ? harness::DefaultTlsDir(inv_.token_file) : run.tls_dir;
+  return c;
+}
+
+std::vector<std::string> InventoryLab::agent_names() const {
+  std::vector<std::string> names;
+  for (const auto& h : inv_.hosts) names.push_back(h.name);
+  return names;
+}
+
+Rendezvous InventoryLab::RendezvousFor(const LabRun& run) const {
+  Rendezvous r;
+  if (!inv_.rendezvous_dir.empty()) {
+    r.kind = Rendezvous::Kind::kDirectory;
+    r.dir = inv_.rendezvous_dir + "/" + run.run_id;
+    return r;
+  }
+  r.kind = Rendezvous::Kind::kTcp;
+  r.listen = inv_.listen.substr(0, inv_.listen.rfind(':')) + ":0";
+  return r;
+}
+
+Status InventoryLab::Teardown() {
+  if (made_dir_.empty()) return OkStatus();
+  std::error_code ec;
+  std::filesystem::remove_all(made_dir_, ec);
+  if (ec) return UnavailableError("cannot remove " + made_dir_ + ": " + ec.message());
+  made_dir_.clear();
+  return OkStatus();
+}
+
+// ---- InventorySite -----------------------------------------------------------------------
+
+InventorySite::InventorySite(Inventory inventory, std::string self, std::string mgmt_ifname)
+    : inv_(std::move(inventory)), mgmt_ifname_(std::move(mgmt_ifname)) {
   self_ = inv_.FindHost(self);
+}
+
+StatusOr<injectors::ContainerInfo> InventorySite::StartRank(int local_rank,
+                                                            const std::vector<std::string>& argv) {
+  return StartContainer(local_rank, argv);
+}
+
+std::vector<std::string> InventorySite::WorkerDirs() const {
+  std::vector<std::string> dirs = {injectors::StateDir()};
+  if (!inv_.rendezvous_dir.empty()) dirs.push_back(inv_.rendezvous_dir);
+  return dirs;
 }
 
 StatusOr<std::vector<Port>> InventorySite::HostLinks(std::string_view target, PortSide side) const {
   if (side == PortSide::kSwitch)
     return FailedPreconditionError("inventory " + inv_.name + ": '" + std::string(target) +
-                                   "': no switch access on an inventory lab (host-side faults "
-                                   "only: nic_port_flap, container_kill)");
+                                   "': this fault needs the switch side of the link, and a lab "
+                                   "of real hosts has no switch access");
   std::vector<Port> ports;
-  for (const auto& nic : self_->nics) {
+  std::string t(target);
+  for (size_t i = 0; i < self_->nics.size(); ++i) {
+    const InventoryNic& nic = self_->nics[i];
     std::string name = self_->name + "." + nic.name;
-    if (target == self_->name || target == name)
-      ports.push_back(Port{name, "", nic.ifname, "", "", 0, 0});
+    if (t != self_->name && t != name && t != "rail" + std::to_string(i)) continue;
+    if (!nic.touch || (!mgmt_ifname_.empty() && nic.ifname == mgmt_ifname_)) {
+      if (t == name)
+        return FailedPreconditionError(
+            "host " + self_->name + ": " + name + " (" + nic.ifname + ") may not be touched (" +
+            (nic.touch ? "it carries the management network to the coordinator"
+                       : "the inventory says touch: false") +
+            ")");
+      continue;  // a host or rail target covers the NICs that may be touched
+    }
+    ports.push_back(Port{name, "", nic.ifname, "", "", 0, 0});
   }
   if (ports.empty())
-    return NotFoundError("host " + self_->name + ": unknown link target '" + std::string(target) +
-                         "' (use " + self_->name + " or " + self_->name + "." +
-                         self_->nics.front().name + ")");
+    return NotFoundError("host " + self_->name + ": unknown or untouchable link target '" + t +
+                         "' (use " + self_->name + ", " + self_->name + "." +
+                         self_->nics.front().name + " or rail0)");
   return ports;
 }
 
@@ -242,14 +374,15 @@ void InventorySite::RemoveCgroupDir() const {
 }
 
 StatusOr<std::unique_ptr<InventorySite>> OpenInventorySite(const std::string& path,
-                                                           const std::string& host) {
+                                                           const std::string& host,
+                                                           const std::string& mgmt_ifname) {
   FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path));
   if (!inv.FindHost(host)) {
     std::string names;
     for (const auto& h : inv.hosts) names += (names.empty() ? "" : ", ") + h.name;
     return NotFoundError(path + ": no host '" + host + "' (hosts: " + names + ")");
   }
-  return std::make_unique<InventorySite>(std::move(inv), host);
+  return std::make_unique<InventorySite>(std::move(inv), host, mgmt_ifname);
 }
 
 }  // namespace fl::lab

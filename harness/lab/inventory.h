@@ -10,20 +10,27 @@
 //     listen: 10.0.0.254:7070         # where the coordinator listens and agents dial
 //     token_file: /etc/faultline/token  # shared token (0600), the same file on every host
 //   agent_wait: 60s                   # how long to wait for every host's agent
-//   rendezvous_dir: /shared/faultline # a directory every host sees at this path (NFS):
-//                                     # ranks find each other through files there
-//                                     # (default: the coordinator's run directory, which
-//                                     # only works when every host shares its filesystem)
+//   launcher: systemd                 # systemd (default): agents run as a service on the
+//                                     # hosts and dial in; slurm: the coordinator starts them
+//                                     # as one srun step (a SlurmLab on these hosts)
+//   rendezvous_dir: /shared/faultline # optional: a directory every host sees at this path
+//                                     # (NFS) for the ranks to meet in; without it they meet
+//                                     # through a TCP store the coordinator serves
 //   hosts:
 //     - name: node01                  # [a-z0-9_-], unique; targets are node01, node01.nic0
 //       ranks: 8                      # ranks (GPUs) on this host: node01.rank0..7
 //       nics:                         # rail order: NIC i of every host is on rail i
 //         - {name: nic0, ifname: ens1f0np0, address: 10.0.0.1}
+//         - {name: nic1, ifname: ens1f1np1, address: 10.1.0.1, touch: false}
+//                                     # touch: false: ranks use it, no fault may touch it
 //
 // Every host lists the same number of NICs and ranks (rails must line up). On each host the
 // agent runs `faultline-agent --coordinator ADDR --token-file FILE --host NAME --inventory
-// FILE`; it acts on interfaces in its own network namespace and runs ranks in cgroups under
-// <cgroup2>/faultline/inv-<name>-<host>.
+// FILE` (configs/systemd/); it acts on interfaces in its own network namespace and runs ranks
+// in cgroups under <cgroup2>/faultline/inv-<name>-<host>. The interface that carries the
+// agent's route to the coordinator (the management network) is never a target.
+//
+// InventoryLab is the coordinator's Lab for an inventory; InventorySite the agent's Site.
 //
 // Thread-safety: Inventory is a value; InventorySite allows concurrent const calls.
 #pragma once
@@ -34,6 +41,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "harness/lab/lab.h"
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
 
@@ -43,6 +51,7 @@ struct InventoryNic {
   std::string name;  // "nic0": the target is "<host>.<name>"
   std::string ifname;
   std::string address;  // IPv4 the ranks bind to
+  bool touch = true;    // false: no fault may act on it (ranks still use it)
 };
 
 struct InventoryHost {
@@ -57,7 +66,9 @@ struct Inventory {
   std::string listen;      // host:port
   std::string token_file;  // absolute, resolved against the inventory's folder
   Nanos agent_wait_ns = 60 * kNsPerSec;
-  std::string rendezvous_dir;  // empty: the coordinator's run directory
+  std::string rendezvous_dir;  // empty: a TCP store served by the coordinator
+  std::string launcher = "systemd";  // or "slurm"
+  std::string text;                  // the file's text
   std::vector<InventoryHost> hosts;
 
   int world_size() const;
@@ -70,21 +81,67 @@ struct Inventory {
 StatusOr<Inventory> LoadInventory(const std::string& path);
 StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source);
 
-// Fault kinds an inventory lab can take, with their target classes (host-side only).
+// Fault kinds a lab of real hosts can take (host-side only: no switch access).
 std::vector<std::string> InventoryFaultKinds();
+
+// The coordinator's side of an inventory whose agents run as a service and dial in.
+class InventoryLab : public Lab {
+ public:
+  explicit InventoryLab(Inventory inventory);
+
+  std::string_view kind() const override { return "inventory"; }
+  const std::string& name() const override { return inv_.name; }
+  const std::string& source() const override { return inv_.source; }
+  const std::string& text() const override { return inv_.text; }
+  const harness::FaultCatalog& catalog() const override { return *catalog_; }
+  std::vector<JobHost> hosts() const override;
+  Status Provision(const LabRun& run) override;
+  StatusOr<ControlPlane> Control(const LabRun& run) override;
+  Status StartAgents(const AgentLaunch&) override { return OkStatus(); }
+  std::vector<std::string> agent_names() const override;
+  Nanos agent_wait() const override { return inv_.agent_wait_ns; }
+  std::optional<LostAgent> PollLostAgent() override { return std::nullopt; }
+  void StopAgents(Deadline) override {}
+  Rendezvous RendezvousFor(const LabRun& run) const override;
+  Status Teardown() override;
+
+  const Inventory& inventory() const { return inv_; }
+
+ private:
+  Inventory inv_;
+  std::unique_ptr<harness::FaultCatalog> catalog_;
+  std::string made_dir_;  // a rendezvous folder this lab made (removed at teardown)
+};
+
+// The catalog of a lab of real hosts: host-side kinds; targets host, nic (touchable NICs),
+// rail, container, rank.
+std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inventory);
 
 // The hosts of an inventory as a Fabric and a place to run containers. `self` is the host this
 // process serves (its interfaces are in the caller's namespace); targets on other hosts are
-// NotFound here (their own agent resolves them).
-class InventorySite : public injectors::Fabric {
+// NotFound here (their own agent resolves them). Gray faults act on the host's own NICs.
+class InventorySite : public Site, public injectors::Fabric {
  public:
-  InventorySite(Inventory inventory, std::string self);
+  // mgmt_ifname: the interface that carries the route to the coordinator ("" = unknown);
+  // never a target.
+  InventorySite(Inventory inventory, std::string self, std::string mgmt_ifname = "");
 
+  // Site.
+  const std::string& host() const override { return self_->name; }
+  const injectors::Fabric& fabric() const override { return *this; }
+  int ranks() const override { return self_->ranks; }
+  StatusOr<injectors::ContainerInfo> StartRank(int local_rank,
+                                               const std::vector<std::string>& argv) override;
+  std::vector<std::string> WorkerDirs() const override;
+  void Close() override { RemoveCgroupDir(); }
+
+  // Fabric.
   StatusOr<std::vector<injectors::Port>> HostLinks(std::string_view target,
                                                    injectors::PortSide side) const override;
   StatusOr<std::vector<injectors::Port>> Uplinks(std::string_view target) const override;
   StatusOr<std::vector<injectors::Port>> UpstreamOf(const injectors::Port& port) const override;
   StatusOr<injectors::ContainerRef> Container(std::string_view target) const override;
+  injectors::PortSide GrayFaultSide() const override { return injectors::PortSide::kHost; }
 
   // Starts rank `local_rank` of this host in a container (cgroup; the host's own network).
   StatusOr<injectors::ContainerInfo> StartContainer(int local_rank,
@@ -98,10 +155,12 @@ class InventorySite : public injectors::Fabric {
  private:
   Inventory inv_;
   const InventoryHost* self_ = nullptr;
+  std::string mgmt_ifname_;
 };
 
 // Opens the site for `host`: NotFound when the inventory has no such host.
 StatusOr<std::unique_ptr<InventorySite>> OpenInventorySite(const std::string& path,
-                                                           const std::string& host);
+                                                           const std::string& host,
+                                                           const std::string& mgmt_ifname = "");
 
 }  // namespace fl::lab

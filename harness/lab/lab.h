@@ -30,6 +30,10 @@
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
 
+namespace CLI {
+class App;
+}
+
 namespace fl::lab {
 
 // One host of the job, as the coordinator sees it. Hosts are in rank order: the ranks of a
@@ -71,7 +75,12 @@ struct AgentLaunch {
 // The run a lab is provisioned for.
 struct LabRun {
   std::string run_id;
-  std::string run_dir;
+  std::string run_dir;   // this run's directory on the coordinator's machine
+  std::string lab_name;  // names a LocalLab's objects ("fl" + the run id's tail)
+  // Control-plane options from the command line: mutual TLS with the certificates in tls_dir
+  // (default: the lab's own), or no TLS at all. A lab that cannot honour them says so.
+  std::string tls_dir;
+  bool no_tls = false;
 };
 
 class Lab {
@@ -91,7 +100,12 @@ class Lab {
   // The hosts of the job (rank order). Names and rank counts are known after OpenLab (a
   // Slurm allocation's node names only after Provision); NIC addresses after Provision.
   virtual std::vector<JobHost> hosts() const = 0;
+  // Whether this lab can run the job at all (InvalidArgument saying why not).
+  virtual Status CheckJob(const harness::JobSpec&) const { return OkStatus(); }
 
+  // Whether this process can run the lab at all (the local lab needs root), checked before
+  // a run is recorded.
+  virtual Status Preflight() const { return OkStatus(); }
   // Builds the lab (LocalLab) or attaches to it (an allocation, real hosts). Prints progress
   // lines to stderr. On failure removes what it made.
   virtual Status Provision(const LabRun& run) = 0;
@@ -108,7 +122,12 @@ class Lab {
   // loss shows as a lapsed session).
   struct LostAgent {
     std::string name;
-    std::string how;  // "exit 1", "signal 9"
+    std::string how;  // "exit 1", "killed by signal 9"
+    // When the lab could revert the dead agent's faults from its journal (a LocalLab: same
+    // machine): the handle ids reverted, and what failed. Otherwise recovered is false.
+    bool recovered = false;
+    std::vector<std::string> reverted;
+    std::vector<std::string> failed;
   };
   virtual std::optional<LostAgent> PollLostAgent() = 0;
   // Ends the agents this lab started (after they were asked to shut down): waits up to the
@@ -137,6 +156,10 @@ struct LabSource {
 // nothing outside the process is touched.
 StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::string& lab_name);
 
+// A lab a dead coordinator left behind on this machine (a LocalLab named lab_name): removed.
+// False when there is none.
+StatusOr<bool> RemoveLeftoverLab(const std::string& lab_name);
+
 // ---- agent side ------------------------------------------------------------------------
 
 class Site {
@@ -156,17 +179,31 @@ class Site {
   virtual std::vector<std::string> WorkerDirs() const = 0;
   // After every rank is gone: removes what the site made for them (its cgroup folder).
   virtual void Close() = 0;
+  // True when every object of the site was made for the harness (a LocalLab's namespaces):
+  // an agent without a policy file may then apply any fault. Real hosts are default-deny.
+  virtual bool disposable() const { return false; }
 };
 
 // What an agent was told on its command line about where it runs.
 struct SiteOptions {
-  std::string host;       // --host (for Slurm: empty = SLURMD_NODENAME)
+  std::string host;         // --host (for Slurm: empty = SLURMD_NODENAME)
+  std::string coordinator;  // --coordinator: the interface routing there is never a target
   std::string local_lab;  // --lab NAME: a host (or "fabric") of a LocalLab on this machine
   std::string inventory;  // --inventory FILE: a host of an inventory
   // --slurm-nics / --slurm-ranks: a node of a `lab: {slurm: ...}` lab (no file on the node).
   std::vector<std::string> slurm_nics;
   int slurm_ranks = 0;
+
+  // Whether the options name any site at all.
+  bool named() const { return !local_lab.empty() || !inventory.empty() || !slurm_nics.empty(); }
+  // Labs of real hosts speak mutual TLS unless told otherwise; a local lab's agents use the
+  // run's own token.
+  bool tls_by_default() const { return local_lab.empty(); }
 };
+
+// The command-line flags that say where an agent runs (--lab, --inventory, --slurm-nics,
+// --slurm-ranks), added to the agent's CLI11 app.
+void AddSiteFlags(CLI::App& app, SiteOptions* options);
 
 // Opens the site the options name; InvalidArgument when they name none or two.
 StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& options);

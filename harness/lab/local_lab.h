@@ -11,6 +11,8 @@
 // destroyed (labs outlive the CLI process); use LabGuard for scoped labs.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,7 +53,7 @@ struct LabDescription {
   std::vector<NodeInfo> nodes;
 };
 
-class LocalLab : public injectors::Fabric {
+class LocalLab : public Lab, public injectors::Fabric {
  public:
   // A lab to be provisioned from topology; lab_name empty: the topology's name.
   static StatusOr<std::unique_ptr<LocalLab>> Create(const Topology& topology,
@@ -61,13 +63,14 @@ class LocalLab : public injectors::Fabric {
   // Names of labs with a state file.
   static std::vector<std::string> List();
 
-  const std::string& name() const { return plan_.lab; }
+  const std::string& name() const override { return plan_.lab; }
+  // Builds the lab under its current name.
   Status Provision();
   StatusOr<LabDescription> Describe() const;
   StatusOr<injectors::CommandResult> RunInHost(const std::string& host,
                                                const std::vector<std::string>& argv,
                                                Nanos timeout) const;
-  Status Teardown();
+  Status Teardown() override;
   const injectors::Fabric& fabric() const { return *this; }
 
   // Runs argv in host with the caller's stdin/stdout/stderr; returns its exit code (128+sig
@@ -77,6 +80,25 @@ class LocalLab : public injectors::Fabric {
   // Starts rank local_rank of host as a container ("h0.rank1"); the caller reaps init_pid.
   StatusOr<injectors::ContainerInfo> StartContainer(const std::string& host, int local_rank,
                                                     const std::vector<std::string>& argv);
+
+  // Lab (local_lab_run.cc): the coordinator's side of a run on this lab. Provision(run)
+  // renames the lab to run.lab_name and builds it; the agents are started by the coordinator
+  // in the hosts' namespaces (and one fabric agent in the root namespace) and ended by pid.
+  std::string_view kind() const override { return "local"; }
+  const std::string& source() const override { return topology_.source; }
+  const std::string& text() const override { return topology_.text; }
+  const harness::FaultCatalog& catalog() const override;
+  std::vector<JobHost> hosts() const override;
+  Status CheckJob(const harness::JobSpec& job) const override;
+  Status Preflight() const override;
+  Status Provision(const LabRun& run) override;
+  StatusOr<ControlPlane> Control(const LabRun& run) override;
+  Status StartAgents(const AgentLaunch& launch) override;
+  std::vector<std::string> agent_names() const override;
+  Nanos agent_wait() const override { return 30 * kNsPerSec; }
+  std::optional<LostAgent> PollLostAgent() override;
+  void StopAgents(Deadline deadline) override;
+  Rendezvous RendezvousFor(const LabRun& run) const override;
 
   // Fabric.
   StatusOr<std::vector<injectors::Port>> HostLinks(std::string_view target,
@@ -101,6 +123,12 @@ class LocalLab : public injectors::Fabric {
   Topology topology_;
   LabPlan plan_;
   int mgmt_index_ = 0;
+  mutable std::unique_ptr<harness::FaultCatalog> catalog_;
+  struct AgentProc {
+    std::string name;
+    pid_t pid = -1;
+  };
+  std::vector<AgentProc> agents_;
 };
 
 // Tears a lab down when it goes out of scope (tests, benchmarks).

@@ -18,7 +18,13 @@ namespace fl::harness {
 struct LabSpec {
   std::string topology;   // path of a topology file (configs/labs/...), resolved to absolute
   std::string inventory;  // or: path of an inventory of real hosts whose agents dial in
-  std::string where;      // file:line:col of the lab section, for later errors
+  std::string slurm_yaml;  // or: the inline `slurm:` section (a Slurm allocation), as YAML
+  // The lab file the run uses: topology or inventory, or --lab FILE (which replaces the
+  // scenario's lab); empty for an inline slurm section.
+  std::string file;
+  // The text of `file` when it is not to be read (a replay uses the stored run's).
+  std::string file_text;
+  std::string where;  // file:line:col of the lab section (or "--lab"), for later errors
 };
 
 struct JobSpec {

@@ -32,11 +32,18 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"topology", "inventory"}, "lab"));
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "lab"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"topology", "inventory", "slurm"}, "lab"));
   FL_ASSIGN_OR_RETURN(lab->topology, doc.GetOr<std::string>(n, "topology", ""));
   FL_ASSIGN_OR_RETURN(lab->inventory, doc.GetOr<std::string>(n, "inventory", ""));
-  if (lab->topology.empty() == lab->inventory.empty())
-    return doc.Error(n, "lab needs exactly one of 'topology' (a local lab) or 'inventory'");
+  if (doc.Has(n, "slurm")) {
+    FL_RETURN_IF_ERROR(doc.ExpectMap(n["slurm"], "slurm"));
+    lab->slurm_yaml = YAML::Dump(n["slurm"]);
+  }
+  if (!lab->topology.empty() + !lab->inventory.empty() + !lab->slurm_yaml.empty() != 1)
+    return doc.Error(n,
+                     "lab needs exactly one of 'topology' (a local lab), 'inventory' (real hosts) "
+                     "or 'slurm' (an allocation); --lab FILE replaces it");
   lab->where = doc.Where(n);
   return OkStatus();
 }
@@ -235,6 +242,13 @@ std::string CheckCclOptions(const std::string& ccl,
   return {};
 }
 
+void ApplyLabOverride(Scenario& scenario, const std::string& lab_file) {
+  if (lab_file.empty()) return;
+  scenario.lab = LabSpec{};
+  scenario.lab.file = lab_file;
+  scenario.lab.where = "--lab " + lab_file;
+}
+
 Status ApplyCclOverrides(Scenario& scenario, const std::string& ccl,
                          const std::map<std::string, std::string>& options) {
   if (!ccl.empty() && ccl != scenario.job.ccl) {
@@ -278,6 +292,7 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
   FL_RETURN_IF_ERROR(ParseLab(doc, root["lab"], &s.lab));
   s.lab.topology = ResolvePath(s.lab.topology, name);
   s.lab.inventory = ResolvePath(s.lab.inventory, name);
+  s.lab.file = s.lab.topology.empty() ? s.lab.inventory : s.lab.topology;
   if (!doc.Has(root, "job")) return doc.Error(root, "missing required key 'job'");
   FL_RETURN_IF_ERROR(ParseJob(doc, root["job"], &s.job));
   if (doc.Has(root, "faults")) {

@@ -91,4 +91,9 @@ std::string CheckCclOptions(const std::string& ccl,
 Status ApplyCclOverrides(Scenario& scenario, const std::string& ccl,
                          const std::map<std::string, std::string>& options);
 
+// `--lab FILE` (run, replay, suite): the scenario runs on the lab that FILE describes (a
+// topology or an inventory) instead of its own `lab:`. Nothing is read here; an empty path
+// changes nothing.
+void ApplyLabOverride(Scenario& scenario, const std::string& lab_file);
+
 }  // namespace fl::harness

@@ -31,6 +31,11 @@ struct RunRecord {
   std::string scenario_name;
   std::string scenario_text;  // the scenario file as run, verbatim
   std::string scenario_hash;  // filled by Store::CreateRun when empty (SHA-256 hex of the text)
+  // The lab it ran on: the file (topology or inventory), its text verbatim, and its hash
+  // (filled when empty and the text is not). Empty for runs stored before schema version 3.
+  std::string lab_source;
+  std::string lab_text;
+  std::string lab_hash;
   uint64_t seed = 0;
   std::string git_revision;
   RunStatus status = RunStatus::kRunning;

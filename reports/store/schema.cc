@@ -105,7 +105,15 @@ CREATE TABLE run_tags (
 CREATE INDEX run_tags_by_key ON run_tags (key, value);
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2};
+// Version 3: the lab a run ran on (its file, text and hash), beside the scenario's, so that a
+// replay or a comparison knows the lab too (faultline run --lab FILE).
+constexpr std::string_view kV3 = R"sql(
+ALTER TABLE runs ADD COLUMN lab_source TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN lab_text TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN lab_hash TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3};
 
 }  // namespace
 

@@ -16,7 +16,8 @@ namespace {
 
 constexpr std::string_view kRunColumns =
     "id, scenario_name, scenario_text, scenario_hash, seed, git_revision, status, "
-    "start_wall_ns, end_wall_ns, message, coordinator_pid, coordinator_host";
+    "start_wall_ns, end_wall_ns, message, coordinator_pid, coordinator_host, lab_source, "
+    "lab_text, lab_hash";
 
 StatusOr<RunRecord> ReadRunRow(const sql::Stmt& st) {
   RunRecord r;
@@ -32,6 +33,9 @@ StatusOr<RunRecord> ReadRunRow(const sql::Stmt& st) {
   r.message = st.Text(9);
   r.coordinator_pid = st.Int(10);
   r.coordinator_host = st.Text(11);
+  r.lab_source = st.Text(12);
+  r.lab_text = st.Text(13);
+  r.lab_hash = st.Text(14);
   return r;
 }
 
@@ -162,7 +166,7 @@ Status Store::CreateRun(const RunRecord& run) {
   FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
   FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO runs (" + std::string(kRunColumns) +
                                             ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                                            "?10, ?11, ?12)"));
+                                            "?10, ?11, ?12, ?13, ?14, ?15)"));
   st.Bind(1, run.id)
       .Bind(2, run.scenario_name)
       .Bind(3, run.scenario_text)
@@ -174,7 +178,11 @@ Status Store::CreateRun(const RunRecord& run) {
       .Bind(9, run.end_wall_ns)
       .Bind(10, run.message)
       .Bind(11, run.coordinator_pid)
-      .Bind(12, run.coordinator_host);
+      .Bind(12, run.coordinator_host)
+      .Bind(13, run.lab_source)
+      .Bind(14, run.lab_text)
+      .Bind(15, run.lab_hash.empty() && !run.lab_text.empty() ? ScenarioHash(run.lab_text)
+                                                              : run.lab_hash);
   if (Status s = st.Run(); !s.ok()) return s.Prepend("creating run " + run.id);
   FL_ASSIGN_OR_RETURN(
       auto tag, db_->Prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)"));

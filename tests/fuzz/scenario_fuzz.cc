@@ -4,7 +4,7 @@
 // Seeds: configs/scenarios/.
 #include <memory>
 
-#include "harness/coordinator/lab_catalog.h"
+#include "harness/lab/lab_catalog.h"
 #include "harness/lab/topology.h"
 #include "harness/scenario/plan.h"
 #include "harness/scenario/scenario_loader.h"

@@ -1,4 +1,4 @@
-#include "harness/coordinator/lab_catalog.h"
+#include "harness/lab/lab_catalog.h"
 
 #include <algorithm>
 #include <set>

@@ -1,0 +1,173 @@
+// LocalLab as a Lab (lab.h): what a run on the embedded lab needs from it besides the
+// namespaces themselves (local_lab.cc).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/log.h"
+#include "common/process.h"
+#include "harness/control/auth.h"
+#include "harness/lab/lab_catalog.h"
+#include "harness/lab/local_lab.h"
+#include "injectors/injector.h"
+#include "injectors/journal.h"
+
+namespace fl::lab {
+
+const harness::FaultCatalog& LocalLab::catalog() const {
+  if (!catalog_) {
+    injectors::InjectorRegistry registry("injector");
+    injectors::RegisterBuiltinInjectors(registry).IgnoreError();
+    // Target names do not depend on the lab's name or management subnet.
+    catalog_ = std::make_unique<harness::LabFaultCatalog>(
+        topology_, PlanLab(topology_, "check", 0), registry.Names());
+  }
+  return *catalog_;
+}
+
+std::vector<JobHost> LocalLab::hosts() const {
+  std::vector<JobHost> out;
+  for (int h = 0; h < topology_.hosts; ++h) {
+    JobHost j{"h" + std::to_string(h), topology_.gpus_per_host, {}};
+    for (const auto& l : plan_.links)
+      if (l.kind == LinkKind::kHost && l.a_node == j.name && !l.a_addr.empty())
+        j.nics.push_back(l.a_addr.substr(0, l.a_addr.find('/')));
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Status LocalLab::CheckJob(const harness::JobSpec& job) const {
+  if (job.ccl == "nccl")
+    return InvalidArgumentError("ccl nccl needs GPUs; the local lab runs CPU ranks");
+  return OkStatus();
+}
+
+Status LocalLab::Preflight() const {
+  if (geteuid() != 0)
+    return FailedPreconditionError("the local lab needs root (network namespaces, cgroups)");
+  return OkStatus();
+}
+
+StatusOr<bool> RemoveLeftoverLab(const std::string& lab_name) {
+  auto lab = LocalLab::Open(lab_name);
+  if (!lab.ok()) return false;
+  FL_RETURN_IF_ERROR((*lab)->Teardown());
+  return true;
+}
+
+Status LocalLab::Provision(const LabRun& run) {
+  if (!run.lab_name.empty()) {
+    if (!IsValidLabName(run.lab_name))
+      return InvalidArgumentError("lab name '" + run.lab_name + "' must be 1-10 characters [a-z0-9]");
+    plan_ = PlanLab(topology_, run.lab_name, mgmt_index_);
+  }
+  std::fprintf(stderr, "[provision] lab %s from %s\n", plan_.lab.c_str(), topology_.source.c_str());
+  return Provision();
+}
+
+StatusOr<ControlPlane> LocalLab::Control(const LabRun& run) {
+  if (!run.tls_dir.empty())
+    return InvalidArgumentError(
+        "--tls-dir is for labs of real hosts; the local lab's agents use the run's own token");
+  ControlPlane c;
+  const std::string& mgmt = plan_.root_mgmt_addr;
+  c.listen = mgmt.substr(0, mgmt.find('/')) + ":0";
+  c.token_file = run.run_dir + "/token";
+  FL_RETURN_IF_ERROR(harness::CreateTokenFile(c.token_file).status());
+  return c;
+}
+
+std::vector<std::string> LocalLab::agent_names() const {
+  std::vector<std::string> names;
+  for (int h = 0; h < topology_.hosts; ++h) names.push_back("h" + std::to_string(h));
+  names.push_back("fabric");
+  return names;
+}
+
+Status LocalLab::StartAgents(const AgentLaunch& launch) {
+  std::fprintf(stderr, "[agents] starting %d agents\n", topology_.hosts + 1);
+  for (const std::string& host : agent_names()) {
+    const bool fabric = host == "fabric";
+    ProcessSpec spec;
+    spec.argv = {launch.bin_dir + "/faultline-agent",
+                 "--coordinator",
+                 launch.coordinator,
+                 "--token-file",
+                 launch.token_file,
+                 "--host",
+                 host,
+                 "--lab",
+                 plan_.lab,
+                 "--run-dir",
+                 launch.run_dir,
+                 "--worker",
+                 launch.bin_dir + "/faultline-worker"};
+    if (!launch.policy_path.empty()) spec.argv.insert(spec.argv.end(), {"--policy", launch.policy_path});
+    // Only the network namespace changes: the agent keeps the machine's /sys and cgroup
+    // mounts, which it needs for containers (ip netns exec would remount /sys).
+    spec.netns = fabric ? "" : NetnsOf(host);
+    // Its own session: a Ctrl-C meant for the coordinator must not kill the agents before
+    // they revert (the coordinator stops them itself).
+    spec.new_session = true;
+    // Agents log warnings and errors only, unless the user chose a level: the coordinator's
+    // progress lines are what a person reads.
+    spec.env = CleanEnvironment(std::getenv("FAULTLINE_LOG")
+                                    ? std::vector<std::string>{}
+                                    : std::vector<std::string>{"FAULTLINE_LOG=warn"});
+    auto proc = fl::Spawn(spec);
+    if (!proc.ok()) {
+      Status s = proc.status();
+      return Status(s.code(), "cannot start agent " + host + ": " + s.message());
+    }
+    agents_.push_back({host, proc->pid()});
+  }
+  return OkStatus();
+}
+
+// A dead agent cannot revert what it holds, but the journal it wrote before applying each
+// fault can: its entries now have a dead owner, and are reverted (and verified) here at once,
+// as a restarted agent would at start-up, instead of waiting for the lab's teardown.
+std::optional<Lab::LostAgent> LocalLab::PollLostAgent() {
+  for (AgentProc& a : agents_) {
+    if (a.pid <= 0) continue;
+    int status = 0;
+    if (waitpid(a.pid, &status, WNOHANG) != a.pid) continue;
+    a.pid = -1;
+    LostAgent lost;
+    lost.name = a.name;
+    lost.how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                   : "exit " + std::to_string(WEXITSTATUS(status));
+    injectors::InjectorRegistry registry("injector");
+    if (Status st = injectors::RegisterBuiltinInjectors(registry); st.ok()) {
+      injectors::RecoveryReport rec = injectors::FaultJournal().RecoverDead(registry);
+      lost.recovered = true;
+      lost.reverted = rec.reverted;
+      lost.failed = rec.failed;
+    } else {
+      lost.failed.push_back(st.ToUserString());
+    }
+    return lost;
+  }
+  return std::nullopt;
+}
+
+void LocalLab::StopAgents(Deadline deadline) {
+  for (AgentProc& a : agents_) {
+    if (a.pid <= 0) continue;
+    if (!WaitExit(a.pid, deadline).ok()) Stop(a.pid, 5 * kNsPerSec);
+    a.pid = -1;
+  }
+  agents_.clear();
+}
+
+Rendezvous LocalLab::RendezvousFor(const LabRun& run) const {
+  Rendezvous r;
+  r.kind = Rendezvous::Kind::kDirectory;
+  r.dir = run.run_dir + "/store";
+  return r;
+}
+
+}  // namespace fl::lab
