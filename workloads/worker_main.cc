@@ -1,6 +1,6 @@
-// faultline-worker: one rank of a resilience job. Joins its group through a file-store
-// rendezvous, runs a workload over a CCL, and streams one sample per iteration plus the CCL's
-// events as JSON lines to its agent (a Unix socket) or to stdout.
+// faultline-worker: one rank of a resilience job. Joins its group through a rendezvous store
+// (a directory, or a TcpStoreServer: --store), runs a workload over a CCL, and streams one sample
+// per iteration plus the CCL's events as JSON lines to its agent (a Unix socket) or to stdout.
 //
 // Exit codes: 0 the loop completed (mismatches, if any, are in the samples), 1 a collective
 // failed (the communicator broke: fail-stop), 2 bad arguments, 3 could not join the group.
@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
+#include "ccl_under_test/api/launch_env.h"
 #include "ccl_under_test/api/rendezvous.h"
 #include "ccl_under_test/tools/ccl_builtin.h"
 #include "common/log.h"
@@ -45,7 +48,8 @@ int WorkerMain(int argc, char** argv) {
       "Runs a workload over a collective library and reports a sample per iteration.\n\n"
       "Exit codes: 0 completed, 1 a collective failed, 2 bad arguments, 3 could not join."};
   int rank = 0, world = 1;
-  std::string job_id = "job", store_dir, ccl_name = "ftccl", workload_name = "allreduce_loop";
+  std::string job_id = "job", store_dir, store_spec, store_token_file, ccl_name = "ftccl",
+              workload_name = "allreduce_loop";
   std::string size = "16MiB", dtype = "float32", duration = "0", telemetry, coll_timeout = "10s",
               init_timeout = "30s", compute = "20ms";
   std::vector<std::string> nics = {"127.0.0.1"};
@@ -53,11 +57,23 @@ int WorkerMain(int argc, char** argv) {
   bool no_failover = false;
   std::string wc_device = "auto";
   std::vector<std::string> ccl_options;
-  app.add_option("--rank", rank, "this rank")->required();
-  app.add_option("--world-size", world, "number of ranks in the job")->required();
+  auto* rank_opt = app.add_option(
+      "--rank", rank,
+      "this rank (default: from the launcher: FL_RANK, RANK, OMPI_COMM_WORLD_RANK or "
+      "SLURM_PROCID; see docs/ftccl.md)");
+  auto* world_opt = app.add_option("--world-size", world,
+                                   "number of ranks in the job (default: from the launcher)");
   app.add_option("--job-id", job_id, "job id: keys in the rendezvous store")->capture_default_str();
-  app.add_option("--store-dir", store_dir, "rendezvous directory shared by all ranks")->required();
-  app.add_option("--nics", nics, "local NIC addresses, one per rail, rail order")->delimiter(',');
+  auto* store_opt = app.add_option(
+      "--store", store_spec, "rendezvous store: tcp://HOST:PORT (with --store-token-file) or DIR");
+  app.add_option("--store-token-file", store_token_file,
+                 "file holding the tcp:// store's shared token (0600)");
+  auto* dir_opt = app.add_option("--store-dir", store_dir,
+                                 "rendezvous directory shared by all ranks (= --store DIR)");
+  store_opt->excludes(dir_opt);
+  app.add_option("--nics", nics,
+                 "local NICs, one per rail, rail order: IPv4 addresses or interface names")
+      ->delimiter(',');
   app.add_option("--ccl", ccl_name, "collective library: ftccl | gloo | nccl")
       ->capture_default_str();
   app.add_option("--workload", workload_name, "allreduce_loop | training_step | moe_alltoall")
@@ -87,7 +103,30 @@ int WorkerMain(int argc, char** argv) {
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
   CLI11_PARSE(app, argc, argv);
+  auto bad_args = [](const Status& st) {
+    std::fprintf(stderr, "faultline-worker: %s\n", st.message().c_str());
+    return 2;
+  };
+  auto who =
+      ccl::ResolveRank(rank_opt->count() ? std::optional<int>(rank) : std::nullopt,
+                       world_opt->count() ? std::optional<int>(world) : std::nullopt,
+                       [](const char* n) { return static_cast<const char*>(std::getenv(n)); });
+  if (!who.ok()) {
+    if (who.status().code() == Code::kNotFound)
+      return bad_args(
+          InvalidArgumentError("give --rank and --world-size, or start it under a launcher (" +
+                               who.status().message() + ")"));
+    return bad_args(who.status());
+  }
+  rank = who->rank;
+  world = who->world_size;
   log::SetContext({"", "", rank});
+  if (store_opt->count() == 0 && dir_opt->count() == 0)
+    return bad_args(InvalidArgumentError("give --store SPEC or --store-dir DIR"));
+  auto store = ccl::OpenStore(store_opt->count() ? store_spec : store_dir, store_token_file);
+  if (!store.ok()) return bad_args(store.status());
+  auto nic_addrs = ccl::ResolveNics(nics);
+  if (!nic_addrs.ok()) return bad_args(nic_addrs.status());
 
   workloads::WorkloadConfig wc;
   auto bytes = ParseBytes(size);
@@ -151,13 +190,12 @@ int WorkerMain(int argc, char** argv) {
     setenv(env.c_str(), kv.substr(eq + 1).c_str(), /*overwrite=*/1);
   }
 
-  ccl::FileStore store(store_dir);
   ccl::CommConfig cfg;
   cfg.rank = rank;
   cfg.world_size = world;
   cfg.job_id = job_id;
-  cfg.store = &store;
-  cfg.nics = nics;
+  cfg.store = store->get();
+  cfg.nics = *nic_addrs;
   cfg.init_timeout = *it;
   cfg.failover = !no_failover;
   cfg.events = &sink;

@@ -6,8 +6,9 @@
 //   FileStore    a directory (shared by all ranks: one machine, or namespaces on one machine,
 //                or a shared filesystem); one file per key, written atomically by rename
 //   MemoryStore  in-process, for ranks that run as threads (tests, ftccl-perf --ranks)
+//   TcpStore     a TcpStoreServer over TCP, for hosts that share no filesystem (tcp_store.h)
 //
-// Thread-safety: both stores may be used from several threads.
+// Thread-safety: all stores may be used from several threads.
 // Blocking: Get waits for the key until its deadline, never longer.
 #pragma once
 
@@ -54,6 +55,13 @@ class FileStore : public Store {
   std::string PathOf(const std::string& key) const;
   std::string dir_;
 };
+
+// The store a rank's --store SPEC names: "tcp://HOST:PORT" is a TcpStore authenticated with
+// the token in token_file (required there); "file://DIR" or a plain DIR is a FileStore
+// (token_file must then be empty). InvalidArgument for an empty spec, an unknown scheme, a
+// bad address; the token file's errors (missing, empty) as ReadStoreToken gives them.
+// Nothing is contacted here: the first Set or Get dials.
+StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& spec, const std::string& token_file);
 
 // Every rank sets "<prefix>/<rank>" and waits for all the others: a simple store barrier.
 Status StoreBarrier(Store& store, const std::string& prefix, int rank, int world_size,

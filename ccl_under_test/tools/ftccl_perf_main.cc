@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
+#include "ccl_under_test/api/launch_env.h"
 #include "ccl_under_test/ftccl/device_info.h"
 #include "ccl_under_test/tools/perf.h"
 #include "common/log.h"
@@ -24,16 +26,16 @@ int PerfMain(int argc, char** argv) {
       "ftccl-perf: collective benchmark with correctness check (nccl-tests style).\n"
       "Prints size, time, algbw, busbw and #wrong per message size.\n"
       "All ranks in this process: --ranks N --nics K (loopback NICs 127.0.<k+1>.<rank+1>).\n"
-      "One process per rank: --rank R --world-size N --rendezvous DIR --nic-addrs A,B\n"
-      "(or FL_RANK, FL_WORLD_SIZE, FL_RENDEZVOUS, FL_JOB_ID, FL_NICS)."};
+      "One process per rank: --rank R --world-size N --store tcp://HOST:PORT\n"
+      "--store-token-file F (or --rendezvous DIR) --nic-addrs A,B (addresses or interfaces).\n"
+      "Rank and size default to the launcher's variables (Slurm, torchrun, mpirun, or\n"
+      "FL_RANK/FL_WORLD_SIZE); also FL_RENDEZVOUS, FL_JOB_ID, FL_NICS."};
   bool devices = false;
   fl::ccl::PerfOptions o;
   std::string min_b = "8", max_b = "64MiB", coll = "allreduce", dtype = "float32", op = "sum";
   std::string json_path, memory = "host", nics_csv = Env("FL_NICS"), timeout = "60s";
   int check = 1;
   bool no_failover = false;
-  o.rank = std::atoi(Env("FL_RANK", "0").c_str());
-  o.world_size = std::atoi(Env("FL_WORLD_SIZE", "1").c_str());
   o.rendezvous_dir = Env("FL_RENDEZVOUS");
   o.job_id = Env("FL_JOB_ID", "perf");
   app.add_flag("--devices", devices,
@@ -58,14 +60,26 @@ int PerfMain(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the results as JSON to this file ('-' = stdout)");
   app.add_option("--ranks", o.ranks, "run N ranks as threads of this process (loopback)");
   app.add_option("--nics", o.nics, "loopback NICs per rank with --ranks");
-  app.add_option("--rank", o.rank, "this process's rank (external launcher)");
-  app.add_option("--world-size", o.world_size, "number of ranks (external launcher)");
-  app.add_option("--rendezvous", o.rendezvous_dir, "rendezvous directory shared by the ranks");
+  auto* rank_opt =
+      app.add_option("--rank", o.rank, "this process's rank (default: the launcher's variables)");
+  auto* world_opt = app.add_option("--world-size", o.world_size,
+                                   "number of ranks (default: the launcher's variables)");
+  auto* rdv_opt = app.add_option("--rendezvous,--store-dir", o.rendezvous_dir,
+                                 "rendezvous directory shared by the ranks");
+  auto* store_opt = app.add_option("--store", o.store_spec,
+                                   "rendezvous store: tcp://HOST:PORT (with --store-token-file) "
+                                   "or a directory");
+  store_opt->excludes(rdv_opt);
+  app.add_option("--store-token-file", o.store_token_file,
+                 "file holding the tcp:// store's shared token (0600)");
   app.add_option("--job-id", o.job_id, "job id (keys in the rendezvous)");
-  app.add_option("--nic-addrs", nics_csv, "this rank's NIC addresses, rail order, comma-separated");
+  app.add_option("--nic-addrs", nics_csv,
+                 "this rank's NICs, rail order, comma-separated: IPv4 addresses or interface "
+                 "names");
   app.add_option("--events", o.events_path, "append the CCL's events as JSON lines to this file");
   app.add_option("--progress", o.progress_path, "append one line per finished iteration");
   CLI11_PARSE(app, argc, argv);
+  if (store_opt->count() && !rdv_opt->count()) o.rendezvous_dir.clear();  // FL_RENDEZVOUS
   if (devices) {
     std::fputs(fl::ccl::ftccl::DescribeDevices().c_str(), stdout);
     return 0;
@@ -105,6 +119,24 @@ int PerfMain(int argc, char** argv) {
         cur.push_back(ch);
       }
     }
+  }
+  if (o.ranks == 0) {
+    auto who = fl::ccl::ResolveRank(
+        rank_opt->count() ? std::optional<int>(o.rank) : std::nullopt,
+        world_opt->count() ? std::optional<int>(o.world_size) : std::nullopt,
+        [](const char* n) { return static_cast<const char*>(std::getenv(n)); });
+    if (who.ok()) {
+      o.rank = who->rank;
+      o.world_size = who->world_size;
+    } else if (who.status().code() == fl::Code::kNotFound) {
+      o.rank = 0;  // no launcher: a single process
+      o.world_size = 1;
+    } else {
+      return fail(fl::InvalidArgumentError(who.status().message()));
+    }
+    auto resolved = fl::ccl::ResolveNics(o.nic_addrs);
+    if (!resolved.ok()) return fail(resolved.status());
+    o.nic_addrs = *resolved;
   }
   bool print = o.ranks > 0 || o.rank == 0;
   if (print) std::fputs(fl::ccl::PerfHeader(o).c_str(), stdout);

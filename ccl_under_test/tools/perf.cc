@@ -294,16 +294,23 @@ StatusOr<PerfResult> RunPerf(const PerfOptions& o,
     return result;
   }
   // External launcher: this process is one rank.
-  if (o.rendezvous_dir.empty() && o.world_size > 1) {
+  if (!o.rendezvous_dir.empty() && !o.store_spec.empty())
+    return InvalidArgumentError("give --store or --rendezvous, not both");
+  if (o.rendezvous_dir.empty() && o.store_spec.empty() && o.world_size > 1) {
     return InvalidArgumentError(
-        "--rendezvous (or FL_RENDEZVOUS) is required with --world-size > 1");
+        "--store or --rendezvous (or FL_RENDEZVOUS) is required with a world size > 1");
   }
-  FileStore store(o.rendezvous_dir.empty() ? "/tmp" : o.rendezvous_dir);
+  std::unique_ptr<Store> store;
+  if (!o.store_spec.empty()) {
+    FL_ASSIGN_OR_RETURN(store, OpenStore(o.store_spec, o.store_token_file));
+  } else {
+    store = std::make_unique<FileStore>(o.rendezvous_dir.empty() ? "/tmp" : o.rendezvous_dir);
+  }
   CommConfig cfg;
   cfg.rank = o.rank;
   cfg.world_size = o.world_size;
   cfg.job_id = o.job_id;
-  cfg.store = &store;
+  cfg.store = store.get();
   if (!o.nic_addrs.empty()) cfg.nics = o.nic_addrs;
   cfg.failover = o.failover;
   cfg.events = sink.get();

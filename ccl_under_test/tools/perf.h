@@ -4,9 +4,9 @@
 // Two ways to run ranks:
 //   - in-process: `ranks` threads, each with its own loopback NICs 127.0.<k+1>.<rank+1>
 //     (k < nics), an in-memory rendezvous;
-//   - one process per rank under an external launcher: rank/world_size/rendezvous dir/NIC
-//     addresses given per process (flags or FL_RANK, FL_WORLD_SIZE, FL_RENDEZVOUS,
-//     FL_JOB_ID, FL_NICS).
+//   - one process per rank under an external launcher: rank/world_size (flags, or the
+//     launcher's variables: ccl_under_test/api/launch_env.h), the rendezvous store (a
+//     directory, or tcp://HOST:PORT with a token file) and the NICs given per process.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,9 @@ struct PerfOptions {
   // External mode.
   int rank = 0;
   int world_size = 1;
-  std::string rendezvous_dir;
+  std::string rendezvous_dir;  // a FileStore directory, or:
+  std::string store_spec;      // OpenStore's spec (tcp://HOST:PORT or DIR)
+  std::string store_token_file;
   std::string job_id = "perf";
   std::vector<std::string> nic_addrs;
   // Optional outputs.
