@@ -36,6 +36,8 @@ StatusOr<RootQdisc> ReadRootQdisc(const std::string& netns, const std::string& i
 // Replaces the root qdisc with tbf. limit_bytes 0: latency_us as the bound (0: 50 ms).
 Status SetTbf(const std::string& netns, const std::string& ifname, uint64_t rate_bps,
               uint64_t burst_bytes, uint64_t limit_bytes = 0, uint64_t latency_us = 0);
+// Single-root view (a tbf or the default only). The injectors restore whole trees with
+// RestoreQdiscTree below; this stays for callers that only ever see a tbf root.
 // Restores a qdisc read with ReadRootQdisc: tbf is re-created with its rate, burst and
 // latency; the default means the root qdisc is deleted (a missing one is fine). Anything else
 // is FailedPrecondition (callers refuse such a link before they change it).
