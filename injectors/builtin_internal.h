@@ -2,7 +2,9 @@
 // they share. Internal to fl_injectors.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "injectors/injector.h"
@@ -28,5 +30,18 @@ StatusOr<std::vector<Port>> ResolveLinks(const Fabric& fabric, std::string_view 
 
 // nft table name for a fault on its i-th port: "fl_<id>_<i>" with '-' as '_'.
 std::string NftTableName(const FaultHandle& handle, size_t i);
+
+// bandwidth_throttle's ingress policer on a host's own NIC: an nft netdev table `table` with an
+// ingress chain on ifname dropping what exceeds rate_bps (with burst_bytes of burst).
+std::string PolicerRuleset(const std::string& table, const std::string& ifname, uint64_t rate_bps,
+                           uint64_t burst_bytes);
+
+// nft netdev hooks that carry traffic to and from the host at a link end on `side`: on the
+// switch side ingress is from the host and egress to it; on the host's own NIC the reverse.
+struct DirectionHooks {
+  const char* to_host;
+  const char* from_host;
+};
+DirectionHooks HooksFor(PortSide side);
 
 }  // namespace fl::injectors::internal

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -47,6 +48,35 @@ class LocalContainerRuntime : public ContainerRuntime {
   Status Kill(const std::string& cgroup_path, Deadline deadline) override;
   Status Remove(const std::string& cgroup_path) override;
 };
+
+// Containers of a docker or podman engine (ranks a launcher put there), driven through the
+// engine's CLI with argv arrays; the CLI path is absolute (resolved once, never through PATH).
+// Blocking: each call runs the CLI once with a deadline.
+struct EngineContainer {
+  std::string runtime;  // "docker" | "podman"
+  std::string cli;      // absolute path of its CLI
+  std::string id;       // container ID or name
+};
+
+// True for the engine runtimes ("docker", "podman").
+bool IsEngineRuntime(std::string_view runtime);
+// Checks runtime and id (a safe name: [a-zA-Z0-9_.-], up to 128) and resolves the CLI: cli when
+// given (must be absolute), else fl::ResolveTool(runtime). InvalidArgument / NotFound.
+StatusOr<EngineContainer> ResolveEngineContainer(std::string_view runtime, const std::string& id,
+                                                 const std::string& cli);
+// Pure: argv of `<cli> kill --signal KILL <id>` and `<cli> inspect --type container -f
+// {{.State.Running}} <id>`.
+std::vector<std::string> EngineKillArgv(const EngineContainer& c);
+std::vector<std::string> EngineInspectRunningArgv(const EngineContainer& c);
+// Pure: the result of the inspect command. true/false from its output; NotFound when the engine
+// says there is no such container (a container started with --rm disappears once killed);
+// Unavailable for other failures (no daemon, permission), with the CLI's message.
+StatusOr<bool> ParseInspectRunning(int exit_code, std::string_view out, std::string_view err);
+// Whether the container is running (NotFound when it does not exist).
+StatusOr<bool> EngineRunning(const EngineContainer& c);
+// SIGKILL through the engine, then waits until it reports the container stopped (or gone) or the
+// deadline passes (DeadlineExceeded).
+Status EngineKill(const EngineContainer& c, Deadline deadline);
 
 // "populated" from cgroup.events: true while any process is in the cgroup or below.
 StatusOr<bool> CgroupPopulated(const std::string& cgroup_path);

@@ -29,9 +29,16 @@ struct Port {
   uint64_t burst_bytes = 0;
 };
 
+// A rank's container. runtime "cgroup": one faultline started (LocalContainerRuntime), named
+// by its cgroup v2 leaf. runtime "docker" or "podman": a container of that engine, named by its
+// ID or name and killed through the engine's CLI (argv only; the CLI is `cli` when that is an
+// absolute path, else the engine's name resolved by fl::ResolveTool, never through PATH).
 struct ContainerRef {
-  std::string name;         // topology name, e.g. "h0.rank1"
-  std::string cgroup_path;  // absolute path of its cgroup v2 leaf
+  std::string name;                // topology name, e.g. "h0.rank1"
+  std::string cgroup_path;         // runtime "cgroup": absolute path of its cgroup v2 leaf
+  std::string runtime = "cgroup";  // "cgroup" | "docker" | "podman"
+  std::string id = {};             // docker/podman: the container's ID or name
+  std::string cli = {};            // docker/podman: absolute path of the CLI ("": resolved)
 };
 
 enum class PortSide { kHost, kSwitch };

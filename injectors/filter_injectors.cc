@@ -1,6 +1,10 @@
-// link_blackhole and packet_loss: nftables netdev tables on the switch-side port (carrier
-// stays up: a gray failure the host cannot see in its link state).
+// link_blackhole and packet_loss: nftables netdev tables on the link end where the fabric
+// applies gray faults (Fabric::GrayFaultSide): the switch-side port in the local lab, the
+// host's own NIC on real hosts. Carrier stays up: a gray failure the host cannot see in its
+// link state.
 #include <cmath>
+
+#include "common/json_util.h"
 
 #include "injectors/builtin_internal.h"
 #include "injectors/netlink.h"
@@ -8,6 +12,12 @@
 #include "injectors/tc_nft.h"
 
 namespace fl::injectors::internal {
+
+DirectionHooks HooksFor(PortSide side) {
+  if (side == PortSide::kHost) return {"ingress", "egress"};
+  return {"egress", "ingress"};
+}
+
 namespace {
 
 class NftDropInjector : public Injector {
@@ -16,12 +26,14 @@ class NftDropInjector : public Injector {
 
   std::string_view kind() const override { return random_ ? "packet_loss" : "link_blackhole"; }
   std::string_view help() const override {
-    return random_ ? "random drop (nft numgen random) on the switch side of a link. Target: ToR "
-                     "port, NIC, host, rail or uplink. Params: percent (0-100, required), "
-                     "direction (both|to_host|from_host, default both)."
-                   : "drops every frame on the switch side of a link while carrier stays up "
-                     "(gray failure). Target: ToR port, NIC, host, rail or uplink. Params: "
-                     "direction (both|to_host|from_host, default both).";
+    return random_ ? "random drop (nft numgen random) on a link: on the switch side in the "
+                     "local lab, on the host's own NIC on real hosts. Target: ToR port, NIC, "
+                     "host, rail or uplink. Params: percent (0-100, required), direction "
+                     "(both|to_host|from_host, default both)."
+                   : "drops every frame on a link while carrier stays up (gray failure): on "
+                     "the switch side in the local lab, on the host's own NIC on real hosts. "
+                     "Target: ToR port, NIC, host, rail or uplink. Params: direction "
+                     "(both|to_host|from_host, default both).";
   }
 
   Status Validate(const FaultSpec& spec) const override {
@@ -44,7 +56,8 @@ class NftDropInjector : public Injector {
   }
 
   StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
-    FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, PortSide::kSwitch));
+    PortSide side = fabric.GrayFaultSide();
+    FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, side));
     for (const auto& p : ports) {
       if (!IsSafeName(p.ifname, 15)) return InternalError("unsafe interface name " + p.ifname);
       FL_RETURN_IF_ERROR(GetLink(p.netns, p.ifname).status());
@@ -52,6 +65,8 @@ class NftDropInjector : public Injector {
     FaultHandle h;
     h.spec = spec;
     SetPorts(h, ports);
+    // Recorded so that Apply (and a recovering process) need no Fabric.
+    h.state["side"] = side == PortSide::kHost ? "host" : "switch";
     return h;
   }
 
@@ -65,18 +80,23 @@ class NftDropInjector : public Injector {
       auto threshold = static_cast<uint64_t>(std::llround(pct * 10000.0));
       verdict = "numgen random mod 1000000 < " + std::to_string(threshold) + " drop";
     }
+    std::string side =
+        JsonGetOr<std::string>(h.state, "side", "switch", "state").value_or("switch");
+    if (side != "switch" && side != "host")
+      return InvalidArgumentError(std::string(kind()) + ": state side '" + side +
+                                  "' is neither switch nor host");
+    DirectionHooks hooks = HooksFor(side == "host" ? PortSide::kHost : PortSide::kSwitch);
     h.requested_wall_ns = WallNowNs();
     for (size_t i = 0; i < ports.size(); ++i) {
       const Port& p = ports[i];
       std::string t = NftTableName(h, i);
       std::string rs = "table netdev " + t + " {\n";
-      // Switch-side ingress carries traffic from the host; egress carries traffic to it.
       if (dir != "to_host")
-        rs += "  chain in { type filter hook ingress device \"" + p.ifname + "\" priority -500; " +
-              verdict + "; }\n";
+        rs += std::string("  chain from_host { type filter hook ") + hooks.from_host +
+              " device \"" + p.ifname + "\" priority -500; " + verdict + "; }\n";
       if (dir != "from_host")
-        rs += "  chain out { type filter hook egress device \"" + p.ifname + "\" priority -500; " +
-              verdict + "; }\n";
+        rs += std::string("  chain to_host { type filter hook ") + hooks.to_host + " device \"" +
+              p.ifname + "\" priority -500; " + verdict + "; }\n";
       rs += "}\n";
       FL_RETURN_IF_ERROR(NftApply(p.netns, rs));
     }

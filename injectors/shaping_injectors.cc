@@ -16,9 +16,10 @@
 namespace fl::injectors::internal {
 namespace {
 
+// An interface whose egress qdisc tree a fault replaces, and the tree to put back.
 struct Shaped {
   std::string name, netns, ifname;
-  RootQdisc prior;
+  QdiscTree prior;
 };
 
 nlohmann::json ShapedToJson(const std::vector<Shaped>& v) {
@@ -27,11 +28,7 @@ nlohmann::json ShapedToJson(const std::vector<Shaped>& v) {
     a.push_back({{"name", s.name},
                  {"netns", s.netns},
                  {"ifname", s.ifname},
-                 {"prior_kind", s.prior.kind},
-                 {"prior_handle", s.prior.handle},
-                 {"prior_rate_bps", s.prior.rate_bps},
-                 {"prior_burst", s.prior.burst_bytes},
-                 {"prior_latency_us", s.prior.latency_us}});
+                 {"prior_tree", TreeToJson(s.prior)}});
   return a;
 }
 
@@ -57,36 +54,43 @@ std::vector<Shaped> ShapedFromJson(const nlohmann::json& a) {
     s.name = str("name");
     s.netns = str("netns");
     s.ifname = str("ifname");
-    s.prior.kind = str("prior_kind");
-    s.prior.rate_bps = num("prior_rate_bps");
-    // Entries written before handles were recorded: anything but tbf was the default.
-    s.prior.handle =
-        JsonGetOr<std::string>(j, "prior_handle", s.prior.kind == "tbf" ? "" : "0:", "state")
-            .value_or(std::string());
-    s.prior.burst_bytes = num("prior_burst");
-    s.prior.latency_us = num("prior_latency_us");
+    if (j.is_object() && j.contains("prior_tree")) {
+      s.prior = TreeFromJson(j["prior_tree"]);
+    } else if (str("prior_kind") == "tbf") {
+      // Entries written before whole trees were recorded held a tbf root or the default.
+      QdiscNode n;
+      n.kind = "tbf";
+      n.handle = JsonGetOr<std::string>(j, "prior_handle", "", "state").value_or(std::string());
+      n.parent = "root";
+      n.options = {{"rate", num("prior_rate_bps") / 8},
+                   {"burst", num("prior_burst")},
+                   {"lat", num("prior_latency_us")}};
+      s.prior.nodes.push_back(n);
+    }  // else: the default, details unknown (an empty tree)
     v.push_back(s);
   }
   return v;
 }
 
-// The state a revert must restore. A root qdisc set outside faultline that is neither tbf nor
-// the default (htb, netem, ...) cannot be put back exactly: refused before anything changes.
+// The state a revert must restore: the whole egress tree. A tree faultline cannot recreate
+// exactly (htb with classes, netem, an option it does not know...) is refused before anything
+// changes.
 StatusOr<Shaped> ReadShaped(std::string_view kind, const std::string& name,
                             const std::string& netns, const std::string& ifname) {
   Shaped s{name, netns, ifname, {}};
-  FL_ASSIGN_OR_RETURN(s.prior, ReadRootQdisc(netns, ifname));
-  if (!IsRestorableRoot(s.prior))
-    return FailedPreconditionError(
-        std::string(kind) + ": " + name + " (" + ifname + ") has root qdisc " + s.prior.kind +
-        " (handle " + s.prior.handle + "), which its revert could not restore exactly");
+  FL_ASSIGN_OR_RETURN(s.prior, ReadQdiscTree(netns, ifname));
+  Status ok = CheckRestorableTree(s.prior, ifname);
+  if (!ok.ok())
+    return FailedPreconditionError(std::string(kind) + ": " + name + ": " + ok.message());
   return s;
 }
 
 // Faults that replace a root qdisc hold it exclusively (see docs/injectors.md).
-void ClaimQdiscs(FaultHandle& h, const std::vector<Shaped>& ends) {
+void ClaimQdiscs(FaultHandle& h, const std::vector<Shaped>& ends,
+                 const std::vector<Port>& policed = {}) {
   std::vector<std::string> objects;
   for (const auto& s : ends) objects.push_back(ObjectName("root-qdisc", s.netns, s.ifname));
+  for (const auto& p : policed) objects.push_back(ObjectName("ingress-rate", p.netns, p.ifname));
   ClaimObjects(h, objects);
 }
 
@@ -94,21 +98,21 @@ Status RestoreAll(const std::vector<Shaped>& v) {
   Status result;
   for (const auto& s : v) {
     if (!s.netns.empty() && !NetnsExists(s.netns)) continue;
-    Status r = RestoreRootQdisc(s.netns, s.ifname, s.prior);
+    Status r = RestoreQdiscTree(s.netns, s.ifname, s.prior);
     if (!r.ok() && result.ok()) result = r;
   }
   return result;
 }
 
-// Verify: each end carries tbf at rate (present) or its prior qdisc (gone).
+// Verify: each end carries tbf at rate (present) or exactly the tree Prepare read (gone).
 Status VerifyShaped(const std::vector<Shaped>& v, uint64_t rate_bps, Expect want) {
   for (const auto& s : v) {
     if (!s.netns.empty() && !NetnsExists(s.netns)) {
       if (want == Expect::kGone) continue;
       return UnavailableError("namespace " + s.netns + " is gone");
     }
-    FL_ASSIGN_OR_RETURN(RootQdisc q, ReadRootQdisc(s.netns, s.ifname));
     if (want == Expect::kPresent) {
+      FL_ASSIGN_OR_RETURN(RootQdisc q, ReadRootQdisc(s.netns, s.ifname));
       // tc reports rates rounded to its internal units; allow 1%.
       bool ok = q.kind == "tbf" && q.rate_bps + q.rate_bps / 100 + 8 >= rate_bps &&
                 q.rate_bps <= rate_bps + rate_bps / 100 + 8;
@@ -116,16 +120,33 @@ Status VerifyShaped(const std::vector<Shaped>& v, uint64_t rate_bps, Expect want
         return InternalError(s.name + ": root qdisc is " + q.kind + " at " +
                              std::to_string(q.rate_bps) + " bit/s, wanted tbf at " +
                              std::to_string(rate_bps));
-    } else if (!SameRoot(q, s.prior)) {
-      // Compared with what Prepare read before this fault (and, as overlapping faults are
-      // refused, before any fault on this qdisc).
-      return InternalError(s.name + ": root qdisc is " + q.kind + " at " +
-                           std::to_string(q.rate_bps) + " bit/s after revert, was " + s.prior.kind +
-                           " at " + std::to_string(s.prior.rate_bps) + " bit/s");
+      continue;
     }
+    // Compared with what Prepare read before this fault (and, as overlapping faults are
+    // refused, before any fault on this qdisc).
+    FL_ASSIGN_OR_RETURN(QdiscTree now, ReadQdiscTree(s.netns, s.ifname));
+    std::string why;
+    if (!SameTree(s.prior, now, &why))
+      return InternalError(s.name + " (" + s.ifname + "): qdisc tree after revert differs from " +
+                           "before the fault: " + why);
   }
   return OkStatus();
 }
+
+}  // namespace
+
+// Ingress policing on a host's own NIC (traffic to the host on a host-side fabric): an nft
+// netdev ingress chain with `limit rate over`, as this kernel has no tc police action or ifb.
+// One table per policed port, named like the filter injectors' tables.
+std::string PolicerRuleset(const std::string& table, const std::string& ifname, uint64_t rate_bps,
+                           uint64_t burst_bytes) {
+  return "table netdev " + table + " {\n  chain in { type filter hook ingress device \"" + ifname +
+         "\" priority -500; limit rate over " +
+         std::to_string(std::max<uint64_t>(1, rate_bps / 8)) + " bytes/second burst " +
+         std::to_string(burst_bytes) + " bytes drop; }\n}\n";
+}
+
+namespace {
 
 Status CheckDirection(const FaultSpec& spec) {
   auto it = spec.params.find("direction");
@@ -135,13 +156,28 @@ Status CheckDirection(const FaultSpec& spec) {
   return OkStatus();
 }
 
+std::vector<Port> PolicedOf(const FaultHandle& h) {
+  std::vector<Port> v;
+  nlohmann::json a =
+      JsonGetOr<nlohmann::json>(h.state, "policed", nullptr, "state").value_or(nullptr);
+  if (a.is_array())
+    for (const auto& j : a) v.push_back(PortFromJson(j));
+  return v;
+}
+
+std::string SideName(PortSide side) { return side == PortSide::kHost ? "host" : "switch"; }
+
 class BandwidthThrottle : public Injector {
  public:
   std::string_view kind() const override { return "bandwidth_throttle"; }
   std::string_view help() const override {
-    return "limits a link to a rate with tc tbf. Target: ToR port, NIC, host, rail or uplink. "
-           "Params: rate (required, e.g. 100mbit), burst (default 256KiB: smaller bursts "
-           "collapse TCP), direction (both|to_host|from_host, default both).";
+    return "limits a link to a rate. Target: ToR port, NIC, host, rail or uplink. Params: rate "
+           "(required, e.g. 100mbit), burst (default 256KiB: smaller bursts collapse TCP), "
+           "direction (both|to_host|from_host, default both). Switch-side fabric (local lab): "
+           "tc tbf on the switch port (to_host) and the host NIC (from_host). Host-side fabric "
+           "(real hosts): tbf on the host NIC's egress (from_host) and nft ingress policing on "
+           "it (to_host). Revert restores exactly the qdisc tree read before (mq with per-queue "
+           "children included); a tree it could not restore is refused before anything changes.";
   }
   Status Validate(const FaultSpec& spec) const override {
     FL_RETURN_IF_ERROR(CheckParams(spec, {"rate", "burst", "direction"}));
@@ -156,10 +192,25 @@ class BandwidthThrottle : public Injector {
     return CheckDirection(spec);
   }
   StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
-    FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, PortSide::kSwitch));
+    PortSide side = fabric.GrayFaultSide();
+    FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, side));
     std::string dir = spec.params.count("direction") ? spec.params.at("direction") : "both";
     std::vector<Shaped> ends;
+    std::vector<Port> policed;
     for (const auto& p : ports) {
+      if (!IsSafeName(p.ifname, 15)) return InternalError("unsafe interface name " + p.ifname);
+      if (side == PortSide::kHost) {
+        // The host's own NIC: its egress is traffic from the host, its ingress traffic to it.
+        if (dir != "to_host") {
+          FL_ASSIGN_OR_RETURN(auto s, ReadShaped(kind(), p.name + "/from_host", p.netns, p.ifname));
+          ends.push_back(s);
+        }
+        if (dir != "from_host") {
+          FL_RETURN_IF_ERROR(GetLink(p.netns, p.ifname).status());
+          policed.push_back(p);
+        }
+        continue;
+      }
       if (dir != "from_host") {
         FL_ASSIGN_OR_RETURN(auto s, ReadShaped(kind(), p.name + "/to_host", p.netns, p.ifname));
         ends.push_back(s);
@@ -172,8 +223,12 @@ class BandwidthThrottle : public Injector {
     }
     FaultHandle h;
     h.spec = spec;
+    h.state["side"] = SideName(side);
     h.state["ends"] = ShapedToJson(ends);
-    ClaimQdiscs(h, ends);
+    nlohmann::json pol = nlohmann::json::array();
+    for (const auto& p : policed) pol.push_back(PortToJson(p));
+    h.state["policed"] = pol;
+    ClaimQdiscs(h, ends, policed);
     return h;
   }
   Status Apply(FaultHandle& h) override {
@@ -182,15 +237,39 @@ class BandwidthThrottle : public Injector {
     h.requested_wall_ns = WallNowNs();
     for (const auto& s : ShapedFromJson(h.state["ends"]))
       FL_RETURN_IF_ERROR(SetTbf(s.netns, s.ifname, rate, burst));
+    auto policed = PolicedOf(h);
+    for (size_t i = 0; i < policed.size(); ++i)
+      FL_RETURN_IF_ERROR(NftApply(
+          policed[i].netns, PolicerRuleset(NftTableName(h, i), policed[i].ifname, rate, burst)));
     h.effective_wall_ns = WallNowNs();
     return OkStatus();
   }
   Status Revert(const FaultHandle& h) override {
-    return RestoreAll(ShapedFromJson(StateMember(h, "ends")));
+    Status result = RestoreAll(ShapedFromJson(StateMember(h, "ends")));
+    auto policed = PolicedOf(h);
+    for (size_t i = 0; i < policed.size(); ++i) {
+      Status r = NftDeleteTable(policed[i].netns, "netdev", NftTableName(h, i));
+      if (!r.ok() && result.ok()) result = r;
+    }
+    return result;
   }
   Status Verify(const FaultHandle& h, Expect want) override {
     FL_ASSIGN_OR_RETURN(uint64_t rate, RateParam(h.spec, "rate", 0));
-    return VerifyShaped(ShapedFromJson(StateMember(h, "ends")), rate, want);
+    FL_RETURN_IF_ERROR(VerifyShaped(ShapedFromJson(StateMember(h, "ends")), rate, want));
+    auto policed = PolicedOf(h);
+    for (size_t i = 0; i < policed.size(); ++i) {
+      const Port& p = policed[i];
+      if (!p.netns.empty() && !NetnsExists(p.netns)) {
+        if (want == Expect::kGone) continue;
+        return UnavailableError("namespace " + p.netns + " is gone");
+      }
+      FL_ASSIGN_OR_RETURN(bool exists, NftTableExists(p.netns, "netdev", NftTableName(h, i)));
+      if (want == Expect::kPresent && !exists)
+        return InternalError("ingress policer for " + p.name + " is missing");
+      if (want == Expect::kGone && exists)
+        return InternalError("ingress policer for " + p.name + " is still there after revert");
+    }
+    return OkStatus();
   }
 };
 
@@ -225,7 +304,8 @@ class PfcStorm : public Injector {
   std::string_view kind() const override { return "pfc_storm"; }
   std::string_view help() const override {
     return "PFC pause storm from a NIC. Target: NIC (h0.nic0), host or rail. Params: mode "
-           "(stall|frames, default stall). stall: the ToR port toward the NIC stops sending "
+           "(stall|frames, default stall). stall (needs switch access: not on real hosts): "
+           "the ToR port toward the NIC stops sending "
            "(tbf at stall_rate, default 8kbit); spread=true also stalls the ports that send "
            "into that ToR; watchdog=T releases the stall after T (like a PFC watchdog). "
            "frames: real IEEE 802.1Qbb frames from the NIC over AF_PACKET; priorities (e.g. "
@@ -255,9 +335,17 @@ class PfcStorm : public Injector {
   StatusOr<FaultHandle> Prepare(const FaultSpec& spec, const Fabric& fabric) override {
     FaultHandle h;
     h.spec = spec;
+    std::string mode = spec.params.count("mode") ? spec.params.at("mode") : "stall";
+    if (mode == "stall" && fabric.GrayFaultSide() == PortSide::kHost)
+      return FailedPreconditionError(
+          "pfc_storm: mode=stall pauses the switch port toward " + spec.target +
+          ", and this lab has no switch access (faults act on the hosts' own NICs); use "
+          "mode=frames, which sends real PFC frames from the host NIC");
     FL_ASSIGN_OR_RETURN(auto host_ports, fabric.HostLinks(spec.target, PortSide::kHost));
-    h.state["mode"] = spec.params.count("mode") ? spec.params.at("mode") : "stall";
-    if (h.state["mode"] == "frames") {
+    h.state["mode"] = mode;
+    if (mode == "frames") {
+      for (const auto& p : host_ports)
+        if (!IsSafeName(p.ifname, 15)) return InternalError("unsafe interface name " + p.ifname);
       SetPorts(h, host_ports);
       return h;
     }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/json_util.h"
 #include "injectors/sys.h"
@@ -83,6 +84,294 @@ Status RestoreRootQdisc(const std::string& netns, const std::string& ifname, con
   FL_ASSIGN_OR_RETURN(RootQdisc now, ReadRootQdisc(netns, ifname));
   if (IsDefaultRoot(now)) return OkStatus();  // already the default
   return RunChecked({"tc", "qdisc", "del", "dev", ifname, "root"}, In(netns)).status();
+}
+
+namespace {
+
+std::string Str(const nlohmann::json& j, std::string_view key) {
+  return JsonGetOr<std::string>(j, key, "", "tc").value_or(std::string());
+}
+
+bool IsIngressKind(const std::string& kind) { return kind == "ingress" || kind == "clsact"; }
+
+const QdiscNode* RootOf(const QdiscTree& t) {
+  for (const auto& n : t.nodes)
+    if (n.parent == "root") return &n;
+  return nullptr;
+}
+
+// The major number of a handle or class id ("1:" and "1:3" -> "1"; ":3" and "0:" -> "", as tc
+// prints the classes of a default root as ":3").
+std::string Major(const std::string& id) {
+  std::string m = id.substr(0, id.find(':'));
+  return m == "0" ? "" : m;
+}
+
+// An unsigned JSON integer as a decimal string; false when v is not one.
+bool UintText(const nlohmann::json& v, std::string* out) {
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) return false;
+  *out = std::to_string(v.get<uint64_t>());
+  return true;
+}
+
+// A time option: tc -j prints microseconds as a number (older versions a string such as "5ms").
+bool TimeText(const nlohmann::json& v, std::string* out) {
+  if (UintText(v, out)) {
+    *out += "us";
+    return true;
+  }
+  if (v.is_string() && IsSafeName(v.get<std::string>(), 32)) {
+    *out = v.get<std::string>();
+    return true;
+  }
+  return false;
+}
+
+// The tc arguments that recreate node's options (after "<kind>"), or FailedPrecondition naming
+// what cannot be passed back.
+StatusOr<std::vector<std::string>> OptionArgs(const QdiscNode& n, const std::string& ifname) {
+  std::vector<std::string> args;
+  auto refuse = [&](const std::string& why) {
+    return FailedPreconditionError(ifname + ": qdisc " + n.kind + " " + n.handle + " (parent " +
+                                   n.parent + ") " + why +
+                                   ": a revert could not restore it exactly");
+  };
+  const nlohmann::json& o = n.options.is_object() ? n.options : nlohmann::json::object();
+  auto number = [&](const char* key, const char* arg) -> Status {
+    auto it = o.find(key);
+    if (it == o.end()) return OkStatus();
+    std::string v;
+    if (!UintText(*it, &v)) return refuse(std::string("has a non-numeric ") + key);
+    args.insert(args.end(), {arg, v});
+    return OkStatus();
+  };
+  auto time = [&](const char* key) -> Status {
+    auto it = o.find(key);
+    if (it == o.end()) return OkStatus();
+    std::string v;
+    if (!TimeText(*it, &v)) return refuse(std::string("has an unreadable ") + key);
+    args.insert(args.end(), {key, v});
+    return OkStatus();
+  };
+  auto only = [&](std::initializer_list<std::string_view> keys) -> Status {
+    for (const auto& [k, v] : o.items()) {
+      bool known = false;
+      for (auto key : keys) known = known || key == k;
+      if (!known) return refuse("has option '" + k + "' faultline does not restore");
+    }
+    return OkStatus();
+  };
+  if (n.kind == "tbf") {
+    FL_RETURN_IF_ERROR(only({"rate", "burst", "lat"}));
+    std::string rate, burst, lat;
+    if (!o.contains("rate") || !UintText(o["rate"], &rate) || !o.contains("burst") ||
+        !UintText(o["burst"], &burst) || !o.contains("lat") || !UintText(o["lat"], &lat))
+      return refuse("lacks a numeric rate, burst or lat");
+    args = {"rate",    std::to_string(std::stoull(rate) * 8) + "bit", "burst", burst, "latency",
+            lat + "us"};
+  } else if (n.kind == "pfifo" || n.kind == "bfifo") {
+    FL_RETURN_IF_ERROR(only({"limit"}));
+    FL_RETURN_IF_ERROR(number("limit", "limit"));
+  } else if (n.kind == "pfifo_fast") {
+    // Not configurable through tc: its bands and priomap are always the kernel's.
+    FL_RETURN_IF_ERROR(only({"bands", "priomap", "multiqueue"}));
+  } else if (n.kind == "fq_codel") {
+    FL_RETURN_IF_ERROR(only({"limit", "flows", "quantum", "target", "interval", "ce_threshold",
+                             "memory_limit", "drop_batch", "ecn"}));
+    FL_RETURN_IF_ERROR(number("limit", "limit"));
+    FL_RETURN_IF_ERROR(number("flows", "flows"));
+    FL_RETURN_IF_ERROR(number("quantum", "quantum"));
+    FL_RETURN_IF_ERROR(time("target"));
+    FL_RETURN_IF_ERROR(time("interval"));
+    FL_RETURN_IF_ERROR(time("ce_threshold"));
+    FL_RETURN_IF_ERROR(number("memory_limit", "memory_limit"));
+    FL_RETURN_IF_ERROR(number("drop_batch", "drop_batch"));
+    auto ecn = o.find("ecn");
+    if (ecn != o.end()) {
+      if (!ecn->is_boolean()) return refuse("has a non-boolean ecn");
+      args.push_back(ecn->get<bool>() ? "ecn" : "noecn");
+    }
+  } else if (n.kind == "mq") {
+    FL_RETURN_IF_ERROR(only({}));
+  } else {
+    return refuse("is of a kind faultline does not restore");
+  }
+  return args;
+}
+
+bool Near(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_number() || !b.is_number()) return a == b;
+  double x = a.get<double>(), y = b.get<double>();
+  double tol = std::max(std::abs(x), std::abs(y)) / 100 + 8;
+  return std::abs(x - y) <= tol;
+}
+
+bool SameOptions(const QdiscNode& a, const QdiscNode& b) {
+  if (a.kind != "tbf") return a.options == b.options;
+  // tc reports tbf's rate, burst and latency recomputed from kernel ticks.
+  if (!a.options.is_object() || !b.options.is_object()) return a.options == b.options;
+  if (a.options.size() != b.options.size()) return false;
+  for (const auto& [k, v] : a.options.items()) {
+    auto it = b.options.find(k);
+    if (it == b.options.end() || !Near(v, *it)) return false;
+  }
+  return true;
+}
+
+std::string Describe(const QdiscNode& n) {
+  return n.kind + " " + n.handle + " " + (n.parent == "root" ? "root" : "parent " + n.parent) +
+         (n.options.is_object() && !n.options.empty() ? " " + n.options.dump() : "");
+}
+
+}  // namespace
+
+StatusOr<QdiscTree> ParseQdiscTree(std::string_view tc_json, const std::string& ifname) {
+  auto parsed = ParseJson(tc_json, "tc -j qdisc show dev " + ifname);
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::json& j = *parsed;
+  if (!j.is_array())
+    return InvalidArgumentError("tc -j qdisc show dev " + ifname + ": not a JSON array");
+  QdiscTree t;
+  for (const auto& e : j) {
+    QdiscNode n;
+    n.kind = Str(e, "kind");
+    n.handle = Str(e, "handle");
+    if (IsIngressKind(n.kind)) continue;
+    n.parent = JsonGetOr<bool>(e, "root", false, "tc").value_or(false) ? "root" : Str(e, "parent");
+    n.options = JsonGetOr<nlohmann::json>(e, "options", nlohmann::json::object(), "tc")
+                    .value_or(nlohmann::json::object());
+    t.nodes.push_back(std::move(n));
+  }
+  std::stable_sort(t.nodes.begin(), t.nodes.end(), [](const QdiscNode& a, const QdiscNode& b) {
+    bool ra = a.parent == "root", rb = b.parent == "root";
+    if (ra != rb) return ra;
+    return a.parent != b.parent ? a.parent < b.parent : a.handle < b.handle;
+  });
+  return t;
+}
+
+StatusOr<QdiscTree> ReadQdiscTree(const std::string& netns, const std::string& ifname) {
+  FL_ASSIGN_OR_RETURN(std::string out,
+                      RunChecked({"tc", "-j", "qdisc", "show", "dev", ifname}, In(netns)));
+  auto t = ParseQdiscTree(out, ifname);
+  if (!t.ok()) return InternalError(t.status().message());
+  return t;
+}
+
+bool IsDefaultTree(const QdiscTree& t) {
+  for (const auto& n : t.nodes)
+    if (n.handle != "0:" && !n.handle.empty()) return false;
+  return true;
+}
+
+Status CheckRestorableTree(const QdiscTree& t, const std::string& ifname) {
+  return RestoreTreeCommands(ifname, t).status();
+}
+
+StatusOr<std::vector<std::vector<std::string>>> RestoreTreeCommands(const std::string& ifname,
+                                                                    const QdiscTree& prior) {
+  std::vector<std::vector<std::string>> cmds;
+  if (IsDefaultTree(prior)) return cmds;
+  const QdiscNode* root = RootOf(prior);
+  auto refuse = [&](const QdiscNode& n, const std::string& why) {
+    return FailedPreconditionError(ifname + ": qdisc " + n.kind + " " + n.handle + " (parent " +
+                                   n.parent + ") " + why +
+                                   ": a revert could not restore it exactly");
+  };
+  if (!root) return refuse(prior.nodes.front(), "hangs under no root qdisc listed");
+  bool root_default = root->handle == "0:" || root->handle.empty();
+  if (root_default) {
+    // A kernel-default root whose children were configured: only under a default mq, where the
+    // kernel re-creates the per-queue classes when the root comes back.
+    if (root->kind != "mq") return refuse(*root, "has configured children under a default root");
+  } else {
+    FL_ASSIGN_OR_RETURN(auto args, OptionArgs(*root, ifname));
+    std::vector<std::string> c = {"tc",   "qdisc",  "replace",    "dev",     ifname,
+                                  "root", "handle", root->handle, root->kind};
+    c.insert(c.end(), args.begin(), args.end());
+    cmds.push_back(std::move(c));
+  }
+  for (const auto& n : prior.nodes) {
+    if (&n == root) continue;
+    if (root->kind != "mq") return refuse(n, "is a child of " + root->kind);
+    if (n.parent.find(':') == std::string::npos || Major(n.parent) != Major(root->handle))
+      return refuse(n, "is not a per-queue child of the mq root");
+    if (n.kind == "mq") return refuse(n, "nests an mq");
+    if (n.handle == "0:" || n.handle.empty()) {
+      // A kernel-default child: attached again with the root. Only its kind is known.
+      continue;
+    }
+    FL_ASSIGN_OR_RETURN(auto args, OptionArgs(n, ifname));
+    std::vector<std::string> c = {"tc",     "qdisc",  "replace", "dev",    ifname,
+                                  "parent", n.parent, "handle",  n.handle, n.kind};
+    c.insert(c.end(), args.begin(), args.end());
+    cmds.push_back(std::move(c));
+  }
+  return cmds;
+}
+
+Status RestoreQdiscTree(const std::string& netns, const std::string& ifname,
+                        const QdiscTree& prior) {
+  FL_ASSIGN_OR_RETURN(auto cmds, RestoreTreeCommands(ifname, prior));
+  FL_ASSIGN_OR_RETURN(QdiscTree now, ReadQdiscTree(netns, ifname));
+  if (SameTree(prior, now)) return OkStatus();  // already back (a second revert)
+  const QdiscNode* root = RootOf(now);
+  if (root && root->handle != "0:" && !root->handle.empty())
+    FL_RETURN_IF_ERROR(
+        RunChecked({"tc", "qdisc", "del", "dev", ifname, "root"}, In(netns)).status());
+  for (const auto& c : cmds) FL_RETURN_IF_ERROR(RunChecked(c, In(netns)).status());
+  return OkStatus();
+}
+
+bool SameTree(const QdiscTree& a, const QdiscTree& b, std::string* why) {
+  auto differ = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (a.nodes.empty() || b.nodes.empty()) {
+    if (IsDefaultTree(a) && IsDefaultTree(b)) return true;
+    return differ("the default tree, against " + DescribeTree(a.nodes.empty() ? b : a));
+  }
+  if (a.nodes.size() != b.nodes.size())
+    return differ(std::to_string(a.nodes.size()) + " qdiscs against " +
+                  std::to_string(b.nodes.size()) + ": " + DescribeTree(a) + " | " +
+                  DescribeTree(b));
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const QdiscNode &x = a.nodes[i], &y = b.nodes[i];
+    if (x.kind != y.kind || x.handle != y.handle || x.parent != y.parent || !SameOptions(x, y))
+      return differ(Describe(x) + " against " + Describe(y));
+  }
+  return true;
+}
+
+std::string DescribeTree(const QdiscTree& t) {
+  if (t.nodes.empty()) return "(default)";
+  std::string s;
+  for (const auto& n : t.nodes) s += (s.empty() ? "" : "; ") + Describe(n);
+  return s;
+}
+
+nlohmann::json TreeToJson(const QdiscTree& t) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& n : t.nodes)
+    a.push_back(
+        {{"kind", n.kind}, {"handle", n.handle}, {"parent", n.parent}, {"options", n.options}});
+  return a;
+}
+
+QdiscTree TreeFromJson(const nlohmann::json& j) {
+  QdiscTree t;
+  if (!j.is_array()) return t;
+  for (const auto& e : j) {
+    QdiscNode n;
+    n.kind = Str(e, "kind");
+    n.handle = Str(e, "handle");
+    n.parent = Str(e, "parent");
+    n.options = JsonGetOr<nlohmann::json>(e, "options", nlohmann::json::object(), "tc")
+                    .value_or(nlohmann::json::object());
+    t.nodes.push_back(std::move(n));
+  }
+  return t;
 }
 
 Status NftApply(const std::string& netns, const std::string& ruleset) {
