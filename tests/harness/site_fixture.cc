@@ -97,10 +97,11 @@ std::string JsonString(const nlohmann::json& o, const char* key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-// argv[0] of /proc/PID/cmdline, its base name.
-std::string ProcName(const std::string& pid) {
+// The base name of argv[0] of /proc/PID/cmdline ("" when gone), and the whole command line.
+std::string ProcName(const std::string& pid, std::string* cmdline) {
   auto cmd = ReadFile("/proc/" + pid + "/cmdline");
   if (!cmd.ok() || cmd->empty()) return "";
+  *cmdline = *cmd;
   std::string argv0 = cmd->substr(0, cmd->find('\0'));
   return argv0.substr(argv0.rfind('/') == std::string::npos ? 0 : argv0.rfind('/') + 1);
 }
@@ -305,10 +306,12 @@ std::vector<std::string> CgroupsNaming(const std::string& name, std::vector<std:
   return out;
 }
 
-// Our processes: faultline's programs that descend from this process, or any process that
+// Our processes: faultline's programs that descend from this process or whose command line
+// names a file under dir (agents that srun started: not our children), and any process that
 // lives in one of the lab's cgroups (ranks whose agent died are reparented away from us; their
-// cgroup stays). descendants: count those at all.
-std::vector<std::string> ProcessesOf(const std::string& name, bool descendants) {
+// cgroup stays). descendants: count those at all; dir empty: no command-line match.
+std::vector<std::string> ProcessesOf(const std::string& name, bool descendants,
+                                     const std::string& dir) {
   std::vector<std::string> out;
   const int self = getpid();
   DIR* d = opendir("/proc");
@@ -316,7 +319,8 @@ std::vector<std::string> ProcessesOf(const std::string& name, bool descendants) 
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const std::string pid = e->d_name;
-    const std::string prog = ProcName(pid);
+    std::string cmdline;
+    const std::string prog = ProcName(pid, &cmdline);
     if (prog.empty()) continue;
     std::string why;
     const bool faultline_prog =
@@ -328,6 +332,9 @@ std::vector<std::string> ProcessesOf(const std::string& name, bool descendants) 
           why = "our descendant";
           break;
         }
+    if (why.empty() && faultline_prog && !dir.empty() &&
+        cmdline.find(dir + "/") != std::string::npos)
+      why = "uses " + dir;
     std::string cg = ReadFile("/proc/" + pid + "/cgroup").value_or("");
     if (size_t at = cg.find("/faultline/"); why.empty() && at != std::string::npos) {
       std::string rel = cg.substr(at + 11, cg.find('\n', at) - at - 11);
@@ -347,12 +354,12 @@ std::vector<std::string> ProcessesOf(const std::string& name, bool descendants) 
 
 }  // namespace
 
-std::vector<std::string> RemainsOf(const std::string& name) {
+std::vector<std::string> RemainsOf(const std::string& name, const std::string& dir) {
   std::vector<std::string> out;
   for (const auto& ns : injectors::ListNetns())
     if (ns.rfind("fl-" + name + "-", 0) == 0) out.push_back("netns " + ns);
   for (const auto& c : CgroupsNaming(name, &out)) out.push_back("cgroup faultline/" + c);
-  for (const auto& p : ProcessesOf(name, false)) out.push_back("process " + p);
+  for (const auto& p : ProcessesOf(name, false, dir)) out.push_back("process " + p);
   if (lab::LocalLab::Open(name).status().code() != Code::kNotFound)
     out.push_back("lab state file of " + name);
   return out;
@@ -369,7 +376,7 @@ HostSnapshot InventoryFixture::Snapshot() const {
   for (const auto& node : lab_->plan().nodes)
     if (node.is_switch) s.nodes.push_back(ReadNode(node.name, node.netns, "", &s.errors));
   s.cgroups = CgroupsNaming(name_, &s.errors);
-  s.processes = ProcessesOf(name_, true);
+  s.processes = ProcessesOf(name_, true, dir_);
   return s;
 }
 
@@ -433,8 +440,10 @@ std::vector<std::string> UnitCommandWith(
       if (f == flag) return &v;
     return nullptr;
   };
+  // Variables, specifiers and absolute paths are the site's (its /etc/faultline/...).
   auto site_specific = [](const std::string& v) {
-    return v.find('$') != std::string::npos || v.find('%') != std::string::npos;
+    return v.find('$') != std::string::npos || v.find('%') != std::string::npos ||
+           (!v.empty() && v[0] == '/');
   };
   std::vector<std::string> out = {binary};
   std::set<std::string> seen;
@@ -471,6 +480,24 @@ std::vector<std::string> UnitCommandWith(
 }
 
 // ---- the fixture
+
+std::string InventoryYaml(const InventoryFixtureOptions& o, const std::string& name,
+                          const std::string& listen, const std::string& token_file,
+                          const std::vector<InventoryHostNics>& hosts) {
+  std::string inv = "name: " + name + "\ncoordinator: {listen: " + listen +
+                    ", token_file: " + token_file + "}\nagent_wait: " + o.agent_wait + "\n";
+  if (o.slurm_launcher) inv += "launcher: slurm\n";
+  inv += o.extra_inventory_yaml;
+  inv += "hosts:\n";
+  for (const auto& h : hosts) {
+    inv += "  - name: " + h.host + "\n    ranks: " + std::to_string(o.ranks_per_host) +
+           "\n    nics:\n";
+    for (const auto& [ifname, address] : h.nics)
+      inv += "      - {name: " + ifname + ", ifname: " + ifname + ", address: " + address +
+             o.extra_nic_yaml + "}\n";
+  }
+  return inv;
+}
 
 StatusOr<std::unique_ptr<InventoryFixture>> InventoryFixture::Create(
     InventoryFixtureOptions options) {
@@ -524,18 +551,12 @@ Status InventoryFixture::WriteFiles() {
   FL_RETURN_IF_ERROR(WriteFileAtomic(
       policy_path_, "allow_kinds: [" + Join(opts_.allow_kinds, ", ") +
                         "]\nmax_fault_duration: " + opts_.max_fault_duration + "\n"));
-  std::string inv = "name: " + name_ + "\ncoordinator: {listen: " + listen() +
-                    ", token_file: " + token_path_ + "}\nagent_wait: " + opts_.agent_wait + "\n";
-  if (opts_.slurm_launcher) inv += "launcher: slurm\n";
-  inv += opts_.extra_inventory_yaml;
-  inv += "hosts:\n";
+  std::vector<InventoryHostNics> hosts;
   for (const auto& h : hosts_) {
-    inv +=
-        "  - name: " + h + "\n    ranks: " + std::to_string(opts_.ranks_per_host) + "\n    nics:\n";
-    for (const auto& nic : nics_of(h))
-      inv += "      - {name: " + nic + ", ifname: " + nic + ", address: " + address_of(h, nic) +
-             opts_.extra_nic_yaml + "}\n";
+    hosts.push_back({h, {}});
+    for (const auto& nic : nics_of(h)) hosts.back().nics.emplace_back(nic, address_of(h, nic));
   }
+  const std::string inv = InventoryYaml(opts_, name_, listen(), token_path_, hosts);
   inventory_path_ = dir_ + "/inventory.yaml";
   return WriteFileAtomic(inventory_path_, inv);
 }
@@ -594,7 +615,8 @@ std::vector<std::string> InventoryFixture::AgentArgv(const std::string& host) co
       {"--inventory", inventory_path_},
       {"--policy", policy_path_},
       {"--connect-timeout", timeout},
-      {"--journal-dir", journal_dir(host)}};
+      {"--journal-dir", journal_dir(host)},
+      {"--tls-dir", tls_dir()}};
   if (std::string unit = FindAgentUnit(); !unit.empty())
     if (auto text = ReadFile(unit); text.ok())
       if (auto exec = UnitExecStart(*text); exec.ok())

@@ -101,7 +101,7 @@ struct NodeState {
 struct HostSnapshot {
   std::vector<NodeState> nodes;        // the lab's hosts, then its switches
   std::vector<std::string> cgroups;    // relative to <cgroup2>/faultline, ours only
-  std::vector<std::string> processes;  // "faultline-agent pid 123 (children of us)" ...
+  std::vector<std::string> processes;  // "faultline-agent pid 123 (our descendant)" ...
   std::vector<std::string> errors;     // what could not be read (a diff by itself)
 
   // One line per fact, sorted. Qdiscs are named by their place in the tree ("tbf at root",
@@ -115,8 +115,9 @@ struct HostSnapshot {
 std::vector<std::string> Diff(const HostSnapshot& before, const HostSnapshot& after,
                               bool exact_handles = false);
 // What of the lab called name is still on this machine after its fixture is gone: its
-// namespaces, cgroups naming it under <cgroup2>/faultline, processes in those, its state file.
-std::vector<std::string> RemainsOf(const std::string& name);
+// namespaces, cgroups naming it under <cgroup2>/faultline, processes in those (or faultline
+// programs whose command line names a file under dir, the fixture's old dir()), its state file.
+std::vector<std::string> RemainsOf(const std::string& name, const std::string& dir = "");
 
 // The diff as one string for INFO/FAIL, one line each.
 std::string FormatDiff(const std::vector<std::string>& diff);
@@ -126,11 +127,22 @@ std::string FormatDiff(const std::vector<std::string>& diff);
 StatusOr<std::vector<std::string>> UnitExecStart(std::string_view unit_text);
 // The unit's command with the flags in `values` set to the given values (replaced where the
 // unit has them, "--flag=v" or "--flag v", appended otherwise), argv[0] replaced by binary.
-// Flags the unit gives a value the fixture cannot know (one with $ or %: the site's) are
-// dropped; flags without a value (--no-tls) are kept as they are.
+// Flags the unit gives a value that is the site's (with $ or %, or an absolute path: its
+// /etc/faultline/...) are dropped; other values (numbers) and flags without a value (--no-tls)
+// are kept as they are.
 std::vector<std::string> UnitCommandWith(
     const std::vector<std::string>& exec_start, const std::string& binary,
     const std::vector<std::pair<std::string, std::string>>& values);
+
+// The inventory file the fixture writes (hosts in order, each NIC as {ifname, address}; a NIC's
+// target name is its ifname). Pure, for the fixture and its unit test.
+struct InventoryHostNics {
+  std::string host;
+  std::vector<std::pair<std::string, std::string>> nics;
+};
+std::string InventoryYaml(const InventoryFixtureOptions& options, const std::string& name,
+                          const std::string& listen, const std::string& token_file,
+                          const std::vector<InventoryHostNics>& hosts);
 
 class InventoryFixture {
  public:

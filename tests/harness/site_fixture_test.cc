@@ -44,10 +44,37 @@ TEST_CASE("site fixture: the agent's command from a systemd unit's ExecStart", "
   CHECK(argv == std::vector<std::string>{"/b/faultline-agent", "--coordinator", "1.2.3.4:5",
                                          "--token-file", "/t/token", "--host", "h0", "--no-tls",
                                          "--connect-timeout", "3600", "--journal-dir", "/t/j"});
-  // A value only the site knows (an environment variable) is dropped with its flag.
-  auto site = UnitCommandWith({"a", "--tls-dir", "${TLS}", "--policy", "/p"}, "b", {});
-  CHECK(site == std::vector<std::string>{"b", "--policy", "/p"});
+  // A value only the site knows (a variable, a path of its own) is dropped with its flag.
+  auto site = UnitCommandWith(
+      {"a", "--tls-dir", "${TLS}", "--worker", "/usr/lib/w", "--policy", "/p", "--x", "7"}, "b",
+      {{"--policy", "/mine"}});
+  CHECK(site == std::vector<std::string>{"b", "--policy", "/mine", "--x", "7"});
   CHECK(UnitExecStart("[Service]\nRestart=always\n").status().code() == Code::kNotFound);
+}
+
+TEST_CASE("site fixture: the inventory it writes, plain and for Slurm", "[unit]") {
+  InventoryFixtureOptions o;
+  o.ranks_per_host = 2;
+  const std::vector<InventoryHostNics> hosts = {
+      {"h0", {{"nic0", "198.18.0.1"}, {"nic1", "198.18.2.1"}}},
+      {"h1", {{"nic0", "198.18.0.2"}, {"nic1", "198.18.2.2"}}}};
+  const std::string text = InventoryYaml(o, "t1", "198.19.3.254:4000", "/x/token", hosts);
+  INFO(text);
+  auto inv = lab::ParseInventory(text, "inv.yaml");
+  REQUIRE(inv.ok());
+  CHECK(inv->name == "t1");
+  CHECK(inv->listen == "198.19.3.254:4000");
+  CHECK(inv->token_file == "/x/token");
+  CHECK(inv->world_size() == 4);
+  REQUIRE(inv->hosts.size() == 2);
+  REQUIRE(inv->hosts[1].nics.size() == 2);
+  CHECK(inv->hosts[1].nics[1].name == "nic1");
+  CHECK(inv->hosts[1].nics[1].ifname == "nic1");
+  CHECK(inv->hosts[1].nics[1].address == "198.18.2.2");
+  CHECK(text.find("launcher") == std::string::npos);
+  o.slurm_launcher = true;
+  CHECK(InventoryYaml(o, "t1", "a:1", "/t", hosts).find("\nlauncher: slurm\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("site fixture: Diff names what appeared and what went away", "[unit]") {
@@ -174,21 +201,22 @@ std::string MgmtAddrOf(const lab::LocalLab& l, const std::string& host) {
 
 TEST_CASE(
     "site fixture: a 2-host inventory lab, supervised agents restarted after kill -9, snapshots "
-    "that see an nft table, PFC frames counted on the switch side; nothing left behind",
+    "that see an nft table, PFC frames counted on the switch side, nothing left behind",
     "[.root][integration]") {
   ScopedStateDir state;  // the lab's state file
   InventoryFixtureOptions o;
   o.hosts = 2;
-  o.ranks_per_host = 1;
-  o.nics_per_host = 1;
+  o.ranks_per_host = 2;
+  o.nics_per_host = 2;
   o.connect_timeout_s = 600;     // they keep dialling for the whole test
   o.stop_grace = 2 * kNsPerSec;  // and are stuck dialling when stopped
-  std::string name;
+  std::string name, dir;
   {
     auto made = InventoryFixture::Create(o);
     REQUIRE(made.ok());
     InventoryFixture& fx = **made;
     name = fx.name();
+    dir = fx.dir();
     REQUIRE(fx.hosts() == std::vector<std::string>{"h0", "h1"});
 
     // The files: an inventory the project's own parser accepts, with the hosts' NICs by
@@ -201,10 +229,12 @@ TEST_CASE(
     CHECK(inv->listen == fx.listen());
     CHECK(inv->token_file == fx.token_path());
     REQUIRE(inv->hosts.size() == 2);
-    REQUIRE(inv->hosts[1].nics.size() == 1);
-    CHECK(inv->hosts[1].nics[0].ifname == "nic0");
-    CHECK(inv->hosts[1].nics[0].address == fx.address_of("h1", "nic0"));
-    CHECK(!fx.address_of("h1", "nic0").empty());
+    CHECK(inv->hosts[1].ranks == 2);
+    REQUIRE(fx.nics_of("h1") == std::vector<std::string>{"nic0", "nic1"});
+    REQUIRE(inv->hosts[1].nics.size() == 2);
+    CHECK(inv->hosts[1].nics[1].ifname == "nic1");
+    CHECK(inv->hosts[1].nics[1].address == fx.address_of("h1", "nic1"));
+    CHECK(!fx.address_of("h1", "nic1").empty());
     CHECK(harness::LoadTlsMaterial(fx.tls_dir(), harness::CertRole::kCoordinator, "coord").ok());
     for (const auto& h : fx.hosts())
       CHECK(harness::LoadTlsMaterial(fx.tls_dir(), harness::CertRole::kAgent, h).ok());
@@ -298,7 +328,7 @@ TEST_CASE(
     CHECK(after.empty());
   }
   // The fixture's teardown: no namespace, cgroup, process or state file of its lab remains.
-  auto left = RemainsOf(name);
+  auto left = RemainsOf(name, dir);
   INFO(FormatDiff(left));
   CHECK(left.empty());
 }
