@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -271,14 +272,64 @@ std::vector<std::string> HostSnapshot::Facts(bool exact_handles) const {
   return f;
 }
 
+namespace {
+// a and b the same up to a relative difference of tolerance in each number.
+bool CloseJson(const nlohmann::json& a, const nlohmann::json& b, double tolerance) {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>(), y = b.get<double>();
+    return std::abs(x - y) <= tolerance * std::max(std::abs(x), std::abs(y));
+  }
+  if (a.type() != b.type() || a.size() != b.size()) return false;
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key()) || !CloseJson(it.value(), b[it.key()], tolerance)) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!CloseJson(a[i], b[i], tolerance)) return false;
+    return true;
+  }
+  return a == b;
+}
+// "h0 nic1: qdisc tbf at root {...}" -> the part before the JSON, and the JSON ("" if none).
+std::pair<std::string, std::string> SplitJson(const std::string& fact) {
+  size_t at = fact.find(" {");
+  if (at == std::string::npos) return {fact, ""};
+  return {fact.substr(0, at), fact.substr(at + 1)};
+}
+}  // namespace
+
 std::vector<std::string> Diff(const HostSnapshot& before, const HostSnapshot& after,
-                              bool exact_handles) {
-  std::vector<std::string> a = before.Facts(exact_handles), b = after.Facts(exact_handles), out;
+                              DiffOptions options) {
+  std::vector<std::string> a = before.Facts(options.exact_handles),
+                           b = after.Facts(options.exact_handles), added, gone, out;
   std::multiset<std::string> sa(a.begin(), a.end()), sb(b.begin(), b.end());
   for (const auto& f : b)
-    if (!sa.count(f)) out.push_back("+ " + f);
+    if (!sa.count(f)) added.push_back(f);
   for (const auto& f : a)
-    if (!sb.count(f)) out.push_back("- " + f);
+    if (!sb.count(f)) gone.push_back(f);
+  if (options.tolerance > 0) {
+    // A fact that only changed its numbers by less than the tolerance is no difference.
+    for (auto p = added.begin(); p != added.end();) {
+      auto [key, text] = SplitJson(*p);
+      auto pj = nlohmann::json::parse(text, nullptr, false);
+      auto match = std::find_if(gone.begin(), gone.end(), [&](const std::string& g) {
+        auto [gkey, gtext] = SplitJson(g);
+        if (gkey != key || text.empty() || gtext.empty() || pj.is_discarded()) return false;
+        auto gj = nlohmann::json::parse(gtext, nullptr, false);
+        return !gj.is_discarded() && CloseJson(pj, gj, options.tolerance);
+      });
+      if (match == gone.end()) {
+        ++p;
+        continue;
+      }
+      gone.erase(match);
+      p = added.erase(p);
+    }
+  }
+  for (const auto& f : added) out.push_back("+ " + f);
+  for (const auto& f : gone) out.push_back("- " + f);
   for (const auto& e : after.errors) out.push_back("! cannot read: " + e);
   return out;
 }

@@ -109,11 +109,20 @@ struct HostSnapshot {
   std::vector<std::string> Facts(bool exact_handles = false) const;
 };
 
+struct DiffOptions {
+  // By default a qdisc tree rebuilt with new handles is no difference; with this it is.
+  bool exact_handles = false;
+  // A fact whose JSON differs only in numbers, each by at most this fraction, is no difference
+  // (0: exact). tc does not give back the numbers it was given: a tbf re-created from what it
+  // reported reads burst 262000 instead of 262125, latency 50001 instead of 50000 us.
+  double tolerance = 0;
+};
+
 // The facts of after that are not in before ("+ ...") and those of before that are gone
 // ("- ..."); empty when nothing changed. Read errors of after are reported too ("! ...").
-// By default a qdisc tree rebuilt with new handles is no difference; exact_handles: it is.
 std::vector<std::string> Diff(const HostSnapshot& before, const HostSnapshot& after,
-                              bool exact_handles = false);
+                              DiffOptions options = {});
+
 // What of the lab called name is still on this machine after its fixture is gone: its
 // namespaces, cgroups naming it under <cgroup2>/faultline, processes in those (or faultline
 // programs whose command line names a file under dir, the fixture's old dir()), its state file.

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -21,6 +22,7 @@
 #include "harness/lab/local_lab.h"
 #include "injectors/pfc.h"
 #include "injectors/sys.h"
+#include "injectors/tc_nft.h"
 #include "tests/injectors/lab_testing.h"
 
 namespace fl::testing {
@@ -126,12 +128,16 @@ TEST_CASE("site fixture: a qdisc tree rebuilt with new handles is the same tree"
                    "h0 ens1: qdisc fq_codel at root/2 {\"limit\":10240}") == 1);
   CHECK(std::count(facts.begin(), facts.end(), "h0 ens1: qdisc ingress at ingress") == 1);
   CHECK(Diff(before, snap("8005:", "{\"limit\":10240}")).empty());
-  CHECK(Diff(before, snap("8005:", "{\"limit\":10240}"), /*exact_handles=*/true).size() == 6);
+  CHECK(Diff(before, snap("8005:", "{\"limit\":10240}"), {.exact_handles = true}).size() == 6);
   auto changed = Diff(before, snap("8005:", "{\"limit\":99}"));
   INFO(FormatDiff(changed));
   CHECK(changed ==
         std::vector<std::string>{"+ h0 ens1: qdisc fq_codel at root/2 {\"limit\":99}",
                                  "- h0 ens1: qdisc fq_codel at root/2 {\"limit\":10240}"});
+  // Within a tolerance, numbers that tc rounded are the same; a real change is not.
+  CHECK(Diff(before, snap("8005:", "{\"limit\":10200}"), {.tolerance = 0.01}).empty());
+  CHECK(Diff(before, snap("8005:", "{\"limit\":10200}")).size() == 2);
+  CHECK(Diff(before, snap("8005:", "{\"limit\":99}"), {.tolerance = 0.01}).size() == 2);
 }
 
 // Accepts TCP connections on addr:port and closes them, counting them by peer address: the
@@ -331,6 +337,104 @@ TEST_CASE(
   auto left = RemainsOf(name, dir);
   INFO(FormatDiff(left));
   CHECK(left.empty());
+}
+
+// Runs argv in netns; fails the test when it does not succeed.
+void InNs(const std::string& netns, const std::vector<std::string>& argv) {
+  injectors::CommandOptions o;
+  o.netns = netns;
+  auto r = injectors::RunChecked(argv, o);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+}
+
+// Lines of d that start with prefix.
+size_t CountPrefixed(const std::vector<std::string>& d, const std::string& prefix) {
+  return std::count_if(d.begin(), d.end(),
+                       [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+}
+
+TEST_CASE("site fixture: Snapshot sees each trace a host-side fault can leave, and its undoing",
+          "[.root][integration]") {
+  ScopedStateDir state;
+  InventoryFixtureOptions o;
+  o.hosts = 2;
+  o.ranks_per_host = 1;
+  o.nics_per_host = 2;
+  auto made = InventoryFixture::Create(o);
+  REQUIRE(made.ok());
+  InventoryFixture& fx = **made;
+  const std::string ns = fx.netns_of("h0");
+  const HostSnapshot pristine = fx.Snapshot();
+  REQUIRE(pristine.errors.empty());
+  auto diff_now = [&] { return Diff(pristine, fx.Snapshot()); };
+  double tolerance = 0;  // exact, but after the qdisc section
+
+  SECTION("a link taken down") {
+    InNs(ns, {"/usr/sbin/ip", "link", "set", "nic1", "down"});
+    auto d = diff_now();
+    InNs(ns, {"/usr/sbin/ip", "link", "set", "nic1", "up"});
+    INFO(FormatDiff(d));
+    // The switch's end of the link loses its carrier with it.
+    const std::string far = fx.SwitchSideOf("h0", "nic1")->netns.substr(fx.netns_of("").size());
+    CHECK(std::set<std::string>(d.begin(), d.end()) ==
+          std::set<std::string>{
+              "+ h0 nic1: link down, carrier down", "- h0 nic1: link up, carrier up",
+              "+ " + far + " h0: link up, carrier down", "- " + far + " h0: link up, carrier up"});
+  }
+  SECTION("a netdev nft table (blackhole, loss)") {
+    InNs(ns, {"/usr/sbin/nft", "add", "table", "netdev", "fl_probe"});
+    auto d = diff_now();
+    InNs(ns, {"/usr/sbin/nft", "delete", "table", "netdev", "fl_probe"});
+    CHECK(d == std::vector<std::string>{"+ h0: nft table netdev fl_probe"});
+  }
+  SECTION("a root qdisc replaced (throttle), then restored as the injectors restore it") {
+    auto saved = injectors::ReadRootQdisc(ns, "nic1");
+    REQUIRE(saved.ok());
+    REQUIRE(injectors::SetTbf(ns, "nic1", 200'000'000, 64 * 1024).ok());
+    auto d = diff_now();
+    INFO(FormatDiff(d));
+    CHECK(CountPrefixed(d, "+ h0 nic1: qdisc tbf at root ") == 1);
+    CHECK(CountPrefixed(d, "- h0 nic1: qdisc tbf at root ") == 1);
+    CHECK(d.size() == 2);
+    REQUIRE(injectors::RestoreRootQdisc(ns, "nic1", *saved).ok());
+    // tc rounds what it is given back: the restored tbf is the same within 1 %, not exactly.
+    auto restored = diff_now();
+    INFO(FormatDiff(restored));
+    CHECK(Diff(pristine, fx.Snapshot(), {.tolerance = 0.01}).empty());
+    tolerance = 0.01;
+  }
+  SECTION("a clsact qdisc with an ingress filter") {
+    InNs(ns, {"/usr/sbin/tc", "qdisc", "add", "dev", "nic1", "clsact"});
+    // (u32 without an action: this kernel may lack cls_matchall and act_gact.)
+    InNs(ns, {"/usr/sbin/tc", "filter", "add", "dev", "nic1", "ingress", "u32", "match", "u32", "0",
+              "0", "flowid", "1:1"});
+    auto d = diff_now();
+    InNs(ns, {"/usr/sbin/tc", "qdisc", "del", "dev", "nic1", "clsact"});
+    INFO(FormatDiff(d));
+    CHECK(CountPrefixed(d, "+ h0 nic1: qdisc clsact at clsact") == 1);
+    CHECK(CountPrefixed(d, "+ h0 nic1: filter ingress: ") >= 1);
+    CHECK(CountPrefixed(d, "- ") == 0);
+  }
+  SECTION("a rank's cgroup and a journal entry") {
+    auto root = injectors::Cgroup2Root();
+    REQUIRE(root.ok());
+    const std::string parent = *root + "/faultline";
+    const bool made_parent = mkdir(parent.c_str(), 0755) == 0;  // else it is there already
+    const std::string cg = parent + "/inv-" + fx.name() + "-h0";
+    REQUIRE(mkdir(cg.c_str(), 0755) == 0);
+    REQUIRE(WriteFileAtomic(fx.journal_dir("h1") + "/f1.json", "{}").ok());
+    auto d = diff_now();
+    rmdir(cg.c_str());
+    if (made_parent) rmdir(parent.c_str());  // fails harmlessly when another test uses it now
+    REQUIRE(unlink((fx.journal_dir("h1") + "/f1.json").c_str()) == 0);
+    INFO(FormatDiff(d));
+    CHECK(d == std::vector<std::string>{"+ cgroup faultline/inv-" + fx.name() + "-h0",
+                                        "+ h1: journal entry f1.json"});
+  }
+  auto undone = Diff(pristine, fx.Snapshot(), {.tolerance = tolerance});
+  INFO(FormatDiff(undone));
+  CHECK(undone.empty());
 }
 
 }  // namespace
