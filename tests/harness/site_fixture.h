@@ -17,6 +17,18 @@
 // thread; the supervisor is one thread of this process. Snapshot and the accessors are const
 // and safe concurrently.
 //
+// Use (CMake: DEPS fl_site_fixture, add_dependencies(<test> faultline-agent)):
+//   auto fx = InventoryFixture::Create({.hosts = 2, .ranks_per_host = 2, .nics_per_host = 2});
+//   const HostSnapshot before = (*fx)->Snapshot();
+//   REQUIRE((*fx)->StartAgents().ok());      // they dial (*fx)->listen() until it answers
+//   Faultline f({"run", scenario, "--lab", (*fx)->inventory_path(), ...}, dir);
+//   REQUIRE((*fx)->KillAgent("h1", SIGKILL).ok());   // restarted after restart_delay
+//   ...
+//   (*fx)->StopAgents().IgnoreError();
+//   CHECK(Diff(before, (*fx)->Snapshot()).empty());
+// The agent gets the project's clean environment (common/process.h) plus its host's
+// FAULTLINE_STATE_DIR; its stderr (where it logs) goes to DIR/hosts/<host>/agent.<n>.log.
+//
 // No Asio or gRPC here (nor in site_fixture.cc): tests that include this stay quick to build.
 #pragma once
 
