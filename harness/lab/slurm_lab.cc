@@ -365,8 +365,13 @@ StatusOr<std::string> SlurmLab::Allocate(const LabRun& run) {
   if (r->exit_code != 0 || id.empty()) {
     std::string queued = id.empty() ? id_after("job allocation ") : id;
     if (!queued.empty()) Tool({"scancel", queued}, kToolTimeout).status().IgnoreError();
-    return UnavailableError("slurm refused the allocation (" + Join(argv, " ") +
-                            "): " + LastLine(r->err + r->out));
+    // --immediate ran out: salloc says "Unable to allocate resources: Connection timed out".
+    bool waited = r->err.find("timed out") != std::string::npos;
+    return UnavailableError(
+        "slurm refused the allocation" +
+        (waited ? " (not granted within allocation_wait, " + std::to_string(wait_s) + " s)"
+                : std::string()) +
+        " (" + Join(argv, " ") + "): " + LastLine(r->err + r->out));
   }
   return id;
 }
@@ -471,6 +476,25 @@ Rendezvous SlurmLab::RendezvousFor(const LabRun&) const {
   return r;
 }
 
+std::vector<std::string> SlurmLab::AgentArgv(const AgentLaunch& launch) const {
+  std::string nics;
+  for (const auto& nic : cfg_.nics) nics += (nics.empty() ? "" : ",") + nic.ifname;
+  std::vector<std::string> agent = {launch.bin_dir + "/faultline-agent", "--coordinator",
+                                    launch.coordinator, "--token-file", launch.token_file};
+  if (cfg_.tls_dir.empty()) {
+    agent.push_back("--no-tls");
+  } else {
+    agent.insert(agent.end(), {"--tls-dir", cfg_.tls_dir});
+  }
+  // No --host: one argv for every node; the agent takes its name from SLURMD_NODENAME. No
+  // --run-dir: the coordinator's run directory need not exist on the nodes (the agent picks
+  // a node-local one, as for an inventory host).
+  agent.insert(agent.end(),
+               {"--slurm-nics", nics, "--slurm-ranks", std::to_string(cfg_.ranks_per_node)});
+  if (!launch.policy_path.empty()) agent.insert(agent.end(), {"--policy", launch.policy_path});
+  return agent;
+}
+
 std::vector<std::string> SlurmLab::AgentStepArgv(const AgentLaunch& launch) const {
   const std::string n = std::to_string(nodes_.size());
   std::vector<std::string> argv = {"srun",
@@ -485,19 +509,7 @@ std::vector<std::string> SlurmLab::AgentStepArgv(const AgentLaunch& launch) cons
                                    "--kill-on-bad-exit=0",
                                    "-J",
                                    step_name_};
-  std::string nics;
-  for (const auto& nic : cfg_.nics) nics += (nics.empty() ? "" : ",") + nic.ifname;
-  std::vector<std::string> agent = {launch.bin_dir + "/faultline-agent", "--coordinator",
-                                    launch.coordinator, "--token-file", launch.token_file};
-  if (cfg_.tls_dir.empty()) {
-    agent.push_back("--no-tls");
-  } else {
-    agent.insert(agent.end(), {"--tls-dir", cfg_.tls_dir});
-  }
-  // The agent takes its name from SLURMD_NODENAME (no --host: one argv for every node).
-  agent.insert(agent.end(),
-               {"--slurm-nics", nics, "--slurm-ranks", std::to_string(cfg_.ranks_per_node)});
-  if (!launch.policy_path.empty()) agent.insert(agent.end(), {"--policy", launch.policy_path});
+  std::vector<std::string> agent = AgentArgv(launch);
   if (cfg_.agent_argv_hook) agent = cfg_.agent_argv_hook(std::move(agent));
   argv.insert(argv.end(), agent.begin(), agent.end());
   return argv;

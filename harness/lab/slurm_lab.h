@@ -135,7 +135,9 @@ class SlurmLab : public Lab {
     std::lock_guard<std::mutex> lock(mu_);
     return srun_pid_;
   }
-  // The srun argv StartAgents runs (for tests and --dry-run output).
+  // The agent's argv on every node (before agent_argv_hook), and the whole srun argv
+  // StartAgents runs (after Provision), for tests and --dry-run output.
+  std::vector<std::string> AgentArgv(const AgentLaunch& launch) const;
   std::vector<std::string> AgentStepArgv(const AgentLaunch& launch) const;
 
  private:

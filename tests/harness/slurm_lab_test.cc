@@ -153,6 +153,14 @@ TEST_CASE("SlurmLab: host-side catalog, placeholders until Slurm names the nodes
   CHECK(cp->listen == "10.0.0.254:0");
   CHECK(cp->token_file == "/etc/fl/token");
   CHECK((*lab)->StartAgents(AgentLaunch{}).code() == Code::kFailedPrecondition);
+  AgentLaunch launch;
+  launch.coordinator = "10.0.0.254:7070";
+  launch.token_file = "/etc/fl/token";
+  launch.bin_dir = "/opt/fl/bin";
+  CHECK((*lab)->AgentArgv(launch) ==
+        std::vector<std::string>{"/opt/fl/bin/faultline-agent", "--coordinator", "10.0.0.254:7070",
+                                 "--token-file", "/etc/fl/token", "--no-tls", "--slurm-nics",
+                                 "ens1,ens2", "--slurm-ranks", "2"});
 
   // Listed nodes (an inventory with launcher: slurm): their names, and their NIC addresses.
   SlurmLabConfig c = CountConfig();
@@ -167,6 +175,15 @@ TEST_CASE("SlurmLab: host-side catalog, placeholders until Slurm names the nodes
   REQUIRE(nh.size() == 2);
   CHECK(nh[0].nics == std::vector<std::string>{"ens1", "ens2"});
   CHECK(nh[1].nics == std::vector<std::string>{"10.0.1.2", "10.0.2.2"});
+
+  c.tls_dir = "/etc/fl/tls";
+  launch.policy_path = "/etc/fl/policy.yaml";
+  auto tls_argv = (*SlurmLab::Create(c))->AgentArgv(launch);
+  const std::vector<std::string> tls_flag = {"--tls-dir", "/etc/fl/tls"};
+  CHECK(std::find(tls_argv.begin(), tls_argv.end(), "--no-tls") == tls_argv.end());
+  CHECK(std::search(tls_argv.begin(), tls_argv.end(), tls_flag.begin(), tls_flag.end()) !=
+        tls_argv.end());
+  CHECK(tls_argv.back() == "/etc/fl/policy.yaml");
 
   c.nic_addresses["gpu02"] = {"10.0.1.2"};
   CHECK(SlurmLab::Create(c).status().code() == Code::kInvalidArgument);
@@ -210,7 +227,9 @@ std::vector<int> AgentPids(const std::string& coordinator) {
     if (pid <= 0) continue;
     auto cmd = ReadFile(std::string("/proc/") + e->d_name + "/cmdline");
     if (!cmd.ok()) continue;
-    bool agent = cmd->find("faultline-agent") != std::string::npos;
+    // argv[0] is the agent (not srun, whose arguments name it too).
+    std::string argv0 = cmd->substr(0, cmd->find('\0'));
+    bool agent = argv0.size() >= 15 && argv0.compare(argv0.size() - 15, 15, "faultline-agent") == 0;
     if (agent &&
         cmd->find(std::string("\0", 1) + coordinator + std::string("\0", 1)) != std::string::npos)
       pids.push_back(pid);
@@ -316,10 +335,15 @@ struct SlurmEnvFixture {
       m.mutable_shutdown()->set_reason("test over");
       CHECK(server->Call(h, m, Deadline::After(10 * kNsPerSec)).ok());
     }
-    slurm.StopAgents(Deadline::After(30 * kNsPerSec));
-    CHECK_FALSE(slurm.PollLostAgent().has_value());  // exit 0: shut down, not lost
+    // The agents exit after the Shutdown, and with them the step: srun exits 0, which is
+    // no lost agent.
     CHECK(WaitUntil([&] { return AgentPids(coordinator).empty(); }, Deadline::After(15 * kNsPerSec),
                     50 * kNsPerMs));
+    CHECK(WaitUntil([&] { return !ProcessAlive(slurm.agent_step_pid()); },
+                    Deadline::After(15 * kNsPerSec), 50 * kNsPerMs));
+    CHECK_FALSE(slurm.PollLostAgent().has_value());
+    slurm.StopAgents(Deadline::After(30 * kNsPerSec));
+    CHECK(slurm.agent_step_pid() == -1);
   }
 };
 
@@ -341,9 +365,11 @@ TEST_CASE("SlurmLab on a real Slurm: own allocation, agents as one srun step, no
   CHECK(slurm.catalog().Targets("nic") == std::vector<std::string>{"h0.nic0", "h1.nic0"});
   CHECK(slurm.hosts().front().name == "h0");
   auto argv = slurm.AgentStepArgv(env.Launch());
-  CHECK(argv.front() == "srun");
-  CHECK(std::find(argv.begin(), argv.end(), "--overlap") != argv.end());
-  CHECK(std::find(argv.begin(), argv.end(), "--jobid=" + slurm.job_id()) != argv.end());
+  REQUIRE(argv.size() > 12);
+  CHECK(std::vector<std::string>(argv.begin(), argv.begin() + 12) ==
+        std::vector<std::string>{"srun", "--jobid=" + slurm.job_id(), "--overlap",
+                                 "--ntasks-per-node=1", "--ntasks=2", "-N", "2", "-w", "h0,h1",
+                                 "--kill-on-bad-exit=0", "-J", "faultline-agents-slurmtest"});
 
   env.RunAgents(slurm);
   Status down = slurm.Teardown();
@@ -353,7 +379,7 @@ TEST_CASE("SlurmLab on a real Slurm: own allocation, agents as one srun step, no
   CHECK(slurm.Teardown().ok());        // idempotent
 }
 
-TEST_CASE("SlurmLab on a real Slurm: srun killed is a lost agent per node; the step is cancelled",
+TEST_CASE("SlurmLab on a real Slurm: srun killed is a lost agent per node, the step is cancelled",
           "[.root][integration]") {
   SlurmEnvFixture env;
   env.Up();
@@ -427,7 +453,8 @@ TEST_CASE("SlurmLab on a real Slurm: a refused allocation is a clear error and l
   SlurmEnvFixture env;
   env.Up();
   SlurmLabConfig c = env.Config();
-  c.node_count = 3;  // the cluster has 2 nodes
+  c.node_count = 3;  // the cluster has 2 nodes: salloc gives up after allocation_wait
+  c.allocation_wait_ns = 2 * kNsPerSec;
   auto made = SlurmLab::Create(c);
   REQUIRE(made.ok());
   Status prov = (*made)->Provision(LabRun{"slurmrefused", env.run_dir.path()});
