@@ -347,6 +347,40 @@ struct SlurmEnvFixture {
   }
 };
 
+TEST_CASE("SlurmCluster: a task runs in each host's namespace, nothing of it stays",
+          "[.root][integration]") {
+  testing::ScopedStateDir state;
+  auto lab = testing::TestLab::Up(testing::kSmallRail);
+  REQUIRE(lab.ok());
+  std::vector<int> pids;
+  std::string dir;
+  {
+    auto c = testing::SlurmCluster::Start((*lab)->lab());
+    INFO((c.ok() ? std::string() : c.status().ToString()));
+    REQUIRE(c.ok());
+    pids = (*c)->daemon_pids();
+    dir = (*c)->dir();
+    CHECK(pids.size() == 4);  // munged, slurmctld, 2 slurmd
+    CHECK((*c)->nodes() == std::vector<std::string>{"h0", "h1"});
+    auto r = (*c)->Client(
+        {"srun", "-N", "2", "--ntasks-per-node=1", "-l", "/usr/bin/readlink", "/proc/self/ns/net"},
+        60 * kNsPerSec);
+    REQUIRE(r.ok());
+    INFO(r->out + r->err);
+    CHECK(r->exit_code == 0);
+    for (const std::string h : {"h0", "h1"}) {
+      struct stat st;
+      REQUIRE(stat(("/run/netns/" + (*lab)->lab().NetnsOf(h)).c_str(), &st) == 0);
+      CHECK(r->out.find("net:[" + std::to_string(st.st_ino) + "]") != std::string::npos);
+    }
+    // srun's own job completes and leaves squeue.
+    CHECK(WaitUntil([&] { return (*c)->Jobs().empty(); }, Deadline::After(20 * kNsPerSec),
+                    100 * kNsPerMs));
+  }
+  for (int pid : pids) CHECK_FALSE(ProcessAlive(pid));
+  CHECK(access(dir.c_str(), F_OK) != 0);
+}
+
 TEST_CASE("SlurmLab on a real Slurm: own allocation, agents as one srun step, nothing left",
           "[.root][integration]") {
   SlurmEnvFixture env;
