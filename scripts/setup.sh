@@ -9,13 +9,15 @@ ROOT=$(pwd)
 BUILD_DIR=${FL_BUILD_DIR:-$ROOT/build}
 
 # Debian packages faultline needs to build, test and run its local lab (clang-14 and its
-# sanitizer/libFuzzer runtimes: the build-san phase of scripts/test.sh).
+# sanitizer/libFuzzer runtimes: the build-san phase of scripts/test.sh; slurm-wlm (slurmctld,
+# slurmd, the clients) and munge: the SlurmLab root tests run a real Slurm on the local lab).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev sqlite3 libboost-dev catch2 libibverbs-dev libyaml-cpp-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libmnl-dev libnftables-dev
   iproute2 nftables ethtool iperf3 procps util-linux
+  slurm-wlm munge
 )
 if [ -f "$ROOT/scripts/packages.extra" ]; then
   mapfile -t -O "${#PACKAGES[@]}" PACKAGES < <(grep -v '^#' "$ROOT/scripts/packages.extra" | grep .)
