@@ -1,5 +1,7 @@
 #include "harness/agent/agent_policy.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 #include "common/file_util.h"
@@ -17,7 +19,8 @@ constexpr size_t kMaxWorkerArgBytes = 4096;
 constexpr size_t kMaxNics = 16;
 constexpr size_t kMaxNicBytes = 64;
 // Arguments the agent gives the worker itself; the coordinator may not override them.
-constexpr std::string_view kAgentOwnedArgs[] = {"--rank", "--world-size", "--nics", "--telemetry"};
+constexpr std::string_view kAgentOwnedArgs[] = {"--rank", "--world-size", "--nics", "--telemetry",
+                                                 "--store-token-file"};
 
 // An absolute path without "." or ".." components (so that a prefix check means something).
 bool IsPlainAbsolutePath(std::string_view p) {
@@ -181,7 +184,20 @@ Status CheckLaunch(const AgentPolicy& p, const pb::LaunchRanks& l,
       FL_RETURN_IF_ERROR(
           CheckBounds<uint64_t>("worker --size", bytes, 1, p.max_rank_bytes, Unit::kBytes));
     }
-    if (a == "--store-dir" && has_value) {
+    // A TCP rendezvous store: an IPv4 address and port only (the agent adds its token).
+    if (a == "--store" && has_value && args[i + 1].rfind("tcp://", 0) == 0) {
+      const std::string v = args[i + 1].substr(6);
+      auto colon = v.rfind(':');
+      in_addr addr;
+      const std::string port = colon == std::string::npos ? "" : v.substr(colon + 1);
+      if (colon == std::string::npos || port.empty() || port.size() > 5 ||
+          port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535 ||
+          inet_pton(AF_INET, v.substr(0, colon).c_str(), &addr) != 1)
+        return InvalidArgumentError("worker --store '" + args[i + 1] +
+                                    "' is not tcp://IPv4:PORT");
+      continue;
+    }
+    if ((a == "--store-dir" || a == "--store") && has_value) {
       const std::string& v = args[i + 1];
       if (!IsPlainAbsolutePath(v))
         return InvalidArgumentError("worker --store-dir '" + v +

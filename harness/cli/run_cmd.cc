@@ -109,8 +109,6 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     o.dry_run = args->dry_run;
     o.keep_run_dir = args->keep_run_dir;
     o.policy_path = args->policy;
-    if (o.policy_path.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
-      o.policy_path = "configs/policies/local_lab.yaml";
     o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
     o.tls_dir = args->tls_dir;
     o.lab_file = args->lab;

@@ -256,8 +256,8 @@ Status Runner::Prepare() {
   injectors::InjectorRegistry registry("injector");
   FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry));
   ApplyLabOverride(scenario_, opts_.lab_file);
-  lab::LabSource source{scenario_.lab.file, scenario_.lab.file_text, scenario_.lab.slurm_yaml,
-                        scenario_.lab.where};
+  lab::LabSource source{scenario_.lab.file.empty() ? scenario_.path : scenario_.lab.file,
+                        scenario_.lab.file_text, scenario_.lab.slurm_yaml, scenario_.lab.where};
   auto opened = lab::OpenLab(source, "check");
   if (!opened.ok()) {
     Status st = opened.status();
@@ -284,7 +284,11 @@ Status Runner::Prepare() {
 
 Status Runner::Provision() {
   FL_RETURN_IF_ERROR(lab_->Provision(LabRunInfo()));
-  hosts_ = lab_->hosts();  // now with the NICs' addresses
+  hosts_ = lab_->hosts();  // now with the NICs' addresses (and an allocation's node names)
+  // A lab whose names are known only now (a Slurm node count) validates and plans again: the
+  // same seed picks the same positions, now with real names.
+  FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, lab_->catalog()));
+  FL_ASSIGN_OR_RETURN(plan_, MakePlan(scenario_, lab_->catalog(), seed_));
   return OkStatus();
 }
 
@@ -329,6 +333,7 @@ Status Runner::AwaitAgents() {
 
 Status Runner::StartAgents() {
   const lab::LabRun run = LabRunInfo();
+  FL_RETURN_IF_ERROR(MakeDirs(run_dir_, 0700));
   FL_ASSIGN_OR_RETURN(lab::ControlPlane control, lab_->Control(run));
   if (!control.tls_dir.empty()) {
     FL_ASSIGN_OR_RETURN(tls_, LoadTlsMaterial(control.tls_dir, CertRole::kCoordinator, ""));

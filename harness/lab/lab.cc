@@ -17,6 +17,8 @@
 #include "common/yaml_util.h"
 #include "harness/lab/inventory.h"
 #include "harness/lab/local_lab.h"
+#include "harness/lab/slurm_lab.h"
+#include "harness/control/certs.h"
 #include "harness/lab/topology.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
@@ -74,11 +76,46 @@ std::string RouteInterface(const std::string& address) {
   return name;
 }
 
+// An inventory whose agents srun starts: a SlurmLab on its hosts (the nodes), their NICs by
+// the inventory's addresses.
+StatusOr<std::unique_ptr<Lab>> SlurmLabOfInventory(const Inventory& inv) {
+  SlurmLabConfig c;
+  c.source = inv.source;
+  c.text = inv.text;
+  c.name = inv.name;
+  c.node_count = static_cast<int>(inv.hosts.size());
+  c.ranks_per_node = inv.hosts.front().ranks;
+  for (const auto& n : inv.hosts.front().nics) c.nics.push_back({n.name, n.ifname});
+  for (const auto& h : inv.hosts) {
+    c.nodes.push_back(h.name);
+    for (size_t i = 0; i < h.nics.size(); ++i) {
+      if (h.nics[i].ifname != c.nics[i].ifname)
+        return InvalidArgumentError(
+            inv.source + ": launcher: slurm starts every agent with one command line, so every "
+                         "host needs the same interface names; " +
+            h.name + "." + h.nics[i].name + " is " + h.nics[i].ifname + ", not " +
+            c.nics[i].ifname);
+      c.nic_addresses[h.name].push_back(h.nics[i].address);
+    }
+  }
+  c.listen = inv.listen;
+  c.token_file = inv.token_file;
+  c.tls_dir = harness::DefaultTlsDir(inv.token_file);
+  c.agent_wait_ns = inv.agent_wait_ns;
+  FL_ASSIGN_OR_RETURN(auto lab, SlurmLab::Create(std::move(c)));
+  return std::unique_ptr<Lab>(std::move(lab));
+}
+
+StatusOr<std::unique_ptr<Lab>> SlurmLabOfScenario(const std::string& text, const std::string& path) {
+  FL_ASSIGN_OR_RETURN(SlurmLabConfig c, ParseSlurmSection(text, path));
+  FL_ASSIGN_OR_RETURN(auto lab, SlurmLab::Create(std::move(c)));
+  return std::unique_ptr<Lab>(std::move(lab));
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::string& lab_name) {
-  if (!source.slurm_yaml.empty())
-    return FailedPreconditionError(source.where + ": lab: {slurm: ...} is not built yet");
+  if (!source.slurm_yaml.empty()) return SlurmLabOfScenario(source.slurm_yaml, source.path);
   std::string text = source.text;
   if (text.empty()) {
     auto t = ReadFile(source.path);
@@ -92,10 +129,11 @@ StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::strin
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source.path));
   if (doc.root().IsMap() && doc.Has(doc.root(), "coordinator")) {
     FL_ASSIGN_OR_RETURN(Inventory inv, ParseInventory(text, source.path));
-    if (inv.launcher == "slurm")
-      return FailedPreconditionError(source.path + ": launcher: slurm is not built yet");
+    if (inv.launcher == "slurm") return SlurmLabOfInventory(inv);
     return std::unique_ptr<Lab>(std::make_unique<InventoryLab>(std::move(inv)));
   }
+  // A stored run's inline slurm section is its scenario's text (a replay).
+  if (doc.root().IsMap() && doc.Has(doc.root(), "lab")) return SlurmLabOfScenario(text, source.path);
   FL_ASSIGN_OR_RETURN(Topology topo, ParseTopology(text, source.path));
   FL_ASSIGN_OR_RETURN(auto local, LocalLab::Create(topo, lab_name));
   return std::unique_ptr<Lab>(std::move(local));

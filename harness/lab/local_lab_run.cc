@@ -105,7 +105,11 @@ Status LocalLab::StartAgents(const AgentLaunch& launch) {
                  launch.run_dir,
                  "--worker",
                  launch.bin_dir + "/faultline-worker"};
-    if (!launch.policy_path.empty()) spec.argv.insert(spec.argv.end(), {"--policy", launch.policy_path});
+    // The local lab's own policy unless the user named one (run from the repository).
+    std::string policy = launch.policy_path;
+    if (policy.empty() && access("configs/policies/local_lab.yaml", R_OK) == 0)
+      policy = "configs/policies/local_lab.yaml";
+    if (!policy.empty()) spec.argv.insert(spec.argv.end(), {"--policy", policy});
     // Only the network namespace changes: the agent keeps the machine's /sys and cgroup
     // mounts, which it needs for containers (ip netns exec would remount /sys).
     spec.netns = fabric ? "" : NetnsOf(host);

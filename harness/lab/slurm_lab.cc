@@ -463,7 +463,12 @@ Status SlurmLab::Provision(const LabRun& run) {
   return OkStatus();
 }
 
-StatusOr<ControlPlane> SlurmLab::Control(const LabRun&) {
+StatusOr<ControlPlane> SlurmLab::Control(const LabRun& run) {
+  // The command line wins over the lab file; the agents' argv follows (AgentArgv).
+  if (run.no_tls)
+    cfg_.tls_dir.clear();
+  else if (!run.tls_dir.empty())
+    cfg_.tls_dir = run.tls_dir;
   return ControlPlane{cfg_.listen, cfg_.token_file, cfg_.tls_dir};
 }
 

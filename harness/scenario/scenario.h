@@ -18,7 +18,9 @@ namespace fl::harness {
 struct LabSpec {
   std::string topology;   // path of a topology file (configs/labs/...), resolved to absolute
   std::string inventory;  // or: path of an inventory of real hosts whose agents dial in
-  std::string slurm_yaml;  // or: the inline `slurm:` section (a Slurm allocation), as YAML
+  // or: a Slurm allocation described inline (`lab: {slurm: ...}`): the scenario's whole text,
+  // whose lab.slurm section the lab reads (with its file positions)
+  std::string slurm_yaml;
   // The lab file the run uses: topology or inventory, or --lab FILE (which replaces the
   // scenario's lab); empty for an inline slurm section.
   std::string file;

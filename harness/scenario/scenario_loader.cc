@@ -38,7 +38,7 @@ Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
   FL_ASSIGN_OR_RETURN(lab->inventory, doc.GetOr<std::string>(n, "inventory", ""));
   if (doc.Has(n, "slurm")) {
     FL_RETURN_IF_ERROR(doc.ExpectMap(n["slurm"], "slurm"));
-    lab->slurm_yaml = YAML::Dump(n["slurm"]);
+    lab->slurm_yaml = doc.text();  // the lab reads lab.slurm from it, with its positions
   }
   if (!lab->topology.empty() + !lab->inventory.empty() + !lab->slurm_yaml.empty() != 1)
     return doc.Error(n,

@@ -3,6 +3,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include "common/file_util.h"
+#include "harness/scenario/scenario_loader.h"
+#include "tests/test_util.h"
+
 namespace fl::lab {
 namespace {
 
@@ -112,6 +118,126 @@ TEST_CASE("inventory: a host's site resolves its own NICs and refuses switch-sid
   CHECK(site.Uplinks("tor0").status().code() == Code::kFailedPrecondition);
   CHECK(site.Container("node01.rank0").status().code() == Code::kNotFound);
   CHECK(site.CgroupDir().find("/faultline/inv-rack7-node02") != std::string::npos);
+}
+
+TEST_CASE("inventory: rail targets, untouchable NICs and the management interface", "[unit]") {
+  auto inv = ParseInventory(Replace(kInv, "{name: nic1, ifname: ens1f1, address: 10.1.0.2}",
+                                    "{name: nic1, ifname: ens1f1, address: 10.1.0.2, touch: false}"),
+                            "i.yaml");
+  REQUIRE(inv.ok());
+  InventorySite site(*inv, "node02", /*mgmt_ifname=*/"");
+  CHECK(site.GrayFaultSide() == injectors::PortSide::kHost);  // no switch access
+  auto rail0 = site.HostLinks("rail0", injectors::PortSide::kHost);
+  REQUIRE(rail0.ok());
+  REQUIRE(rail0->size() == 1);
+  CHECK((*rail0)[0].name == "node02.nic0");
+  // touch: false: never a target by name, and left out of host and rail targets.
+  auto named = site.HostLinks("node02.nic1", injectors::PortSide::kHost);
+  CHECK(named.status().code() == Code::kFailedPrecondition);
+  CHECK(named.status().message().find("touch: false") != std::string::npos);
+  auto host = site.HostLinks("node02", injectors::PortSide::kHost);
+  REQUIRE(host.ok());
+  CHECK(host->size() == 1);
+  CHECK(site.HostLinks("rail1", injectors::PortSide::kHost).status().code() == Code::kNotFound);
+  // The interface that carries the route to the coordinator is never a target.
+  InventorySite mgmt(*inv, "node02", "ens1f0");
+  auto m = mgmt.HostLinks("node02.nic0", injectors::PortSide::kHost);
+  CHECK(m.status().code() == Code::kFailedPrecondition);
+  CHECK(m.status().message().find("management") != std::string::npos);
+  // The catalog leaves the untouchable NIC out as well.
+  auto catalog = HostSideCatalog(*inv);
+  auto nics = catalog->Targets("nic");
+  CHECK(std::find(nics.begin(), nics.end(), "node02.nic1") == nics.end());
+  CHECK(std::find(nics.begin(), nics.end(), "node01.nic1") != nics.end());
+  CHECK(catalog->Targets("rank").size() == 4);
+  CHECK(catalog->TargetClasses("link_blackhole").front() == "nic");
+  // Switch-side classes are not offered on real hosts.
+  auto classes = catalog->TargetClasses("bandwidth_throttle");
+  CHECK(std::find(classes.begin(), classes.end(), "tor_port") == classes.end());
+  auto kinds = catalog->Kinds();
+  CHECK(std::find(kinds.begin(), kinds.end(), "tor_port_down") == kinds.end());
+  CHECK(kinds.size() == 6);
+}
+
+TEST_CASE("inventory: launcher and touch are checked, with their location", "[unit]") {
+  auto err = [](const std::string& text) {
+    auto inv = ParseInventory(text, "i.yaml");
+    return inv.ok() ? std::string("ok") : inv.status().message();
+  };
+  CHECK(err(Replace(kInv, "agent_wait: 5s", "agent_wait: 5s\nlauncher: pbs"))
+            .rfind("i.yaml:4:11: launcher must be systemd", 0) == 0);
+  auto slurm = ParseInventory(Replace(kInv, "agent_wait: 5s", "agent_wait: 5s\nlauncher: slurm"),
+                              "i.yaml");
+  REQUIRE(slurm.ok());
+  CHECK(slurm->launcher == "slurm");
+  CHECK(err(Replace(kInv, "address: 10.0.0.2}", "address: 10.0.0.2, touch: maybe}"))
+            .rfind("i.yaml:", 0) == 0);
+}
+
+TEST_CASE("OpenLab tells a topology from an inventory; an inventory lab's contract", "[unit]") {
+  testing::TempDir dir("fl_openlab");
+  const std::string inv_path = dir.path() + "/inv.yaml";
+  REQUIRE(WriteFileAtomic(inv_path, kInv).ok());
+  auto lab = OpenLab(LabSource{inv_path, "", "", ""}, "check");
+  REQUIRE(lab.ok());
+  CHECK((*lab)->kind() == "inventory");
+  CHECK((*lab)->text() == kInv);
+  CHECK((*lab)->agent_names() == std::vector<std::string>{"node01", "node02"});
+  auto hosts = (*lab)->hosts();
+  REQUIRE(hosts.size() == 2);
+  CHECK(hosts[1].nics == std::vector<std::string>{"10.0.0.2", "10.1.0.2"});
+  LabRun run;
+  run.run_id = "r1";
+  auto rdv = (*lab)->RendezvousFor(run);
+  CHECK(rdv.kind == Rendezvous::Kind::kTcp);  // no shared directory needed
+  CHECK(rdv.listen == "10.10.0.254:0");
+  auto control = (*lab)->Control(run);
+  REQUIRE(control.ok());
+  CHECK(control->listen == "10.10.0.254:7070");
+  CHECK(control->tls_dir == "/etc/faultline/tls");  // mutual TLS by default on real hosts
+  run.no_tls = true;
+  CHECK((*lab)->Control(run)->tls_dir.empty());
+
+  auto topo = OpenLab(LabSource{std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml", "", "",
+                                ""},
+                      "check");
+  REQUIRE(topo.ok());
+  CHECK((*topo)->kind() == "local");
+  CHECK((*topo)->agent_names().size() == 5);  // four hosts and the fabric agent
+  CHECK((*topo)->catalog().Targets("tor_port").size() == 8);
+  run.tls_dir = "/x";
+  CHECK((*topo)->Control(run).status().code() == Code::kInvalidArgument);
+
+  // A stored text wins over the file (a replay uses the run's lab as it was).
+  auto stored = OpenLab(LabSource{inv_path, Replace(kInv, "rack7", "rack8"), "", ""}, "check");
+  REQUIRE(stored.ok());
+  CHECK((*stored)->name() == "rack8");
+  auto missing = OpenLab(LabSource{dir.path() + "/none.yaml", "", "", "s.yaml:3:5"}, "check");
+  CHECK(missing.status().code() == Code::kInvalidArgument);
+  CHECK(missing.status().message().rfind("s.yaml:3:5: ", 0) == 0);
+}
+
+TEST_CASE("OpenSite needs exactly one site", "[unit]") {
+  SiteOptions none;
+  none.host = "h0";
+  CHECK(OpenSite(none).status().code() == Code::kInvalidArgument);
+  SiteOptions two = none;
+  two.local_lab = "x";
+  two.inventory = "/y";
+  CHECK(OpenSite(two).status().code() == Code::kInvalidArgument);
+  SiteOptions slurm;
+  slurm.host = "n1";
+  slurm.slurm_nics = {"lo"};
+  slurm.slurm_ranks = 2;
+  auto site = OpenSite(slurm);
+  REQUIRE(site.ok());
+  CHECK((*site)->ranks() == 2);
+  CHECK((*site)->fabric().GrayFaultSide() == injectors::PortSide::kHost);
+  auto nic = (*site)->fabric().HostLinks("n1.nic0", injectors::PortSide::kHost);
+  REQUIRE(nic.ok());
+  CHECK((*nic)[0].ifname == "lo");
+  slurm.slurm_nics = {"bad name"};
+  CHECK(OpenSite(slurm).status().code() == Code::kInvalidArgument);
 }
 
 }  // namespace
