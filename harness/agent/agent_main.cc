@@ -64,6 +64,11 @@ int AgentMain(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--connect-timeout", connect_timeout_s, "seconds to wait for the coordinator")
       ->capture_default_str();
+  bool service = false;  // systemd: configs/systemd/faultline-agent@.service
+  app.add_flag("--service", service,
+               "keep dialling until a coordinator welcomes this agent (each try bounded by\n"
+               "--connect-timeout, then 0.5 s doubling to 10 s), refusals included; exit 0\n"
+               "after the run's Shutdown, for the service manager to start it again");
   app.add_flag("--print-fingerprint", print_fingerprint,
                "print this host's environment fingerprint and exit");
   try {
@@ -150,7 +155,10 @@ int AgentMain(int argc, char** argv) {
   };
   handlers.on_lease_lapsed = [&] { (*runtime)->RevertAllAndStop("lease lapsed"); };
   handlers.heartbeat = [&] { return (*runtime)->Heartbeat(); };
-  auto session = harness::AgentSession::Connect(opts, handlers);
+  auto session = service ? harness::AgentSession::ConnectUntilWelcomed(
+                               opts, handlers, [] { return !g_stop.load(); })
+                         : harness::AgentSession::Connect(opts, handlers);
+  if (!session.ok() && service && g_stop) return 0;  // stopped while waiting for a run
   if (!session.ok()) {
     FL_LOG(kError, "agent") << "cannot register: " << session.status().ToUserString();
     return 3;
