@@ -94,7 +94,7 @@ class TcpRelay {
       ssize_t n = read(from, buf, sizeof buf);
       if (n <= 0) break;
       for (ssize_t off = 0; off < n;) {
-        ssize_t w = write(to, buf + off, static_cast<size_t>(n - off));
+        ssize_t w = send(to, buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
         if (w <= 0) goto done;
         off += w;
       }
