@@ -896,6 +896,17 @@ std::optional<std::string> Runner::LostAgent() {
       std::fprintf(stderr, "faultline run: could not revert from the journal: %s\n", e.c_str());
     return host + " (" + how + ")";
   }
+  // An agent that dialled in (no pid of ours) is lost when the control plane has had no
+  // session from it for a lease, or a restarted instance claimed its host (control_server.h).
+  while (server_) {
+    auto lost = server_->TakeLostAgent();
+    if (!lost) break;
+    auto it = std::find(agent_hosts_.begin(), agent_hosts_.end(), lost->host);
+    size_t i = static_cast<size_t>(it - agent_hosts_.begin());
+    if (i < agents_.size() && agents_[i].pid < 0) continue;  // reaped above: reported already
+    Event("agent_lost", {{"host", lost->host}, {"how", lost->reason}});
+    return lost->host + " (" + lost->reason + ")";
+  }
   return std::nullopt;
 }
 
