@@ -366,8 +366,8 @@ class Proc {
 };
 
 TEST_CASE(
-    "control: faultline-agent --service dials until a coordinator listens, and exits 0 after "
-    "the run's Shutdown",
+    "control: faultline-agent --service dials until a coordinator listens, resumes after a cut, "
+    "and exits 0 after the run's Shutdown",
     "[integration]") {
   testing::TempDir dir("fl_redial");
   auto token = CreateTokenFile(dir.path() + "/token");
@@ -379,22 +379,41 @@ TEST_CASE(
     REQUIRE(probe.ok());
     port = (*probe)->port();
   }
+  TcpRelay relay(port);  // the agent's way to the coordinator, cut below
+  REQUIRE(relay.port() > 0);
   Proc agent({std::string(FL_BUILD_DIR) + "/bin/faultline-agent", "--service", "--coordinator",
-              "127.0.0.1:" + std::to_string(port), "--token-file", dir.path() + "/token", "--host",
-              "h0", "--connect-timeout", "0.5", "--journal-dir", dir.path() + "/journal"});
+              "127.0.0.1:" + std::to_string(relay.port()), "--token-file", dir.path() + "/token",
+              "--host", "h0", "--connect-timeout", "0.5", "--journal-dir",
+              dir.path() + "/journal"});
   REQUIRE(agent.pid() > 0);
   // Several tries fail (nothing listens): the agent keeps going.
   CHECK_FALSE(agent.Wait(Deadline::After(1500 * kNsPerMs)).has_value());
 
-  ControlServerOptions o = ServerOptions(2 * kNsPerSec);
+  ControlServerOptions o = ServerOptions(3 * kNsPerSec);
   o.token = *token;
   o.listen_address = "127.0.0.1:" + std::to_string(port);
   auto server = ControlServer::Start(o);
   REQUIRE(server.ok());
   REQUIRE((*server)->WaitForAgents({"h0"}, Deadline::After(20 * kNsPerSec)).ok());
+  pb::CoordinatorMessage stop;  // a command, so that the host has something to lose
+  stop.mutable_stop()->set_grace_ms(100);
+  auto ack = (*server)->Call("h0", stop, Deadline::After(10 * kNsPerSec));
+  REQUIRE(ack.ok());
+  CHECK(ack->ok());
+  const std::string instance = (*server)->Agent("h0")->instance;
+
+  relay.Cut();  // the agent process re-dials and resumes; it does not exit or revert
+  REQUIRE(
+      WaitUntil([&] { return (*server)->stats().resumes == 1; }, Deadline::After(3 * kNsPerSec)));
+  CHECK_FALSE(agent.Wait(Deadline::After(100 * kNsPerMs)).has_value());
+  ack = (*server)->Call("h0", stop, Deadline::After(10 * kNsPerSec));
+  REQUIRE(ack.ok());
+  CHECK(ack->ok());
+  CHECK((*server)->Agent("h0")->instance == instance);
+
   pb::CoordinatorMessage bye;
   bye.mutable_shutdown()->set_reason("run over");
-  auto ack = (*server)->Call("h0", bye, Deadline::After(10 * kNsPerSec));
+  ack = (*server)->Call("h0", bye, Deadline::After(10 * kNsPerSec));
   REQUIRE(ack.ok());
   CHECK(ack->ok());
   CHECK(agent.Wait(Deadline::After(10 * kNsPerSec)) == 0);
