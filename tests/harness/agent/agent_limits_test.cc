@@ -131,7 +131,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "agent service: kill -9 of an agent holding a fault; restarted as its unit would be, it "
+    "agent service: kill -9 of an agent holding a fault: restarted as its unit would be, it "
     "reverts the fault from its journal and the coordinator has the host lost within the lease",
     "[.root][integration]") {
   TempDir dir("fl_service");

@@ -173,7 +173,7 @@ pb::CoordinatorMessage Inject(const std::string& id) {
 }
 
 TEST_CASE(
-    "control: an agent whose stream is cut re-dials within the lease and resumes the run; "
+    "control: an agent whose stream is cut re-dials within the lease and resumes the run, "
     "nothing is reverted",
     "[integration]") {
   const Nanos lease = 1500 * kNsPerMs;
