@@ -29,7 +29,8 @@ int AgentMain(int argc, char** argv) {
       "starts ranks in containers, applies and reverts faults under leases (and reverts on its\n"
       "own when the coordinator goes away), and relays worker telemetry.\n\n"
       "Exit codes: 0 stopped by the coordinator or a signal, 1 lease lapsed (faults reverted),\n"
-      "2 bad arguments, 3 could not register (unreachable or refused)."};
+      "2 bad arguments, 3 could not register (unreachable or refused; --service keeps trying).\n"
+      "A broken control stream is redialled for up to the lease and the run resumes."};
   harness::AgentSessionOptions opts;
   harness::AgentRuntimeOptions rt;
   std::string token_file, policy_file, tls_dir;
