@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -74,6 +75,7 @@ class AgentSession::Impl {
                              << "policy keeps at most " << lease_ns_ / kNsPerMs << " ms";
     last_renewal_ns_ = MonoNowNs();
     connected_ = true;
+    command_thread_ = std::thread([this] { CommandThread(); });
     reader_ = std::thread([this] { ReaderThread(); });
     ScheduleTick();
     timer_thread_ = std::thread([this] { io_.run(); });
@@ -249,6 +251,45 @@ class AgentSession::Impl {
         continue;
       }
       if (ended()) break;  // the lease is over: no command acts after the revert
+      // Commands run on the command thread, so that this thread goes on reading the
+      // coordinator's heartbeats (the lease) while a long one (a rank stop, a verified fault)
+      // runs. After Shutdown it reads no more: it waits until the ack is written.
+      const bool shutdown = msg.has_shutdown();
+      {
+        std::lock_guard lock(cmd_mu_);
+        commands_.push_back(msg);
+      }
+      cmd_cv_.notify_all();
+      if (shutdown) {
+        std::unique_lock lock(cmd_mu_);
+        cmd_cv_.wait(lock,
+                     [this] { return shutdown_requested_ || stopping_ || cmd_exit_ || ended(); });
+        break;
+      }
+    }
+  }
+
+  // Runs the commands in order, one at a time, and writes their acks (on the stream of the
+  // moment: an ack whose stream broke meanwhile is lost, as its command's call on the
+  // coordinator already failed).
+  void CommandThread() {
+    for (;;) {
+      pb::CoordinatorMessage msg;
+      {
+        std::unique_lock lock(cmd_mu_);
+        cmd_cv_.wait(lock, [this] { return stopping_ || !commands_.empty(); });
+        if (stopping_) {
+          cmd_exit_ = true;
+          cmd_cv_.notify_all();
+          return;
+        }
+        msg = std::move(commands_.front());
+        commands_.pop_front();
+      }
+      if (ended()) {  // lapsed: queued commands are dropped
+        cmd_cv_.notify_all();
+        continue;
+      }
       pb::AgentMessage reply;
       pb::Ack ack;
       if (handlers_.on_command) {
@@ -261,8 +302,11 @@ class AgentSession::Impl {
       *reply.mutable_ack() = ack;
       Write(reply).IgnoreError();
       if (msg.has_shutdown()) {
-        shutdown_requested_ = true;
-        break;
+        {
+          std::lock_guard lock(cmd_mu_);
+          shutdown_requested_ = true;
+        }
+        cmd_cv_.notify_all();
       }
     }
   }
@@ -357,7 +401,12 @@ class AgentSession::Impl {
       if (context_) context_->TryCancel();
       if (dialing_ctx_) dialing_ctx_->TryCancel();
     }
+    {
+      std::lock_guard lock(cmd_mu_);  // stopping_ is set: wakes the command thread
+    }
+    cmd_cv_.notify_all();
     if (reader_.joinable()) reader_.join();
+    if (command_thread_.joinable()) command_thread_.join();
     io_.stop();
     if (timer_thread_.joinable()) timer_thread_.join();
   }
@@ -380,6 +429,11 @@ class AgentSession::Impl {
   Nanos lease_ns_;
   std::atomic<Nanos> last_renewal_ns_{0};
   std::thread reader_;
+  std::mutex cmd_mu_;  // guards commands_, cmd_exit_; shutdown_requested_ is set under it
+  std::condition_variable cmd_cv_;
+  std::deque<pb::CoordinatorMessage> commands_;
+  bool cmd_exit_ = false;
+  std::thread command_thread_;
   boost::asio::io_context io_;
   boost::asio::steady_timer timer_;
   std::thread timer_thread_;

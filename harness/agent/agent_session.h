@@ -16,7 +16,11 @@
 // run) ends the lease at once (on_lease_lapsed). Commands whose ack was lost with the old
 // stream are not replayed.
 //
-// Thread-safety: Send*() may be called from any thread. Handlers run on the session's reader
+// Commands run one at a time, in order, on the session's command thread, while its reader
+// thread goes on reading heartbeats: a command that takes longer than the lease (a rank stop
+// with a long grace, a slow verification) does not lapse the lease of a live coordinator.
+//
+// Thread-safety: Send*() may be called from any thread. Handlers run on the session's command
 // thread (commands) or its timer thread (lease), never concurrently with themselves.
 // Ownership: the session owns its gRPC channel and threads; Stop() or the destructor joins.
 #pragma once

@@ -336,6 +336,38 @@ TEST_CASE(
         Code::kUnavailable);
 }
 
+TEST_CASE("control: a command that runs longer than the lease does not lapse it", "[integration]") {
+  // Regression: commands ran on the thread that reads the coordinator's heartbeats, so a
+  // command longer than the lease (a rank stop with its grace) lapsed a live coordinator's
+  // lease: the agent reverted everything and left, and its stream broke with it.
+  const Nanos lease = 500 * kNsPerMs;
+  auto server = ControlServer::Start(ServerOptions(lease));
+  REQUIRE(server.ok());
+  FakeAgent fake;
+  AgentHandlers h = fake.Handlers();
+  auto fast = h.on_command;
+  h.on_command = [&](const pb::CoordinatorMessage& m) {
+    if (m.has_stop())  // a slow command: three leases of work
+      WaitUntil([] { return false; }, Deadline::After(3 * lease), 10 * kNsPerMs);
+    return fast(m);
+  };
+  auto agent = AgentSession::Connect(AgentOptions((*server)->port(), "t0k3n-for-the-redial-tests"),
+                                     std::move(h));
+  REQUIRE(agent.ok());
+  REQUIRE((*server)->Call("h0", Inject("f0"), Deadline::After(5 * kNsPerSec)).ok());
+  pb::CoordinatorMessage stop;
+  stop.mutable_stop()->set_grace_ms(1500);
+  auto ack = (*server)->Call("h0", stop, Deadline::After(10 * kNsPerSec));
+  REQUIRE(ack.ok());
+  CHECK(ack->ok());
+  CHECK_FALSE((*agent)->lease_lapsed());
+  CHECK(fake.lapses == 0);
+  CHECK(fake.faults == 1);
+  CHECK((*agent)->connected());
+  CHECK_FALSE((*server)->TakeLostAgent().has_value());
+  (*agent)->Stop();
+}
+
 // A child process, SIGKILLed and reaped if the test ends first.
 class Proc {
  public:
