@@ -29,7 +29,8 @@ int AgentMain(int argc, char** argv) {
       "starts ranks in containers, applies and reverts faults under leases (and reverts on its\n"
       "own when the coordinator goes away), and relays worker telemetry.\n\n"
       "Exit codes: 0 stopped by the coordinator or a signal, 1 lease lapsed (faults reverted),\n"
-      "2 bad arguments, 3 could not register (unreachable or refused)."};
+      "2 bad arguments, 3 could not register (unreachable or refused; --service keeps trying).\n"
+      "A broken control stream is redialled for up to the lease and the run resumes."};
   harness::AgentSessionOptions opts;
   harness::AgentRuntimeOptions rt;
   std::string token_file, policy_file, tls_dir;
@@ -60,6 +61,11 @@ int AgentMain(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--connect-timeout", connect_timeout_s, "seconds to wait for the coordinator")
       ->capture_default_str();
+  bool service = false;  // systemd: configs/systemd/faultline-agent@.service
+  app.add_flag("--service", service,
+               "keep dialling until a coordinator welcomes this agent (each try bounded by\n"
+               "--connect-timeout, then 0.5 s doubling to 10 s), refusals included; exit 0\n"
+               "after the run's Shutdown, for the service manager to start it again");
   app.add_flag("--print-fingerprint", print_fingerprint,
                "print this host's environment fingerprint and exit");
   try {
@@ -152,7 +158,10 @@ int AgentMain(int argc, char** argv) {
   };
   handlers.on_lease_lapsed = [&] { (*runtime)->RevertAllAndStop("lease lapsed"); };
   handlers.heartbeat = [&] { return (*runtime)->Heartbeat(); };
-  auto session = harness::AgentSession::Connect(opts, handlers);
+  auto session = service ? harness::AgentSession::ConnectUntilWelcomed(
+                               opts, handlers, [] { return !g_stop.load(); })
+                         : harness::AgentSession::Connect(opts, handlers);
+  if (!session.ok() && service && g_stop) return 0;  // stopped while waiting for a run
   if (!session.ok()) {
     FL_LOG(kError, "agent") << "cannot register: " << session.status().ToUserString();
     return 3;

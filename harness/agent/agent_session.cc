@@ -2,14 +2,17 @@
 
 #include <grpcpp/grpcpp.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
 
+#include "common/ids.h"
 #include "common/log.h"
 #include "harness/agent/agent_policy.h"
 #include "harness/control/auth.h"
@@ -21,10 +24,13 @@ namespace pb = faultline::v1;
 
 class AgentSession::Impl {
  public:
+  using ClientStream = grpc::ClientReaderWriter<pb::AgentMessage, pb::CoordinatorMessage>;
+
   Impl(AgentSessionOptions options, AgentHandlers handlers)
       : options_(std::move(options)), handlers_(std::move(handlers)), timer_(io_) {
     lease_ns_ =
         EffectiveLease(options_.max_lease_ns, options_.default_lease_ns, options_.default_lease_ns);
+    if (options_.instance_id.empty()) options_.instance_id = RandomHex(16);
   }
 
   ~Impl() { Stop(); }
@@ -33,6 +39,11 @@ class AgentSession::Impl {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
+    // A redial must find a coordinator that is back within the lease: the channel's own
+    // reconnect backoff (default up to 2 minutes) is kept short.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
     if (options_.tls) {
       // The handshake verifies the coordinator against the lab CA alone (not the system's
@@ -53,30 +64,19 @@ class AgentSession::Impl {
                               std::to_string(options_.connect_timeout_ns / kNsPerMs) + " ms" +
                               (options_.tls ? " (or its certificate is not from the lab CA)" : ""));
     stub_ = pb::Coordinator::NewStub(channel_);
-    context_.AddMetadata(kTokenMetadataKey, options_.token);
-    stream_ = stub_->Session(&context_);
-    pb::AgentMessage hello;
-    auto* h = hello.mutable_hello();
-    h->set_token(options_.token);
-    h->set_host(options_.host);
-    h->set_agent_version("0.1.0");
-    *h->mutable_fingerprint() = options_.fingerprint;
-    h->set_agent_wall_ns(WallNowNs());
-    if (!stream_->Write(hello)) return Finish("sending hello");
-    pb::CoordinatorMessage first;
-    if (!stream_->Read(&first)) return Finish("waiting for welcome");
-    if (!first.has_welcome()) return InternalError("coordinator answered hello without a welcome");
-    run_id_ = first.welcome().run_id();
+    FL_ASSIGN_OR_RETURN(pb::Welcome welcome, Dial(/*resume=*/false));
+    run_id_ = welcome.run_id();
     // The coordinator's lease, within the policy's cap (lease_ms is bounded before it is
     // scaled, so that no value overflows).
-    const int64_t asked_ms = std::clamp<int64_t>(first.welcome().lease_ms(), 0, kMaxLeaseCapNs);
+    const int64_t asked_ms = std::clamp<int64_t>(welcome.lease_ms(), 0, kMaxLeaseCapNs);
     lease_ns_ = EffectiveLease(options_.max_lease_ns, asked_ms * kNsPerMs, lease_ns_);
     if (asked_ms * kNsPerMs > lease_ns_)
       FL_LOG(kWarn, "agent") << "coordinator asked for a " << asked_ms << " ms lease; this agent's "
                              << "policy keeps at most " << lease_ns_ / kNsPerMs << " ms";
     last_renewal_ns_ = MonoNowNs();
     connected_ = true;
-    reader_ = std::thread([this] { ReadLoop(); });
+    command_thread_ = std::thread([this] { CommandThread(); });
+    reader_ = std::thread([this] { ReaderThread(); });
     ScheduleTick();
     timer_thread_ = std::thread([this] { io_.run(); });
     FL_LOG(kInfo, "agent") << "registered with " << options_.coordinator << " for run " << run_id_
@@ -84,20 +84,158 @@ class AgentSession::Impl {
     return OkStatus();
   }
 
-  Status Finish(const std::string& what) {
-    grpc::Status st = stream_->Finish();
+  // Opens a stream, says Hello and reads the Welcome. On success the stream becomes the
+  // session's (stream_, context_). Cancelled by Stop() and by a lapse while it waits.
+  StatusOr<pb::Welcome> Dial(bool resume) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata(kTokenMetadataKey, options_.token);
+    {
+      std::lock_guard lock(ctx_mu_);
+      if (stopping_ || lapse_started_) return UnavailableError("the session is ending");
+      dialing_ctx_ = ctx.get();
+    }
+    std::unique_ptr<ClientStream> stream = stub_->Session(ctx.get());
+    pb::AgentMessage hello;
+    auto* h = hello.mutable_hello();
+    h->set_token(options_.token);
+    h->set_host(options_.host);
+    h->set_agent_version("0.1.0");
+    *h->mutable_fingerprint() = options_.fingerprint;
+    h->set_agent_wall_ns(WallNowNs());
+    h->set_instance_id(options_.instance_id);
+    if (resume) h->set_resume_run_id(run_id_);
+    pb::CoordinatorMessage first;
+    const char* failed = nullptr;
+    if (!stream->Write(hello))
+      failed = "sending hello";
+    else if (!stream->Read(&first))
+      failed = "waiting for welcome";
+    {
+      std::lock_guard lock(ctx_mu_);
+      dialing_ctx_ = nullptr;
+    }
+    if (failed) return FinishStatus(*stream, failed);
+    if (!first.has_welcome()) {
+      ctx->TryCancel();
+      (void)stream->Finish();
+      return InternalError("coordinator answered hello without a welcome");
+    }
+    if (resume && (first.welcome().run_id() != run_id_ || !first.welcome().resumed())) {
+      ctx->TryCancel();
+      (void)stream->Finish();
+      return FailedPreconditionError("coordinator at " + options_.coordinator + " serves run '" +
+                                     first.welcome().run_id() + "', not a resume of run '" +
+                                     run_id_ + "'");
+    }
+    {
+      std::lock_guard wlock(write_mu_);
+      std::lock_guard clock(ctx_mu_);
+      stream_ = std::move(stream);
+      context_ = std::move(ctx);
+    }
+    return first.welcome();
+  }
+
+  static Status FinishStatus(ClientStream& stream, const std::string& what) {
+    grpc::Status st = stream.Finish();
     if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
         st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
-        st.error_code() == grpc::StatusCode::ALREADY_EXISTS)
+        st.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+        st.error_code() == grpc::StatusCode::FAILED_PRECONDITION)
       return FailedPreconditionError("coordinator refused this agent: " + st.error_message());
     return UnavailableError(what + ": " + (st.ok() ? "stream closed" : st.error_message()));
   }
 
   Status Write(const pb::AgentMessage& m) {
     std::lock_guard lock(write_mu_);
-    if (!connected_ || !stream_->Write(m))
+    if (!connected_ || !stream_ || !stream_->Write(m))
       return UnavailableError("control stream to coordinator is down");
     return OkStatus();
+  }
+
+  // Reads the stream; when it breaks, redials for as long as the lease lasts.
+  void ReaderThread() {
+    for (;;) {
+      ReadLoop();
+      // After Shutdown the ack must reach the coordinator: half-close and let it end the call
+      // (cancelling could drop the ack). Stop() cancels a coordinator that does not.
+      DropStream(/*cancel=*/!shutdown_requested_);
+      if (stopping_ || shutdown_requested_ || ended()) return;
+      FL_LOG(kWarn, "agent") << "control stream closed; redialling " << options_.coordinator
+                             << " for up to the lease (" << lease_ns_ / kNsPerMs
+                             << " ms); faults and ranks stay";
+      if (!Redial()) return;
+    }
+  }
+
+  // Takes the current stream away from the writers (Write() fails from now on), ends it and
+  // frees it before its context. Reader thread only.
+  void DropStream(bool cancel = true) {
+    std::unique_ptr<ClientStream> old_stream;
+    {
+      std::lock_guard wlock(write_mu_);
+      connected_ = false;
+      old_stream = std::move(stream_);
+    }
+    if (old_stream) {
+      if (cancel) {
+        std::lock_guard clock(ctx_mu_);
+        if (context_) context_->TryCancel();
+      } else {
+        old_stream->WritesDone();
+      }
+      (void)old_stream->Finish();  // context_ stays where Stop() can cancel it meanwhile
+    }
+    old_stream.reset();
+    std::unique_ptr<grpc::ClientContext> old_ctx;
+    std::lock_guard clock(ctx_mu_);
+    old_ctx = std::move(context_);
+  }
+
+  // True when the session is attached again.
+  bool Redial() {
+    Nanos backoff = 100 * kNsPerMs;
+    std::string last_error;
+    while (!stopping_ && !ended()) {
+      Nanos left = lease_ns_ - (MonoNowNs() - last_renewal_ns_.load());
+      if (left <= 0) return false;  // the timer lapses the lease
+      Nanos wait = std::min(options_.redial_try_ns, left);
+      auto until = std::chrono::system_clock::now() + std::chrono::nanoseconds(wait);
+      Status st = OkStatus();
+      if (!channel_->WaitForConnected(until)) {
+        st = UnavailableError("coordinator " + options_.coordinator + " not reachable");
+      } else {
+        auto welcome = Dial(/*resume=*/true);
+        if (welcome.ok()) {
+          {
+            std::lock_guard lock(end_mu_);
+            if (!lapsed_ && !stopped_) last_renewal_ns_ = MonoNowNs();
+          }
+          if (ended() || lapse_started_) {  // too late: the lease is over
+            DropStream();
+            return false;
+          }
+          connected_ = true;
+          ++resumes_;
+          FL_LOG(kWarn, "agent") << "control stream to " << options_.coordinator
+                                 << " re-attached to run " << run_id_;
+          return true;
+        }
+        st = welcome.status();
+        if (st.code() == Code::kFailedPrecondition) {
+          // This coordinator will not take the run back: nothing renews the lease now.
+          FL_LOG(kError, "agent") << "cannot resume run " << run_id_ << ": " << st.message();
+          LapseSoon(st.message());
+          return false;
+        }
+      }
+      if (st.message() != last_error)
+        FL_LOG(kWarn, "agent") << "redial: " << st.message() << "; trying again";
+      last_error = st.message();
+      WaitStopOrLapse(backoff);
+      backoff = std::min<Nanos>(2 * backoff, kNsPerSec);
+    }
+    return false;
   }
 
   void ReadLoop() {
@@ -112,6 +250,46 @@ class AgentSession::Impl {
         Write(reply).IgnoreError();
         continue;
       }
+      if (ended()) break;  // the lease is over: no command acts after the revert
+      // Commands run on the command thread, so that this thread goes on reading the
+      // coordinator's heartbeats (the lease) while a long one (a rank stop, a verified fault)
+      // runs. After Shutdown it reads no more: it waits until the ack is written.
+      const bool shutdown = msg.has_shutdown();
+      {
+        std::lock_guard lock(cmd_mu_);
+        commands_.push_back(msg);
+      }
+      cmd_cv_.notify_all();
+      if (shutdown) {
+        std::unique_lock lock(cmd_mu_);
+        cmd_cv_.wait(lock,
+                     [this] { return shutdown_requested_ || stopping_ || cmd_exit_ || ended(); });
+        break;
+      }
+    }
+  }
+
+  // Runs the commands in order, one at a time, and writes their acks (on the stream of the
+  // moment: an ack whose stream broke meanwhile is lost, as its command's call on the
+  // coordinator already failed).
+  void CommandThread() {
+    for (;;) {
+      pb::CoordinatorMessage msg;
+      {
+        std::unique_lock lock(cmd_mu_);
+        cmd_cv_.wait(lock, [this] { return stopping_ || !commands_.empty(); });
+        if (stopping_) {
+          cmd_exit_ = true;
+          cmd_cv_.notify_all();
+          return;
+        }
+        msg = std::move(commands_.front());
+        commands_.pop_front();
+      }
+      if (ended()) {  // lapsed: queued commands are dropped
+        cmd_cv_.notify_all();
+        continue;
+      }
       pb::AgentMessage reply;
       pb::Ack ack;
       if (handlers_.on_command) {
@@ -124,17 +302,19 @@ class AgentSession::Impl {
       *reply.mutable_ack() = ack;
       Write(reply).IgnoreError();
       if (msg.has_shutdown()) {
-        shutdown_requested_ = true;
-        break;
+        {
+          std::lock_guard lock(cmd_mu_);
+          shutdown_requested_ = true;
+        }
+        cmd_cv_.notify_all();
       }
     }
-    {
-      std::lock_guard lock(write_mu_);
-      connected_ = false;
-    }
-    if (!stopping_ && !shutdown_requested_)
-      FL_LOG(kWarn, "agent") << "control stream closed; faults stay until the lease ("
-                             << lease_ns_ / kNsPerMs << " ms) lapses";
+  }
+
+  void WaitStopOrLapse(Nanos ns) {
+    std::unique_lock lock(end_mu_);
+    end_cv_.wait_for(lock, std::chrono::nanoseconds(ns),
+                     [this] { return lapsed_ || stopped_ || lapse_started_; });
   }
 
   void ScheduleTick() {
@@ -147,16 +327,47 @@ class AgentSession::Impl {
     });
   }
 
+  // From the reader thread: the lease ends now, on the timer thread (handlers never run
+  // concurrently with themselves).
+  void LapseSoon(const std::string& why) {
+    lapse_started_ = true;
+    end_cv_.notify_all();
+    boost::asio::post(io_, [this, why] {
+      if (!ended()) Lapse("the coordinator refused to resume the run (" + why + ")");
+    });
+  }
+
+  void Lapse(const std::string& why) {
+    {
+      std::lock_guard lock(ctx_mu_);
+      lapse_started_ = true;
+      // A stream still open (half-dead) or a redial in flight stops here: no command may act
+      // once the revert has begun.
+      if (context_) context_->TryCancel();
+      if (dialing_ctx_) dialing_ctx_->TryCancel();
+    }
+    {
+      std::lock_guard lock(end_mu_);
+      if (lapsed_) return;
+    }
+    FL_LOG(kWarn, "agent") << "lease lapsed: " << why << "; reverting";
+    if (handlers_.on_lease_lapsed) handlers_.on_lease_lapsed();
+    {
+      std::lock_guard lock(end_mu_);
+      lapsed_ = true;
+    }
+    end_cv_.notify_all();
+  }
+
   void Tick() {
-    if (MonoNowNs() - last_renewal_ns_.load() > lease_ns_) {
-      FL_LOG(kWarn, "agent") << "lease lapsed: no word from the coordinator for more than "
-                             << lease_ns_ / kNsPerMs << " ms; reverting";
-      if (handlers_.on_lease_lapsed) handlers_.on_lease_lapsed();
-      {
-        std::lock_guard lock(end_mu_);
-        lapsed_ = true;
-      }
-      end_cv_.notify_all();
+    bool lapse = false;
+    {
+      std::lock_guard lock(end_mu_);  // against a redial that renews the lease right now
+      lapse = MonoNowNs() - last_renewal_ns_.load() > lease_ns_;
+    }
+    if (lapse) {
+      Lapse("no word from the coordinator for more than " + std::to_string(lease_ns_ / kNsPerMs) +
+            " ms");
       return;
     }
     if (connected_) {
@@ -185,8 +396,17 @@ class AgentSession::Impl {
       stopped_ = true;
     }
     end_cv_.notify_all();
-    context_.TryCancel();
+    {
+      std::lock_guard lock(ctx_mu_);
+      if (context_) context_->TryCancel();
+      if (dialing_ctx_) dialing_ctx_->TryCancel();
+    }
+    {
+      std::lock_guard lock(cmd_mu_);  // stopping_ is set: wakes the command thread
+    }
+    cmd_cv_.notify_all();
     if (reader_.joinable()) reader_.join();
+    if (command_thread_.joinable()) command_thread_.join();
     io_.stop();
     if (timer_thread_.joinable()) timer_thread_.join();
   }
@@ -195,14 +415,25 @@ class AgentSession::Impl {
   AgentHandlers handlers_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::Coordinator::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::CoordinatorMessage>> stream_;
-  std::mutex write_mu_;
+  // The current stream and its context: replaced only by the reader thread, under both locks
+  // (write_mu_ first); the stream is destroyed before its context.
+  std::mutex ctx_mu_;  // guards context_, dialing_ctx_; taken after write_mu_
+  std::unique_ptr<grpc::ClientContext> context_;  // declared first: outlives stream_
+  grpc::ClientContext* dialing_ctx_ = nullptr;    // a Dial() waiting for its Welcome
+  std::atomic<bool> lapse_started_{false};
+  std::mutex write_mu_;  // guards stream_
+  std::unique_ptr<ClientStream> stream_;
   std::atomic<bool> connected_{false};
+  std::atomic<uint64_t> resumes_{0};
   std::string run_id_;
   Nanos lease_ns_;
   std::atomic<Nanos> last_renewal_ns_{0};
   std::thread reader_;
+  std::mutex cmd_mu_;  // guards commands_, cmd_exit_; shutdown_requested_ is set under it
+  std::condition_variable cmd_cv_;
+  std::deque<pb::CoordinatorMessage> commands_;
+  bool cmd_exit_ = false;
+  std::thread command_thread_;
   boost::asio::io_context io_;
   boost::asio::steady_timer timer_;
   std::thread timer_thread_;
@@ -219,6 +450,30 @@ StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(AgentSessionOption
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handlers));
   FL_RETURN_IF_ERROR(impl->Connect());
   return std::unique_ptr<AgentSession>(new AgentSession(std::move(impl)));
+}
+
+StatusOr<std::unique_ptr<AgentSession>> AgentSession::ConnectUntilWelcomed(
+    AgentSessionOptions options, AgentHandlers handlers, const std::function<bool()>& keep_going) {
+  if (options.instance_id.empty()) options.instance_id = RandomHex(16);
+  Nanos backoff = 500 * kNsPerMs;
+  std::string last_error;
+  for (;;) {
+    auto session = Connect(options, handlers);
+    if (session.ok()) return session;
+    if (session.status().message() != last_error)
+      FL_LOG(kWarn, "agent") << "not registered yet (" << session.status().message()
+                             << "); dialling again, every " << backoff / kNsPerMs
+                             << " ms at first and 10 s at most";
+    last_error = session.status().message();
+    // In slices, so that keep_going() (a signal) is answered within 100 ms.
+    for (Deadline d = Deadline::After(backoff); !d.Expired();) {
+      if (!keep_going()) return session.status();
+      std::this_thread::sleep_for(
+          std::chrono::nanoseconds(std::min<Nanos>(100 * kNsPerMs, d.Remaining())));
+    }
+    if (!keep_going()) return session.status();
+    backoff = std::min<Nanos>(2 * backoff, 10 * kNsPerSec);
+  }
 }
 
 AgentSession::AgentSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -241,6 +496,8 @@ bool AgentSession::connected() const {
   std::lock_guard lock(impl_->write_mu_);
   return impl_->connected_;
 }
+uint64_t AgentSession::resumes() const { return impl_->resumes_; }
+const std::string& AgentSession::instance_id() const { return impl_->options_.instance_id; }
 bool AgentSession::WaitEnded(Deadline deadline) { return impl_->WaitEnded(deadline); }
 void AgentSession::Stop() { impl_->Stop(); }
 

@@ -1,14 +1,26 @@
 // The agent's side of the control plane: dials in to the coordinator, says Hello (token, host,
-// fingerprint), answers clock probes and heartbeats, hands every other command to a handler,
-// and keeps the fault lease.
+// fingerprint, instance id), answers clock probes and heartbeats, hands every other command
+// to a handler, and keeps the fault lease.
 //
 // Lease: the coordinator's heartbeats renew it. When none has arrived for lease_ns (the
 // coordinator died, hung, or the management network is cut), on_lease_lapsed runs exactly
 // once: the owner reverts every fault and stops its ranks. A broken stream does not revert
-// by itself; only the lease does, so a coordinator that reconnects quickly loses nothing and
-// a dead one is cleaned up within the lease.
+// by itself; only the lease does.
 //
-// Thread-safety: Send*() may be called from any thread. Handlers run on the session's reader
+// Redial: when the stream breaks (not after Shutdown or Stop), the session dials again, each
+// try bounded by redial_try_ns and spaced by a backoff of 100 ms doubling to 1 s, for as long
+// as the lease lasts. The Hello of a redial names this process's instance id and the run it
+// holds (resume_run_id); a coordinator of that run re-attaches the session (Welcome.resumed):
+// the run goes on with its faults and ranks, nothing is reverted, and the lease is renewed.
+// A coordinator that refuses the resume (the host was declared lost, or it serves another
+// run) ends the lease at once (on_lease_lapsed). Commands whose ack was lost with the old
+// stream are not replayed.
+//
+// Commands run one at a time, in order, on the session's command thread, while its reader
+// thread goes on reading heartbeats: a command that takes longer than the lease (a rank stop
+// with a long grace, a slow verification) does not lapse the lease of a live coordinator.
+//
+// Thread-safety: Send*() may be called from any thread. Handlers run on the session's command
 // thread (commands) or its timer thread (lease), never concurrently with themselves.
 // Ownership: the session owns its gRPC channel and threads; Stop() or the destructor joins.
 #pragma once
@@ -41,6 +53,10 @@ struct AgentSessionOptions {
   // The longest lease kept, whatever the Welcome asks (the policy's max_lease): a longer one
   // is cut to this, so a dead coordinator's faults are reverted within it.
   Nanos max_lease_ns = 30 * kNsPerSec;
+  // Identifies this agent process to the coordinator across redials; empty: a random one.
+  std::string instance_id;
+  // The longest one redial try waits for the coordinator's connection (then backs off).
+  Nanos redial_try_ns = 1 * kNsPerSec;
 };
 
 struct AgentHandlers {
@@ -60,6 +76,12 @@ class AgentSession {
   // Unavailable.
   static StatusOr<std::unique_ptr<AgentSession>> Connect(AgentSessionOptions options,
                                                          AgentHandlers handlers);
+  // Service mode: Connect() again and again (each try bounded by connect_timeout, then a
+  // backoff of 0.5 s doubling to 10 s) until a coordinator welcomes this agent or keep_going()
+  // returns false (then the last try's status). Refusals are retried too: a coordinator still
+  // tearing down a run, or one that declared this host lost, refuses until a new run listens.
+  static StatusOr<std::unique_ptr<AgentSession>> ConnectUntilWelcomed(
+      AgentSessionOptions options, AgentHandlers handlers, const std::function<bool()>& keep_going);
   ~AgentSession();
 
   Status SendTelemetry(const faultline::v1::TelemetryBatch& batch);
@@ -70,6 +92,9 @@ class AgentSession {
   bool shutdown_requested() const;
   // True while the stream to the coordinator is up.
   bool connected() const;
+  // Streams re-attached to the run after a break (Welcome.resumed).
+  uint64_t resumes() const;
+  const std::string& instance_id() const;
   // Blocks until the lease lapsed or Stop() was called, or the deadline passes.
   // Returns true when the session ended (lease lapsed or stopped).
   bool WaitEnded(Deadline deadline);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
@@ -246,39 +247,88 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
 
   // One session per host: a host whose session is live (heard from within the lease) is
   // refused, so that nobody can push a working agent aside; a silent one is cancelled and
-  // replaced (its agent died without closing the stream). Sends the Welcome before anyone
-  // else can write to the new session.
+  // replaced (its agent died without closing the stream). The same agent instance re-dialling
+  // this run replaces its old session at once (the agent saw the break first). A different
+  // instance for a host that was already given commands means the agent was restarted: the
+  // host is lost. Sends the Welcome before anyone else can write to the new session.
   grpc::Status Register(const std::shared_ptr<struct Session>& session, const pb::Hello& hello,
                         const std::string& peer) {
     std::unique_lock write_lock(session->write_mu);
+    bool resumed = false;
     {
       std::lock_guard lock(mu_);
-      if (auto old = sessions_.find(hello.host()); old != sessions_.end()) {
-        AgentInfo& live = agents_[hello.host()];
-        if (MonoNowNs() - live.last_heard_mono_ns <= options_.lease_ns) {
-          ++stats_.rejected;
-          FL_LOG(kWarn, "coord") << "refused a second agent for host " << hello.host() << " from "
-                                 << peer << ": its session from " << live.peer << " is live";
-          return {grpc::StatusCode::ALREADY_EXISTS,
-                  "host " + hello.host() + " already has a live session (from " + live.peer + ")"};
-        }
-        FL_LOG(kWarn, "coord") << "agent " << hello.host() << " silent for more than a lease;"
-                               << " replacing its session with one from " << peer;
-        old->second->Cancel();
+      const std::string& host = hello.host();
+      auto refuse = [&](grpc::StatusCode code, const std::string& why) {
+        ++stats_.rejected;
+        FL_LOG(kWarn, "coord") << "refused an agent for host " << host << " from " << peer << ": "
+                               << why;
+        return grpc::Status(code, why);
+      };
+      auto known = agents_.find(host);
+      auto old = sessions_.find(host);
+      const bool same_instance = known != agents_.end() && !hello.instance_id().empty() &&
+                                 hello.instance_id() == known->second.instance;
+      if (!hello.resume_run_id().empty()) {
+        if (hello.resume_run_id() != options_.run_id)
+          return refuse(grpc::StatusCode::FAILED_PRECONDITION, "this coordinator serves run " +
+                                                                   options_.run_id + ", not run " +
+                                                                   hello.resume_run_id());
+        if (!same_instance)
+          return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                        "no session of this agent instance for host " + host + " to resume");
       }
-      sessions_[hello.host()] = session;
-      AgentInfo& info = agents_[hello.host()];
-      info.host = hello.host();
+      if (known != agents_.end() && known->second.lost)
+        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                      "host " + host + " was lost in run " + options_.run_id + " (" +
+                          known->second.lost_reason + "); it takes no agent until the next run");
+      if (same_instance) {
+        if (old != sessions_.end()) old->second->Cancel();
+        resumed = true;
+      } else {
+        if (old != sessions_.end() &&
+            MonoNowNs() - known->second.last_heard_mono_ns <= options_.lease_ns)
+          return refuse(
+              grpc::StatusCode::ALREADY_EXISTS,
+              "host " + host + " already has a live session (from " + known->second.peer + ")");
+        if (known != agents_.end() && known->second.commanded) {
+          if (!known->second.retired)
+            MarkLost(host, known->second,
+                     "its agent was restarted (a new instance dialled in): the ranks and faults "
+                     "of the old one are gone");
+          if (old != sessions_.end()) old->second->Cancel();
+          return refuse(
+              grpc::StatusCode::FAILED_PRECONDITION,
+              "host " + host + " is done with run " + options_.run_id +
+                  (known->second.retired ? "" : " (lost: " + known->second.lost_reason + ")") +
+                  "; it takes no new agent until the next run");
+        }
+        if (old != sessions_.end()) {
+          FL_LOG(kWarn, "coord") << "agent " << host << " silent for more than a lease;"
+                                 << " replacing its session with one from " << peer;
+          old->second->Cancel();
+        }
+      }
+      sessions_[host] = session;
+      AgentInfo& info = agents_[host];
+      info.host = host;
       info.peer = peer;
       info.fingerprint = hello.fingerprint();
       info.connected = true;
-      info.registered_wall_ns = WallNowNs();
+      info.instance = hello.instance_id();
+      if (!resumed) info.registered_wall_ns = WallNowNs();
       info.last_heard_mono_ns = MonoNowNs();
       ++stats_.sessions;
+      if (resumed) {
+        ++info.resumes;
+        ++stats_.resumes;
+        FL_LOG(kWarn, "coord") << "agent " << host << " re-dialled from " << peer
+                               << "; its session resumes";
+      }
     }
     pb::CoordinatorMessage welcome;
     welcome.mutable_welcome()->set_run_id(options_.run_id);
     welcome.mutable_welcome()->set_lease_ms(options_.lease_ns / kNsPerMs);
+    welcome.mutable_welcome()->set_resumed(resumed);
     bool sent = session->stream->Write(welcome);
     write_lock.unlock();
     if (!sent) {
@@ -287,6 +337,38 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     }
     cv_.notify_all();
     return grpc::Status::OK;
+  }
+
+  // mu_ held.
+  void MarkLost(const std::string& host, AgentInfo& info, const std::string& reason) {
+    info.lost = true;
+    info.lost_reason = reason;
+    const Nanos silent = MonoNowNs() - info.last_heard_mono_ns;
+    lost_.push_back({host, reason, silent});
+    ++stats_.lost;
+    FL_LOG(kError, "coord") << "lost the agent of host " << host << ": " << reason;
+    cv_.notify_all();
+  }
+
+  // A host given commands whose session has been gone (or silent) for more than the lease.
+  void CheckLeases() {
+    std::vector<std::shared_ptr<struct Session>> cancel;
+    {
+      std::lock_guard lock(mu_);
+      const Nanos now = MonoNowNs();
+      for (auto& [host, info] : agents_) {
+        if (!info.commanded || info.retired || info.lost) continue;
+        const Nanos silent = now - info.last_heard_mono_ns;
+        if (silent <= options_.lease_ns) continue;
+        auto s = sessions_.find(host);
+        std::string how = s == sessions_.end() ? "no session" : "its session silent";
+        MarkLost(host, info,
+                 how + " for " + std::to_string(silent / kNsPerMs) + " ms (lease " +
+                     std::to_string(options_.lease_ns / kNsPerMs) + " ms)");
+        if (s != sessions_.end()) cancel.push_back(s->second);
+      }
+    }
+    for (auto& s : cancel) s->Cancel();
   }
 
   void CloseSession(const std::shared_ptr<struct Session>& session) {
@@ -315,11 +397,19 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     return it == sessions_.end() ? nullptr : it->second;
   }
 
+  // Heartbeats every heartbeat_interval; the hosts' leases checked every 50 ms at most.
   void HeartbeatLoop() {
     std::unique_lock lock(hb_mu_);
+    const Nanos interval = options_.heartbeat_interval_ns;
+    const Nanos tick = std::min<Nanos>(interval, 50 * kNsPerMs);
+    Nanos next_hb = MonoNowNs() + interval;
     while (!stopping_) {
-      hb_cv_.wait_for(lock, std::chrono::nanoseconds(options_.heartbeat_interval_ns));
+      hb_cv_.wait_for(lock, std::chrono::nanoseconds(tick));
       if (stopping_) break;
+      CheckLeases();
+      const Nanos now = MonoNowNs();
+      if (now < next_hb) continue;
+      next_hb = std::max(next_hb + interval, now);
       std::vector<std::shared_ptr<struct Session>> live;
       {
         std::lock_guard l(mu_);
@@ -353,11 +443,12 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<struct Session>> sessions_;
   std::map<std::string, AgentInfo> agents_;
+  std::deque<LostAgentReport> lost_;  // not yet taken
   TelemetryHandler telemetry_;
   std::atomic<uint64_t> next_id_{1};
   struct AtomicStats {
     std::atomic<uint64_t> sessions{0}, rejected{0}, telemetry_batches{0}, samples{0}, events{0};
-    std::atomic<uint64_t> bad_messages{0};
+    std::atomic<uint64_t> bad_messages{0}, resumes{0}, lost{0};
   } stats_;
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
@@ -419,8 +510,30 @@ StatusOr<AgentInfo> ControlServer::Agent(const std::string& host) const {
 
 StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMessage cmd,
                                       Deadline deadline) {
-  auto session = impl_->Find(host);
-  if (!session) return UnavailableError("agent " + host + " is not connected");
+  std::shared_ptr<struct Session> session;
+  {
+    std::unique_lock lock(impl_->mu_);
+    auto known = impl_->agents_.find(host);
+    if (known == impl_->agents_.end())
+      return UnavailableError("agent " + host + " is not connected");
+    AgentInfo& info = known->second;
+    info.commanded = true;
+    // A host re-dialling (gone within the lease) is waited for; 50 ms slices re-check the lease.
+    for (;;) {
+      if (info.lost) return UnavailableError("agent " + host + " is lost: " + info.lost_reason);
+      if (auto it = impl_->sessions_.find(host); it != impl_->sessions_.end()) {
+        session = it->second;
+        break;
+      }
+      if (info.retired) return UnavailableError("agent " + host + " is not connected (shut down)");
+      if (MonoNowNs() - info.last_heard_mono_ns > impl_->options_.lease_ns)
+        return UnavailableError("agent " + host + " is not connected");
+      if (deadline.Expired())
+        return DeadlineExceededError("agent " + host + " did not dial in again in time");
+      impl_->cv_.wait_for(
+          lock, std::chrono::nanoseconds(std::min<Nanos>(50 * kNsPerMs, deadline.Remaining())));
+    }
+  }
   uint64_t id = impl_->next_id_++;
   cmd.set_command_id(id);
   std::future<StatusOr<pb::Ack>> fut;
@@ -440,7 +553,24 @@ StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMe
     return DeadlineExceededError("agent " + host + " did not acknowledge command " +
                                  std::to_string(id) + " in time");
   }
-  return fut.get();
+  StatusOr<pb::Ack> ack = fut.get();
+  if (ack.ok() && ack->ok() && cmd.has_shutdown()) {
+    std::lock_guard lock(impl_->mu_);
+    impl_->agents_[host].retired = true;  // done with the run: its stream may end now
+  }
+  return ack;
+}
+
+std::optional<LostAgentReport> ControlServer::TakeLostAgent() {
+  std::lock_guard lock(impl_->mu_);
+  if (impl_->lost_.empty()) return std::nullopt;
+  LostAgentReport r = std::move(impl_->lost_.front());
+  impl_->lost_.pop_front();
+  return r;
+}
+
+void ControlServer::DropSession(const std::string& host) {
+  if (auto s = impl_->Find(host)) s->Cancel();
 }
 
 StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int probes,
@@ -486,6 +616,8 @@ ControlServerStats ControlServer::stats() const {
   s.telemetry_batches = impl_->stats_.telemetry_batches;
   s.samples = impl_->stats_.samples;
   s.events = impl_->stats_.events;
+  s.resumes = impl_->stats_.resumes;
+  s.lost = impl_->stats_.lost;
   return s;
 }
 

@@ -1,14 +1,24 @@
 // The coordinator's side of the control plane: a gRPC server that agents dial in to.
 //
 // Each agent opens one Session stream and says Hello with the shared token (checked in
-// constant time; a wrong token is UNAUTHENTICATED) and its host name. One live session per
-// host: a second claim for a host heard from within the lease is ALREADY_EXISTS (a silent
-// one is replaced). With tls set the server speaks only mutual TLS: agents must present a
-// certificate from the lab CA that names the host they claim (else PERMISSION_DENIED), and
-// the token travels only inside the verified channel. The server then sends Welcome (run id,
-// lease), heartbeats every heartbeat_interval (which renew the agents' fault leases), clock probes
-// on request, and commands; it routes acks back to the waiting Call() and hands telemetry to the
-// telemetry handler.
+// constant time; a wrong token is UNAUTHENTICATED), its host name and its instance id. One
+// live session per host: a second claim for a host heard from within the lease is
+// ALREADY_EXISTS (a silent one is replaced). A Hello from the same instance that resumes this
+// run (an agent re-dialling after its stream broke) replaces the host's session at once, live
+// or not, and the run goes on (Welcome.resumed).
+//
+// Lost hosts: once a host has been sent a command, it is LOST when its session has been gone
+// (or silent) for more than the lease, or when another agent instance claims it (the agent
+// was restarted: the ranks and faults it held are gone). A lost host is reported once by
+// TakeLostAgent(), Call() to it fails at once, and neither a resume nor a new instance is
+// taken for it (FAILED_PRECONDITION) for the rest of the run; a host whose Shutdown was
+// acknowledged is done and never lost. Before its first command a host has nothing to lose:
+// a restarted agent simply registers again. With tls set the server speaks only mutual TLS: agents
+// must present a certificate from the lab CA that names the host they claim (else
+// PERMISSION_DENIED), and the token travels only inside the verified channel. The server then sends
+// Welcome (run id, lease), heartbeats every heartbeat_interval (which renew the agents' fault
+// leases), clock probes on request, and commands; it routes acks back to the waiting Call() and
+// hands telemetry to the telemetry handler.
 //
 // Thread-safety: all public methods may be called from any thread. The telemetry handler is
 // called from gRPC threads, concurrently for different agents.
@@ -49,6 +59,19 @@ struct AgentInfo {
   bool connected = false;
   Nanos registered_wall_ns = 0;
   Nanos last_heard_mono_ns = 0;
+  std::string instance;    // the agent process's instance id (Hello.instance_id)
+  uint64_t resumes = 0;    // sessions re-attached after a break
+  bool commanded = false;  // a command was sent: from now on the host can be lost
+  bool retired = false;    // acknowledged Shutdown
+  bool lost = false;
+  std::string lost_reason;
+};
+
+// A host lost during the run (see above).
+struct LostAgentReport {
+  std::string host;
+  std::string reason;   // "no session for 3012 ms (lease 3000 ms)", "agent restarted ..."
+  Nanos silent_ns = 0;  // since the host was last heard from
 };
 
 struct ControlServerStats {
@@ -57,6 +80,8 @@ struct ControlServerStats {
   uint64_t telemetry_batches = 0;
   uint64_t samples = 0;
   uint64_t events = 0;
+  uint64_t resumes = 0;
+  uint64_t lost = 0;
 };
 
 class ControlServer {
@@ -78,7 +103,17 @@ class ControlServer {
   std::vector<AgentInfo> Agents() const;
   StatusOr<AgentInfo> Agent(const std::string& host) const;
 
-  // Sends a command and waits for its ack. Unavailable when the host has no live session.
+  // The next lost host not yet reported (each once; checked every 50 ms, so within the lease
+  // plus about 50 ms of the host's last word), or nullopt.
+  std::optional<LostAgentReport> TakeLostAgent();
+
+  // Cancels the host's current stream, as a cut connection would (its agent re-dials).
+  void DropSession(const std::string& host);
+
+  // Sends a command and waits for its ack. A host that is re-dialling (session gone within the
+  // lease) is waited for until it is back, lost or the deadline passes; Unavailable at once
+  // when it is lost, done (Shutdown), or never registered. A command whose stream breaks
+  // before its ack is Unavailable (it is not re-sent on the resumed session).
   StatusOr<faultline::v1::Ack> Call(const std::string& host, faultline::v1::CoordinatorMessage cmd,
                                     Deadline deadline);
   // Measures the host's clock offset with n probes and records it in its AgentInfo.

@@ -191,6 +191,7 @@ class Runner {
   std::unique_ptr<ControlServer> server_;
   std::unique_ptr<ccl::TcpStoreServer> rendezvous_;  // when the ranks meet over TCP
   bool provisioned_ = false;
+  std::set<std::string> lost_hosts_;  // agents reported lost (once each)
   std::vector<std::string> agent_hosts_;
   std::map<std::string, ClockOffset> offsets_;
   Progress progress_;
@@ -782,26 +783,38 @@ int Runner::Timeline() {
 // its journal (the local lab: the same machine) did; the faults it held are recorded as
 // reverted (verified when the journal's revert was).
 std::optional<std::string> Runner::LostAgent() {
-  auto lost = lab_ ? lab_->PollLostAgent() : std::nullopt;
-  if (!lost) return std::nullopt;
-  const std::string& host = lost->name;
-  for (auto& f : faults_) {
-    if (f.agent != host || !f.injected || f.reverted || f.failed) continue;
-    f.reverted = true;
-    f.record.reverted_wall_ns = WallNowNs();
-    f.record.revert_verified = std::find(lost->reverted.begin(), lost->reverted.end(),
-                                         f.handle_id) != lost->reverted.end();
-    Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
+  if (auto lost = lab_ ? lab_->PollLostAgent() : std::nullopt) {
+    const std::string& host = lost->name;
+    lost_hosts_.insert(host);
+    for (auto& f : faults_) {
+      if (f.agent != host || !f.injected || f.reverted || f.failed) continue;
+      f.reverted = true;
+      f.record.reverted_wall_ns = WallNowNs();
+      f.record.revert_verified = std::find(lost->reverted.begin(), lost->reverted.end(),
+                                           f.handle_id) != lost->reverted.end();
+      Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
+    }
+    Event("agent_lost", {{"host", host},
+                         {"how", lost->how},
+                         {"reverted_from_journal", lost->reverted},
+                         {"revert_failed", lost->failed}});
+    FL_LOG(kWarn, "coord") << "agent " << host << " ended (" << lost->how << "); reverted "
+                           << lost->reverted.size() << " fault(s) from the journal";
+    for (const auto& e : lost->failed)
+      std::fprintf(stderr, "faultline run: could not revert from the journal: %s\n", e.c_str());
+    return host + " (" + lost->how + ")";
   }
-  Event("agent_lost", {{"host", host},
-                       {"how", lost->how},
-                       {"reverted_from_journal", lost->reverted},
-                       {"revert_failed", lost->failed}});
-  FL_LOG(kWarn, "coord") << "agent " << host << " ended (" << lost->how << "); reverted "
-                         << lost->reverted.size() << " fault(s) from the journal";
-  for (const auto& e : lost->failed)
-    std::fprintf(stderr, "faultline run: could not revert from the journal: %s\n", e.c_str());
-  return host + " (" + lost->how + ")";
+  // An agent that dialled in (no process of the lab's) is lost when the control plane has had
+  // no session from it for a lease, or a restarted instance claimed its host
+  // (control_server.h). Its own lease makes it revert what it holds; calls to it fail fast.
+  while (server_) {
+    auto lost = server_->TakeLostAgent();
+    if (!lost) break;
+    if (!lost_hosts_.insert(lost->host).second) continue;  // its process was reported already
+    Event("agent_lost", {{"host", lost->host}, {"how", lost->reason}});
+    return lost->host + " (" + lost->reason + ")";
+  }
+  return std::nullopt;
 }
 
 void Runner::Teardown(bool keep_run_dir) {

@@ -1,6 +1,8 @@
 // A real faultline-agent on a real (small) lab, told by a coordinator peer process to apply a
 // NIC flap: the agent's own deadline and its lease cap bring the NIC back, whatever the
-// coordinator asked for. Root only (namespaces, links).
+// coordinator asked for; and a SIGKILLed --service agent, restarted as its systemd unit would
+// restart it, reverts from its journal while the coordinator marks the host lost. Root only
+// (namespaces, links).
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 
 #include "common/file_util.h"
 #include "harness/control/auth.h"
+#include "harness/coordinator/control_server.h"
 #include "harness/lab/local_lab.h"
 #include "tests/child_process.h"
 #include "tests/test_util.h"
@@ -125,6 +128,81 @@ TEST_CASE(
   CHECK(MonoNowNs() - killed >= kNsPerSec);  // by the lease, not at once
   // The agent exits 1 (lease lapsed, faults reverted).
   CHECK(s.agent->Wait(Deadline::After(20 * kNsPerSec)) == 1);
+}
+
+TEST_CASE(
+    "agent service: kill -9 of an agent holding a fault: restarted as its unit would be, it "
+    "reverts the fault from its journal and the coordinator has the host lost within the lease",
+    "[.root][integration]") {
+  TempDir dir("fl_service");
+  TestLab lab(dir.path());
+  auto token = CreateTokenFile(dir.path() + "/token");
+  REQUIRE(token.ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/policy.yaml",
+                          "allow_kinds: [nic_port_flap]\nmax_fault_duration: 120s\n")
+              .ok());
+  ControlServerOptions so;
+  so.token = *token;
+  so.run_id = "service-run";
+  so.lease_ns = 2 * kNsPerSec;
+  so.heartbeat_interval_ns = 200 * kNsPerMs;
+  auto server = ControlServer::Start(so);
+  REQUIRE(server.ok());
+  // The unit's command line (configs/systemd/faultline-agent@.service), on the local lab.
+  const std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
+                                         "--service",
+                                         "--coordinator",
+                                         (*server)->address(),
+                                         "--token-file",
+                                         dir.path() + "/token",
+                                         "--host",
+                                         "h0",
+                                         "--lab",
+                                         lab.name(),
+                                         "--policy",
+                                         dir.path() + "/policy.yaml",
+                                         "--journal-dir",
+                                         dir.path() + "/journal"};
+  ChildProcess::Options ao;
+  ao.out = dir.path() + "/agent.log";
+  auto agent = std::make_unique<ChildProcess>(argv, ao);
+  REQUIRE((*server)->WaitForAgents({"h0"}, Deadline::After(30 * kNsPerSec)).ok());
+  faultline::v1::CoordinatorMessage inject;
+  inject.mutable_inject()->set_fault_id("f0");
+  inject.mutable_inject()->set_kind("nic_port_flap");
+  inject.mutable_inject()->set_target("h0.nic0");
+  inject.mutable_inject()->set_duration_ms(120000);
+  auto ack = (*server)->Call("h0", inject, Deadline::After(20 * kNsPerSec));
+  INFO(ReadFile(dir.path() + "/agent.log").value_or(""));
+  REQUIRE(ack.ok());
+  REQUIRE(ack->ok());
+  REQUIRE_FALSE(lab.NicUp());
+
+  kill(agent->pid(), SIGKILL);
+  const Nanos killed = MonoNowNs();
+  REQUIRE(agent->Wait(Deadline::After(5 * kNsPerSec)) == -SIGKILL);
+  CHECK_FALSE(lab.NicUp());  // nobody else reverts it: no lease runs in a dead agent
+  ao.out = dir.path() + "/agent2.log";
+  ChildProcess restarted(argv, ao);  // Restart=always
+  // At start it reverts what the journal holds (the NIC comes back long before the 120 s),
+  // then dials in as a new instance: the coordinator loses the host rather than resuming it.
+  CHECK(WaitUntil([&] { return lab.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
+  std::optional<LostAgentReport> lost;
+  CHECK(WaitUntil([&] { return (lost = (*server)->TakeLostAgent()).has_value(); },
+                  Deadline::After(so.lease_ns + 3 * kNsPerSec)));
+  const Nanos lost_after = MonoNowNs() - killed;
+  INFO(ReadFile(dir.path() + "/agent2.log").value_or(""));
+  REQUIRE(lost.has_value());
+  CHECK(lost->host == "h0");
+  CHECK(lost_after < so.lease_ns + 3 * kNsPerSec);
+  CHECK((*server)->Call("h0", inject, Deadline::After(30 * kNsPerSec)).status().code() ==
+        Code::kUnavailable);
+  CHECK(ReadFile(dir.path() + "/agent2.log").value_or("").find("reverted fault") !=
+        std::string::npos);
+  // Refused for this run, the service agent keeps dialling; SIGTERM ends it cleanly.
+  CHECK_FALSE(restarted.Wait(Deadline::After(500 * kNsPerMs)).has_value());
+  kill(restarted.pid(), SIGTERM);
+  CHECK(restarted.Wait(Deadline::After(20 * kNsPerSec)) == 0);
 }
 
 }  // namespace
