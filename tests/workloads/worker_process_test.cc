@@ -105,8 +105,10 @@ TEST_CASE("faultline-worker: store and rank arguments are checked (exit 2)", "[i
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  // No store at all; a tcp store without its token file; a directory with a token file.
+  // No store at all; both kinds; a tcp store without its token file; a directory with a
+  // token file; a token file that is not there.
   CHECK(RunWorker(with({}), out) == 2);
+  CHECK(RunWorker(with({"--store", dir.path, "--store-dir", dir.path}), out) == 2);
   CHECK(RunWorker(with({"--store", "tcp://127.0.0.1:1"}), out) == 2);
   CHECK(RunWorker(with({"--store", dir.path, "--store-token-file", token_file}), out) == 2);
   CHECK(RunWorker(with({"--store", "tcp://127.0.0.1:1", "--store-token-file", dir.path + "/none"}),
