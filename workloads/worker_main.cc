@@ -102,7 +102,12 @@ int WorkerMain(int argc, char** argv) {
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is 0; every bad argument (unknown, missing value, --store with --store-dir) is 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   auto bad_args = [](const Status& st) {
     std::fprintf(stderr, "faultline-worker: %s\n", st.message().c_str());
     return 2;

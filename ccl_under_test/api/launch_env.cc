@@ -161,7 +161,7 @@ StatusOr<std::vector<std::string>> ResolveNicsWith(const std::vector<std::string
                                                    const std::vector<InterfaceAddress>& ifs) {
   std::vector<std::string> out;
   for (const std::string& e : entries) {
-    if (e.empty()) return InvalidArgumentError("--nics: empty entry");
+    if (e.empty()) return InvalidArgumentError("NICs: an empty entry");
     if (IsIpv4(e)) {
       out.push_back(e);
       continue;
@@ -177,14 +177,14 @@ StatusOr<std::vector<std::string>> ResolveNicsWith(const std::vector<std::string
       }
     }
     if (addr.empty()) {
-      if (exists) return InvalidArgumentError("--nics: interface '" + e + "' has no IPv4 address");
+      if (exists) return InvalidArgumentError("NIC: interface '" + e + "' has no IPv4 address");
       std::string names;
       for (const auto& ia : ifs) {
         if (names.find(" " + ia.name + ",") != std::string::npos) continue;
         names += " " + ia.name + ",";
       }
       if (!names.empty()) names.pop_back();
-      return InvalidArgumentError("--nics: '" + e +
+      return InvalidArgumentError("NIC '" + e +
                                   "' is neither an IPv4 address nor an interface of this host "
                                   "(interfaces:" +
                                   names + ")");

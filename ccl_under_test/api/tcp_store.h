@@ -95,7 +95,9 @@ class TcpStore : public Store {
     // Idle connections kept for reuse.
     size_t max_idle = 4;
   };
-  // address: "HOST:PORT" (IPv4 address or a host name resolving to one); token: the secret.
+  // address: "HOST:PORT" (IPv4 address or a host name resolving to one; a name is resolved
+  // with getaddrinfo at each dial, which the resolver bounds, not the deadline); token: the
+  // secret.
   TcpStore(std::string address, std::string token);
   TcpStore(std::string address, std::string token, Options options);
   ~TcpStore() override;

@@ -102,7 +102,7 @@ inline constexpr std::string_view kClientLabel = "fl-kv-client";
 inline constexpr std::string_view kServerLabel = "fl-kv-server";
 // Constant-time comparison (CRYPTO_memcmp); different sizes compare unequal.
 bool MacEqual(std::string_view a, std::string_view b);
-// n bytes from OpenSSL's CSPRNG.
+// n bytes from the kernel's CSPRNG (getrandom).
 StatusOr<std::string> RandomBytes(size_t n);
 
 }  // namespace fl::ccl::kv

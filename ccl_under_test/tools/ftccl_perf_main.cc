@@ -78,7 +78,12 @@ int PerfMain(int argc, char** argv) {
                  "names");
   app.add_option("--events", o.events_path, "append the CCL's events as JSON lines to this file");
   app.add_option("--progress", o.progress_path, "append one line per finished iteration");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is 0; every bad argument (unknown, missing value, --store with --store-dir) is 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (store_opt->count() && !rdv_opt->count()) o.rendezvous_dir.clear();  // FL_RENDEZVOUS
   if (devices) {
     std::fputs(fl::ccl::ftccl::DescribeDevices().c_str(), stdout);

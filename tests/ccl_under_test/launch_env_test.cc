@@ -129,7 +129,7 @@ TEST_CASE("launch env: precedence, agreement, and a launcher inside a Slurm step
   CHECK_THAT(bad_other.status().message(), Catch::Contains("SLURM_PROCID"));
 }
 
-TEST_CASE("launch env: flags win over the environment; both or neither", "[unit]") {
+TEST_CASE("launch env: flags win over the environment, both or neither", "[unit]") {
   auto env = Env({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}});
   auto f = ResolveRank(3, 8, env);
   REQUIRE(f.ok());

@@ -97,7 +97,7 @@ bool WaitStat(TcpStoreServer& s, uint64_t TcpStoreServer::Stats::*field, uint64_
   return WaitUntil([&] { return s.stats().*field >= want; }, Deadline::After(5 * kNsPerSec));
 }
 
-TEST_CASE("kv protocol: every message round-trips; bad bodies are InvalidArgument", "[unit]") {
+TEST_CASE("kv protocol: every message round-trips, bad bodies are InvalidArgument", "[unit]") {
   kv::Limits l;
   l.max_key = 8;
   l.max_value = 16;
