@@ -78,8 +78,7 @@ int AgentMain(int argc, char** argv) {
     std::printf("%s", opts.fingerprint.DebugString().c_str());
     return 0;
   }
-  if (opts.host.empty() && !rt.site.slurm_nics.empty())
-    if (const char* node = std::getenv("SLURMD_NODENAME")) opts.host = node;  // srun's node
+  if (opts.host.empty()) opts.host = rt.site.DefaultHost();  // e.g. the node srun started us on
   if (opts.coordinator.empty() || token_file.empty() || opts.host.empty()) {
     std::fprintf(stderr, "faultline-agent: --coordinator, --token-file and --host are required\n");
     return 2;

@@ -20,7 +20,7 @@ constexpr size_t kMaxNics = 16;
 constexpr size_t kMaxNicBytes = 64;
 // Arguments the agent gives the worker itself; the coordinator may not override them.
 constexpr std::string_view kAgentOwnedArgs[] = {"--rank", "--world-size", "--nics", "--telemetry",
-                                                 "--store-token-file"};
+                                                "--store-token-file"};
 
 // An absolute path without "." or ".." components (so that a prefix check means something).
 bool IsPlainAbsolutePath(std::string_view p) {
@@ -101,7 +101,7 @@ Nanos EffectiveLease(Nanos max_lease, Nanos requested, Nanos fallback) {
   return std::clamp(lease, kMinLeaseNs, std::max(kMinLeaseNs, max_lease));
 }
 
-InjectDecision DecideInject(const AgentPolicy& p, bool local_lab, const std::string& host,
+InjectDecision DecideInject(const AgentPolicy& p, bool disposable_site, const std::string& host,
                             const pb::InjectFault& f) {
   InjectDecision d;
   auto refuse = [&](Status st) {
@@ -109,7 +109,7 @@ InjectDecision DecideInject(const AgentPolicy& p, bool local_lab, const std::str
     return d;
   };
   // Real hosts: nothing unless a policy file says which kinds.
-  if (!local_lab && (p.source.empty() || p.allow_kinds.empty()))
+  if (!disposable_site && (p.source.empty() || p.allow_kinds.empty()))
     return refuse(
         FailedPreconditionError("policy: " + host +
                                 " serves real hosts and refuses every fault unless its policy file "
@@ -193,8 +193,7 @@ Status CheckLaunch(const AgentPolicy& p, const pb::LaunchRanks& l,
       if (colon == std::string::npos || port.empty() || port.size() > 5 ||
           port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535 ||
           inet_pton(AF_INET, v.substr(0, colon).c_str(), &addr) != 1)
-        return InvalidArgumentError("worker --store '" + args[i + 1] +
-                                    "' is not tcp://IPv4:PORT");
+        return InvalidArgumentError("worker --store '" + args[i + 1] + "' is not tcp://IPv4:PORT");
       continue;
     }
     if ((a == "--store-dir" || a == "--store") && has_value) {

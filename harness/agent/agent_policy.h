@@ -14,7 +14,7 @@
 //     reverted by the agent itself at the cap. Instantaneous kinds (container_kill) have none.
 //   - targets: target_prefixes match whole dot-separated components ("h1" matches "h1" and
 //     "h1.nic0", never "h10.nic0").
-//   - default-deny: an agent that serves anything but a local lab (an inventory's real hosts)
+//   - default-deny: an agent that serves anything but a local lab (real hosts)
 //     refuses every fault unless its policy file names the kinds it allows.
 //   - launches: ranks per command, world size, worker arguments (count, length, --size,
 //     --store-dir) are bounded; the arguments the agent sets itself cannot be given.
@@ -68,13 +68,13 @@ struct InjectDecision {
   Nanos hold_ns = 0;    // the agent reverts this long after applying; 0: no agent deadline
   bool capped = false;  // the policy cut the declared duration (or "until the end")
 };
-// local_lab: the agent serves a LocalLab (embedded, built by this coordinator) rather than
-// real hosts. host: for messages.
-InjectDecision DecideInject(const AgentPolicy& policy, bool local_lab, const std::string& host,
-                            const faultline::v1::InjectFault& fault);
+// disposable_site: the agent serves a site made for the harness (Site::disposable(): a local
+// lab's namespaces) rather than real hosts. host: for messages.
+InjectDecision DecideInject(const AgentPolicy& policy, bool disposable_site,
+                            const std::string& host, const faultline::v1::InjectFault& fault);
 
 // Checks a LaunchRanks and its decoded worker arguments. store_dirs: where --store-dir may
-// point when the policy names no worker_dirs (the agent's state dir, an inventory's
+// point when the policy names no worker_dirs (the agent's state dir, the site's
 // rendezvous dir).
 Status CheckLaunch(const AgentPolicy& policy, const faultline::v1::LaunchRanks& launch,
                    const std::vector<std::string>& worker_args,

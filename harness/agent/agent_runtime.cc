@@ -77,6 +77,8 @@ class AgentRuntime::Impl {
       if (so.host.empty()) so.host = opts_.host;
       FL_ASSIGN_OR_RETURN(site_, lab::OpenSite(so));
       fabric_ = &site_->fabric();
+      for (const auto& r : site_->KillLeftoverRanks())
+        FL_LOG(kWarn, "agent") << "killed rank " << r << " left by an earlier agent of this host";
     }
     FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry_));
     injectors::RecoveryReport rec = journal_.RecoverDead(registry_);
@@ -416,8 +418,7 @@ class AgentRuntime::Impl {
     const InjectDecision decision =
         DecideInject(opts_.policy, site_ && site_->disposable(), opts_.host, f);
     if (!decision.status.ok()) return Fail(decision.status);
-    if (!fabric_)
-      return Fail(FailedPreconditionError("agent has no site to resolve targets in"));
+    if (!fabric_) return Fail(FailedPreconditionError("agent has no site to resolve targets in"));
     auto inj = registry_.Create(f.kind());
     if (!inj.ok()) return Fail(inj.status());
     injectors::FaultSpec spec;

@@ -1,5 +1,5 @@
 // `faultline run`: drives one scenario end to end on a lab (harness/lab/lab.h: the local lab,
-// an inventory of real hosts, or a Slurm allocation; the driver only sees the Lab contract).
+// real hosts that dial in, or a Slurm allocation; the driver only sees the Lab contract).
 //
 //   load + validate (scenario, lab file, targets, injector parameters; nothing is created
 //   before all of it passed) -> provision or attach the lab -> control server; the lab starts
@@ -36,7 +36,7 @@ struct RunOptions {
   bool json = false;
   std::string replay_of;    // run id this replays (its scenario text and seed are used)
   std::string bin_dir;      // where faultline-agent and faultline-worker are; empty: beside us
-  std::string policy_path;  // agent policy; empty: configs/policies/local_lab.yaml if present
+  std::string policy_path;  // policy for agents the lab starts; empty: the lab's default
   Nanos lease_ns = 3 * kNsPerSec;
   bool dry_run = false;  // validate and print the plan; provision nothing, store nothing
   // The run directory (StateDir()/runs/<id>) is removed when the run ends; with this, a
@@ -46,11 +46,11 @@ struct RunOptions {
   // ccl.KEY=VALUE; a replay applies the stored run's ones unless given again).
   std::string ccl;
   std::map<std::string, std::string> ccl_options;
-  // The lab to run on (a topology or an inventory file), instead of the scenario's `lab:`.
+  // The lab to run on (a topology, or a file of real hosts), instead of the scenario's `lab:`.
   // A replay without it reuses the stored run's lab file text.
   std::string lab_file;
   // Labs of real hosts speak mutual TLS with the certificates in tls_dir (default: tls/ beside
-  // the inventory's token file; docs/control_plane.md); no_tls: token only.
+  // the lab's token file; docs/control_plane.md); no_tls: token only.
   std::string tls_dir;
   bool no_tls = false;
 };

@@ -180,8 +180,8 @@ StatusOr<Inventory> LoadInventory(const std::string& path) {
 }
 
 std::vector<std::string> InventoryFaultKinds() {
-  return {"nic_port_flap", "link_blackhole", "packet_loss",
-          "bandwidth_throttle", "pfc_storm", "container_kill"};
+  return {"nic_port_flap",      "link_blackhole", "packet_loss",
+          "bandwidth_throttle", "pfc_storm",      "container_kill"};
 }
 
 std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
@@ -243,7 +243,8 @@ StatusOr<ControlPlane> InventoryLab::Control(const LabRun& run) {
   ControlPlane c;
   c.listen = inv_.listen;
   c.token_file = inv_.token_file;
-  if (!run.no_tls) c.tls_dir = run.tls_dir.empty() ? harness::DefaultTlsDir(inv_.token_file) : run.tls_dir;
+  if (!run.no_tls)
+    c.tls_dir = run.tls_dir.empty() ? harness::DefaultTlsDir(inv_.token_file) : run.tls_dir;
   return c;
 }
 
@@ -284,6 +285,22 @@ InventorySite::InventorySite(Inventory inventory, std::string self, std::string 
 StatusOr<injectors::ContainerInfo> InventorySite::StartRank(int local_rank,
                                                             const std::vector<std::string>& argv) {
   return StartContainer(local_rank, argv);
+}
+
+std::vector<std::string> InventorySite::KillLeftoverRanks() {
+  std::vector<std::string> killed;
+  std::error_code ec;
+  injectors::LocalContainerRuntime rt;
+  for (const auto& e : std::filesystem::directory_iterator(CgroupDir(), ec)) {
+    if (!e.is_directory()) continue;
+    const std::string name = e.path().filename().string();
+    if (name.rfind(self_->name + ".rank", 0) != 0) continue;  // only this host's rank leaves
+    Status k = rt.Kill(e.path().string(), Deadline::After(5 * kNsPerSec));
+    if (k.ok()) k = rt.Remove(e.path().string());
+    killed.push_back(k.ok() ? name : name + " (" + k.ToUserString() + ")");
+  }
+  RemoveCgroupDir();
+  return killed;
 }
 
 std::vector<std::string> InventorySite::WorkerDirs() const {

@@ -66,7 +66,7 @@ struct Inventory {
   std::string listen;      // host:port
   std::string token_file;  // absolute, resolved against the inventory's folder
   Nanos agent_wait_ns = 60 * kNsPerSec;
-  std::string rendezvous_dir;  // empty: a TCP store served by the coordinator
+  std::string rendezvous_dir;        // empty: a TCP store served by the coordinator
   std::string launcher = "systemd";  // or "slurm"
   std::string text;                  // the file's text
   std::vector<InventoryHost> hosts;
@@ -134,6 +134,7 @@ class InventorySite : public Site, public injectors::Fabric {
                                                const std::vector<std::string>& argv) override;
   std::vector<std::string> WorkerDirs() const override;
   void Close() override { RemoveCgroupDir(); }
+  std::vector<std::string> KillLeftoverRanks() override;
 
   // Fabric.
   StatusOr<std::vector<injectors::Port>> HostLinks(std::string_view target,

@@ -15,10 +15,10 @@
 #include "common/file_util.h"
 #include "common/unique_fd.h"
 #include "common/yaml_util.h"
+#include "harness/control/certs.h"
 #include "harness/lab/inventory.h"
 #include "harness/lab/local_lab.h"
 #include "harness/lab/slurm_lab.h"
-#include "harness/control/certs.h"
 #include "harness/lab/topology.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
@@ -91,8 +91,9 @@ StatusOr<std::unique_ptr<Lab>> SlurmLabOfInventory(const Inventory& inv) {
     for (size_t i = 0; i < h.nics.size(); ++i) {
       if (h.nics[i].ifname != c.nics[i].ifname)
         return InvalidArgumentError(
-            inv.source + ": launcher: slurm starts every agent with one command line, so every "
-                         "host needs the same interface names; " +
+            inv.source +
+            ": launcher: slurm starts every agent with one command line, so every "
+            "host needs the same interface names; " +
             h.name + "." + h.nics[i].name + " is " + h.nics[i].ifname + ", not " +
             c.nics[i].ifname);
       c.nic_addresses[h.name].push_back(h.nics[i].address);
@@ -106,7 +107,8 @@ StatusOr<std::unique_ptr<Lab>> SlurmLabOfInventory(const Inventory& inv) {
   return std::unique_ptr<Lab>(std::move(lab));
 }
 
-StatusOr<std::unique_ptr<Lab>> SlurmLabOfScenario(const std::string& text, const std::string& path) {
+StatusOr<std::unique_ptr<Lab>> SlurmLabOfScenario(const std::string& text,
+                                                  const std::string& path) {
   FL_ASSIGN_OR_RETURN(SlurmLabConfig c, ParseSlurmSection(text, path));
   FL_ASSIGN_OR_RETURN(auto lab, SlurmLab::Create(std::move(c)));
   return std::unique_ptr<Lab>(std::move(lab));
@@ -133,10 +135,17 @@ StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::strin
     return std::unique_ptr<Lab>(std::make_unique<InventoryLab>(std::move(inv)));
   }
   // A stored run's inline slurm section is its scenario's text (a replay).
-  if (doc.root().IsMap() && doc.Has(doc.root(), "lab")) return SlurmLabOfScenario(text, source.path);
+  if (doc.root().IsMap() && doc.Has(doc.root(), "lab"))
+    return SlurmLabOfScenario(text, source.path);
   FL_ASSIGN_OR_RETURN(Topology topo, ParseTopology(text, source.path));
   FL_ASSIGN_OR_RETURN(auto local, LocalLab::Create(topo, lab_name));
   return std::unique_ptr<Lab>(std::move(local));
+}
+
+std::string SiteOptions::DefaultHost() const {
+  if (!host.empty()) return host;
+  const char* node = slurm_nics.empty() ? nullptr : std::getenv("SLURMD_NODENAME");
+  return node ? node : "";
 }
 
 void AddSiteFlags(CLI::App& app, SiteOptions* o) {
@@ -157,8 +166,9 @@ StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& o) {
   if (named > 1)
     return InvalidArgumentError("an agent serves one lab: --lab, --inventory or --slurm-nics");
   if (named == 0)
-    return InvalidArgumentError("the agent needs --lab, --inventory or --slurm-nics to know "
-                                "where it runs");
+    return InvalidArgumentError(
+        "the agent needs --lab, --inventory or --slurm-nics to know "
+        "where it runs");
   std::string host = o.host;
   if (host.empty() && !o.slurm_nics.empty())
     if (const char* n = std::getenv("SLURMD_NODENAME")) host = n;

@@ -179,6 +179,9 @@ class Site {
   virtual std::vector<std::string> WorkerDirs() const = 0;
   // After every rank is gone: removes what the site made for them (its cgroup folder).
   virtual void Close() = 0;
+  // At agent start: ranks an earlier agent of this host left running (it was killed before
+  // it could stop them) are killed and their containers removed. Returns their names.
+  virtual std::vector<std::string> KillLeftoverRanks() { return {}; }
   // True when every object of the site was made for the harness (a LocalLab's namespaces):
   // an agent without a policy file may then apply any fault. Real hosts are default-deny.
   virtual bool disposable() const { return false; }
@@ -188,12 +191,14 @@ class Site {
 struct SiteOptions {
   std::string host;         // --host (for Slurm: empty = SLURMD_NODENAME)
   std::string coordinator;  // --coordinator: the interface routing there is never a target
-  std::string local_lab;  // --lab NAME: a host (or "fabric") of a LocalLab on this machine
-  std::string inventory;  // --inventory FILE: a host of an inventory
+  std::string local_lab;    // --lab NAME: a host (or "fabric") of a LocalLab on this machine
+  std::string inventory;    // --inventory FILE: a host of an inventory
   // --slurm-nics / --slurm-ranks: a node of a `lab: {slurm: ...}` lab (no file on the node).
   std::vector<std::string> slurm_nics;
   int slurm_ranks = 0;
 
+  // The host when --host is not given: a Slurm node's name (SLURMD_NODENAME); else empty.
+  std::string DefaultHost() const;
   // Whether the options name any site at all.
   bool named() const { return !local_lab.empty() || !inventory.empty() || !slurm_nics.empty(); }
   // Labs of real hosts speak mutual TLS unless told otherwise; a local lab's agents use the

@@ -21,8 +21,8 @@ const harness::FaultCatalog& LocalLab::catalog() const {
     injectors::InjectorRegistry registry("injector");
     injectors::RegisterBuiltinInjectors(registry).IgnoreError();
     // Target names do not depend on the lab's name or management subnet.
-    catalog_ = std::make_unique<harness::LabFaultCatalog>(
-        topology_, PlanLab(topology_, "check", 0), registry.Names());
+    catalog_ = std::make_unique<harness::LabFaultCatalog>(topology_, PlanLab(topology_, "check", 0),
+                                                          registry.Names());
   }
   return *catalog_;
 }
@@ -61,7 +61,8 @@ StatusOr<bool> RemoveLeftoverLab(const std::string& lab_name) {
 Status LocalLab::Provision(const LabRun& run) {
   if (!run.lab_name.empty()) {
     if (!IsValidLabName(run.lab_name))
-      return InvalidArgumentError("lab name '" + run.lab_name + "' must be 1-10 characters [a-z0-9]");
+      return InvalidArgumentError("lab name '" + run.lab_name +
+                                  "' must be 1-10 characters [a-z0-9]");
     plan_ = PlanLab(topology_, run.lab_name, mgmt_index_);
   }
   std::fprintf(stderr, "[provision] lab %s from %s\n", plan_.lab.c_str(), topology_.source.c_str());

@@ -26,36 +26,37 @@ namespace {
 // scenario whose own lab is the local rail4 lab: --lab replaces it.
 std::string NetworkScenario(const std::string& dir) {
   const std::string p = dir + "/net.yaml";
-  REQUIRE(WriteFileAtomic(
-              p,
-              "name: real_hosts_net\nseed: 11\nlab: {topology: configs/labs/rail4.yaml}\n"
-              "job:\n  size: 256KiB\n  duration: 15s\n  warmup_iterations: 10\n"
-              "  collective_timeout: 20s\n"
-              "faults:\n"
-              "  - {kind: nic_port_flap, target: h1.nic0, at: 500ms, duration: 1500ms}\n"
-              "  - {kind: link_blackhole, target: h0.nic1, at: 3s, duration: 2s}\n"
-              "  - {kind: packet_loss, target: h1.nic1, at: 6s, duration: 2s,\n"
-              "     params: {percent: 20}}\n"
-              "  - {kind: bandwidth_throttle, target: h0.nic0, at: 9s, duration: 2s,\n"
-              "     params: {rate: 100mbit}}\n"
-              "  - {kind: pfc_storm, target: h1.nic0, at: 12s, duration: 1500ms,\n"
-              "     params: {mode: frames, fps: 200}}\n"
-              "expectations:\n  survives: true\n  exact_correctness: true\n")
-              .ok());
+  REQUIRE(
+      WriteFileAtomic(p,
+                      "name: real_hosts_net\nseed: 11\nlab: {topology: configs/labs/rail4.yaml}\n"
+                      "job:\n  size: 256KiB\n  duration: 15s\n  warmup_iterations: 10\n"
+                      "  collective_timeout: 20s\n"
+                      "faults:\n"
+                      "  - {kind: nic_port_flap, target: h1.nic0, at: 500ms, duration: 1500ms}\n"
+                      "  - {kind: link_blackhole, target: h0.nic1, at: 3s, duration: 2s}\n"
+                      "  - {kind: packet_loss, target: h1.nic1, at: 6s, duration: 2s,\n"
+                      "     params: {percent: 20}}\n"
+                      "  - {kind: bandwidth_throttle, target: h0.nic0, at: 9s, duration: 2s,\n"
+                      "     params: {rate: 100mbit}}\n"
+                      "  - {kind: pfc_storm, target: h1.nic0, at: 12s, duration: 1500ms,\n"
+                      "     params: {mode: frames, fps: 200}}\n"
+                      "expectations:\n  survives: true\n  exact_correctness: true\n")
+          .ok());
   return p;
 }
 
 // A rank's container killed; the job restarts from its last iteration.
 std::string KillScenario(const std::string& dir) {
   const std::string p = dir + "/kill.yaml";
-  REQUIRE(WriteFileAtomic(p,
-                          "name: real_hosts_kill\nseed: 5\nlab: {topology: configs/labs/rail4.yaml}\n"
-                          "job:\n  size: 256KiB\n  iterations: 150\n  warmup_iterations: 10\n"
-                          "  failover: false\n  collective_timeout: 5s\n"
-                          "faults:\n  - {kind: container_kill, target: h1.rank1, after_iteration: 60}\n"
-                          "restart: {enabled: true, max_restarts: 1}\n"
-                          "expectations:\n  exact_correctness: false\n")
-              .ok());
+  REQUIRE(
+      WriteFileAtomic(p,
+                      "name: real_hosts_kill\nseed: 5\nlab: {topology: configs/labs/rail4.yaml}\n"
+                      "job:\n  size: 256KiB\n  iterations: 150\n  warmup_iterations: 10\n"
+                      "  failover: false\n  collective_timeout: 5s\n"
+                      "faults:\n  - {kind: container_kill, target: h1.rank1, after_iteration: 60}\n"
+                      "restart: {enabled: true, max_restarts: 1}\n"
+                      "expectations:\n  exact_correctness: false\n")
+          .ok());
   return p;
 }
 
@@ -94,8 +95,8 @@ void RunBoth(InventoryFixture& fx, const std::string& dir, const std::string& ta
   auto capture = PfcCapture::Start(far->netns, far->ifname);
   REQUIRE(capture.ok());
   const std::string db = dir + "/" + tag + "-net.db";
-  Faultline net({"run", NetworkScenario(dir), "--lab", fx.inventory_path(), "--db", db,
-                 "--policy", fx.policy_path()},
+  Faultline net({"run", NetworkScenario(dir), "--lab", fx.inventory_path(), "--db", db, "--policy",
+                 fx.policy_path()},
                 dir, tag + "-net");
   auto rc = net.Wait(Deadline::After(240 * kNsPerSec));
   (*capture)->Stop();
@@ -171,8 +172,9 @@ TEST_CASE("faultline suite nightly.yaml --lab INVENTORY runs unchanged against r
   REQUIRE(from != std::string::npos);
   REQUIRE(to != std::string::npos);
   text.replace(from, to - from,
-               "scenarios:\n  - " + std::string(FL_SOURCE_DIR) + "/configs/scenarios/nic_flap.yaml\n" +
-                   "  - " + FL_SOURCE_DIR + "/configs/scenarios/blackhole.yaml");
+               "scenarios:\n  - " + std::string(FL_SOURCE_DIR) +
+                   "/configs/scenarios/nic_flap.yaml\n" + "  - " + FL_SOURCE_DIR +
+                   "/configs/scenarios/blackhole.yaml");
   const std::string suite = dir.path() + "/nightly.yaml";
   REQUIRE(WriteFileAtomic(suite, text).ok());
   const std::string db = dir.path() + "/suite.db";
@@ -218,8 +220,7 @@ TEST_CASE(
               dir.path());
   const std::string ns = (*fx)->netns_of("h1");
   auto nic_down = [&] {
-    return std::system(("ip -n " + ns + " -o link show nic0 | grep -q 'state DOWN'").c_str()) ==
-           0;
+    return std::system(("ip -n " + ns + " -o link show nic0 | grep -q 'state DOWN'").c_str()) == 0;
   };
   REQUIRE(WaitUntil(nic_down, Deadline::After(120 * kNsPerSec), 20 * kNsPerMs));
   const Nanos killed_wall = WallNowNs();
@@ -242,7 +243,8 @@ TEST_CASE(
   REQUIRE(data.ok());
   std::optional<Nanos> lost_wall;
   for (const auto& e : data->events)
-    if (e.kind == "agent_lost" && e.detail_json.find("h1") != std::string::npos) lost_wall = e.wall_ns;
+    if (e.kind == "agent_lost" && e.detail_json.find("h1") != std::string::npos)
+      lost_wall = e.wall_ns;
   REQUIRE(lost_wall.has_value());
   const double after_s = static_cast<double>(*lost_wall - killed_wall) / 1e9;
   INFO("host declared lost " << after_s << " s after the kill");
