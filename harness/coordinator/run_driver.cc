@@ -16,12 +16,12 @@
 #include <optional>
 #include <set>
 
+#include "ccl_under_test/api/tcp_store.h"
 #include "common/file_util.h"
 #include "common/ids.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/process.h"
-#include "ccl_under_test/api/tcp_store.h"
 #include "common/units.h"
 #include "harness/agent/telemetry_line.h"
 #include "harness/control/auth.h"
@@ -276,6 +276,7 @@ Status Runner::Prepare() {
     FL_ASSIGN_OR_RETURN(auto inj, registry.Create(pf.kind));
     injectors::FaultSpec spec{pf.kind, pf.target, pf.params, pf.duration_ns, seed_};
     Status v = inj->Validate(spec);
+    if (v.ok()) v = lab_->CheckFault(pf.kind, pf.params);
     if (!v.ok())
       return InvalidArgumentError(scenario_.faults[pf.spec_index].where + ": " + v.message());
   }
@@ -320,8 +321,8 @@ Status Runner::AwaitAgents() {
     Status st = server_->WaitForAgents(agent_hosts_, Deadline::After(200 * kNsPerMs));
     if (st.ok() || g_interrupted) return st;
     if (auto lost = lab_->PollLostAgent())
-      return UnavailableError("agent " + lost->name + " ended before it registered (" +
-                              lost->how + ")");
+      return UnavailableError("agent " + lost->name + " ended before it registered (" + lost->how +
+                              ")");
     if (end.Expired()) {
       std::string missing;
       for (const auto& h : agent_hosts_)

@@ -62,7 +62,7 @@ Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
 
 Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "host"));
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ranks", "nics"}, "host"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ranks", "nics", "containers"}, "host"));
   FL_ASSIGN_OR_RETURN(host->name, doc.Get<std::string>(n, "name"));
   if (!IsHostName(host->name) || host->name == "fabric" || host->name.rfind("rank", 0) == 0)
     return doc.Error(n["name"], "host name '" + host->name +
@@ -82,6 +82,28 @@ Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
     host->nics.push_back(nic);
   }
   if (host->nics.empty()) return doc.Error(nics, "host " + host->name + " needs at least one NIC");
+  if (doc.Has(n, "containers")) {
+    const YAML::Node cs = n["containers"];
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(cs, "containers"));
+    std::set<int> ranks;
+    for (const auto& c : cs) {
+      FL_RETURN_IF_ERROR(doc.ExpectMap(c, "container"));
+      FL_RETURN_IF_ERROR(doc.CheckKeys(c, {"rank", "runtime", "id"}, "container"));
+      InventoryContainer ic;
+      FL_ASSIGN_OR_RETURN(ic.rank, doc.GetBoundedOr<int>(c, "rank", 0, 0, host->ranks - 1));
+      FL_ASSIGN_OR_RETURN(ic.runtime, doc.Get<std::string>(c, "runtime"));
+      if (ic.runtime != "docker" && ic.runtime != "podman")
+        return doc.Error(c["runtime"],
+                         "runtime must be docker or podman, not '" + ic.runtime + "'");
+      FL_ASSIGN_OR_RETURN(ic.id, doc.Get<std::string>(c, "id"));
+      if (!injectors::IsSafeName(ic.id, 128))
+        return doc.Error(c["id"], "'" + ic.id + "' is not a container name or ID");
+      if (!ranks.insert(ic.rank).second)
+        return doc.Error(
+            c, "rank " + std::to_string(ic.rank) + " of " + host->name + " has two containers");
+      host->containers.push_back(ic);
+    }
+  }
   return OkStatus();
 }
 
@@ -182,6 +204,17 @@ StatusOr<Inventory> LoadInventory(const std::string& path) {
 std::vector<std::string> InventoryFaultKinds() {
   return {"nic_port_flap",      "link_blackhole", "packet_loss",
           "bandwidth_throttle", "pfc_storm",      "container_kill"};
+}
+
+Status CheckHostSideFault(const std::string& kind,
+                          const std::map<std::string, std::string>& params) {
+  if (kind != "pfc_storm") return OkStatus();
+  auto it = params.find("mode");
+  if (it == params.end() || it->second != "frames")
+    return InvalidArgumentError(
+        "pfc_storm mode=stall stalls a switch port, and real hosts give no switch access: use "
+        "mode: frames (IEEE 802.1Qbb frames sent from the host's NIC toward its switch)");
+  return OkStatus();
 }
 
 std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
@@ -356,6 +389,9 @@ StatusOr<injectors::ContainerRef> InventorySite::Container(std::string_view targ
     const InventoryHost* h = inv_.HostOfRank(std::atoi(t.c_str() + 4), &local);
     if (h) name = h->name + ".rank" + std::to_string(local);
   }
+  for (const auto& c : self_->containers)
+    if (name == self_->name + ".rank" + std::to_string(c.rank))
+      return injectors::ContainerRef{name, "", c.runtime, c.id, ""};
   std::string path = CgroupDir() + "/" + name;
   struct stat st;
   if (name.rfind(self_->name + ".rank", 0) != 0 || !injectors::IsSafeName(name) ||

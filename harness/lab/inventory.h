@@ -23,6 +23,8 @@
 //         - {name: nic0, ifname: ens1f0np0, address: 10.0.0.1}
 //         - {name: nic1, ifname: ens1f1np1, address: 10.1.0.1, touch: false}
 //                                     # touch: false: ranks use it, no fault may touch it
+//       containers:                   # optional: ranks in engine containers (container_kill
+//         - {rank: 0, runtime: docker, id: trainer-0}   # goes through docker/podman)
 //
 // Every host lists the same number of NICs and ranks (rails must line up). On each host the
 // agent runs `faultline-agent --coordinator ADDR --token-file FILE --host NAME --inventory
@@ -54,10 +56,19 @@ struct InventoryNic {
   bool touch = true;    // false: no fault may act on it (ranks still use it)
 };
 
+// A rank that runs in a docker or podman container the user's stack started: container_kill
+// of it goes through that engine's CLI (by absolute path, argv only).
+struct InventoryContainer {
+  int rank = 0;         // the local rank it holds
+  std::string runtime;  // "docker" | "podman"
+  std::string id;       // the container's name or ID
+};
+
 struct InventoryHost {
   std::string name;
   int ranks = 1;
   std::vector<InventoryNic> nics;
+  std::vector<InventoryContainer> containers;
 };
 
 struct Inventory {
@@ -83,6 +94,10 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
 
 // Fault kinds a lab of real hosts can take (host-side only: no switch access).
 std::vector<std::string> InventoryFaultKinds();
+// What a host-side fault cannot be on real hosts: pfc_storm other than mode=frames (the stall
+// emulation acts on a switch port). InvalidArgument saying what to use instead.
+Status CheckHostSideFault(const std::string& kind,
+                          const std::map<std::string, std::string>& params);
 
 // The coordinator's side of an inventory whose agents run as a service and dial in.
 class InventoryLab : public Lab {
@@ -100,6 +115,10 @@ class InventoryLab : public Lab {
   Status StartAgents(const AgentLaunch&) override { return OkStatus(); }
   std::vector<std::string> agent_names() const override;
   Nanos agent_wait() const override { return inv_.agent_wait_ns; }
+  Status CheckFault(const std::string& kind,
+                    const std::map<std::string, std::string>& params) const override {
+    return CheckHostSideFault(kind, params);
+  }
   std::optional<LostAgent> PollLostAgent() override { return std::nullopt; }
   void StopAgents(Deadline) override {}
   Rendezvous RendezvousFor(const LabRun& run) const override;

@@ -19,6 +19,7 @@
 // serialised by the caller. Blocking: every call is bounded by deadlines.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,6 +103,12 @@ class Lab {
   virtual std::vector<JobHost> hosts() const = 0;
   // Whether this lab can run the job at all (InvalidArgument saying why not).
   virtual Status CheckJob(const harness::JobSpec&) const { return OkStatus(); }
+  // Whether a fault the catalog accepts can be made here with these parameters
+  // (InvalidArgument saying why not: pfc_storm's stall mode needs a switch).
+  virtual Status CheckFault(const std::string& /*kind*/,
+                            const std::map<std::string, std::string>& /*params*/) const {
+    return OkStatus();
+  }
 
   // Whether this process can run the lab at all (the local lab needs root), checked before
   // a run is recorded.
@@ -203,7 +210,7 @@ struct SiteOptions {
   bool named() const { return !local_lab.empty() || !inventory.empty() || !slurm_nics.empty(); }
   // Labs of real hosts speak mutual TLS unless told otherwise; a local lab's agents use the
   // run's own token.
-  bool tls_by_default() const { return local_lab.empty(); }
+  bool tls_by_default() const { return named() && local_lab.empty(); }
 };
 
 // The command-line flags that say where an agent runs (--lab, --inventory, --slurm-nics,

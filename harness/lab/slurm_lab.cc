@@ -1,5 +1,7 @@
 #include "harness/lab/slurm_lab.h"
 
+#include "harness/lab/inventory.h"
+
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -461,6 +463,11 @@ Status SlurmLab::Provision(const LabRun& run) {
   nodes_ = std::move(use);
   RebuildCatalog();
   return OkStatus();
+}
+
+Status SlurmLab::CheckFault(const std::string& kind,
+                            const std::map<std::string, std::string>& params) const {
+  return CheckHostSideFault(kind, params);
 }
 
 StatusOr<ControlPlane> SlurmLab::Control(const LabRun& run) {

@@ -119,6 +119,8 @@ class SlurmLab : public Lab {
   Status StartAgents(const AgentLaunch& launch) override;
   std::vector<std::string> agent_names() const override;
   Nanos agent_wait() const override { return cfg_.agent_wait_ns; }
+  Status CheckFault(const std::string& kind,
+                    const std::map<std::string, std::string>& params) const override;
   // The srun step ended before StopAgents: every agent of it is lost, reported one per call.
   // (One agent dying alone does not end the step, --kill-on-bad-exit=0: its loss shows as a
   // lapsed session.)

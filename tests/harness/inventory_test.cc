@@ -121,9 +121,10 @@ TEST_CASE("inventory: a host's site resolves its own NICs and refuses switch-sid
 }
 
 TEST_CASE("inventory: rail targets, untouchable NICs and the management interface", "[unit]") {
-  auto inv = ParseInventory(Replace(kInv, "{name: nic1, ifname: ens1f1, address: 10.1.0.2}",
-                                    "{name: nic1, ifname: ens1f1, address: 10.1.0.2, touch: false}"),
-                            "i.yaml");
+  auto inv =
+      ParseInventory(Replace(kInv, "{name: nic1, ifname: ens1f1, address: 10.1.0.2}",
+                             "{name: nic1, ifname: ens1f1, address: 10.1.0.2, touch: false}"),
+                     "i.yaml");
   REQUIRE(inv.ok());
   InventorySite site(*inv, "node02", /*mgmt_ifname=*/"");
   CHECK(site.GrayFaultSide() == injectors::PortSide::kHost);  // no switch access
@@ -166,15 +167,15 @@ TEST_CASE("inventory: launcher and touch are checked, with their location", "[un
   };
   CHECK(err(Replace(kInv, "agent_wait: 5s", "agent_wait: 5s\nlauncher: pbs"))
             .rfind("i.yaml:4:11: launcher must be systemd", 0) == 0);
-  auto slurm = ParseInventory(Replace(kInv, "agent_wait: 5s", "agent_wait: 5s\nlauncher: slurm"),
-                              "i.yaml");
+  auto slurm =
+      ParseInventory(Replace(kInv, "agent_wait: 5s", "agent_wait: 5s\nlauncher: slurm"), "i.yaml");
   REQUIRE(slurm.ok());
   CHECK(slurm->launcher == "slurm");
   CHECK(err(Replace(kInv, "address: 10.0.0.2}", "address: 10.0.0.2, touch: maybe}"))
             .rfind("i.yaml:", 0) == 0);
 }
 
-TEST_CASE("OpenLab tells a topology from an inventory; an inventory lab's contract", "[unit]") {
+TEST_CASE("OpenLab tells a topology from an inventory - an inventory lab's contract", "[unit]") {
   testing::TempDir dir("fl_openlab");
   const std::string inv_path = dir.path() + "/inv.yaml";
   REQUIRE(WriteFileAtomic(inv_path, kInv).ok());
@@ -198,9 +199,8 @@ TEST_CASE("OpenLab tells a topology from an inventory; an inventory lab's contra
   run.no_tls = true;
   CHECK((*lab)->Control(run)->tls_dir.empty());
 
-  auto topo = OpenLab(LabSource{std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml", "", "",
-                                ""},
-                      "check");
+  auto topo = OpenLab(
+      LabSource{std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml", "", "", ""}, "check");
   REQUIRE(topo.ok());
   CHECK((*topo)->kind() == "local");
   CHECK((*topo)->agent_names().size() == 5);  // four hosts and the fabric agent
@@ -215,6 +215,43 @@ TEST_CASE("OpenLab tells a topology from an inventory; an inventory lab's contra
   auto missing = OpenLab(LabSource{dir.path() + "/none.yaml", "", "", "s.yaml:3:5"}, "check");
   CHECK(missing.status().code() == Code::kInvalidArgument);
   CHECK(missing.status().message().rfind("s.yaml:3:5: ", 0) == 0);
+}
+
+TEST_CASE("inventory: ranks in docker or podman containers are killed through their engine",
+          "[unit]") {
+  auto inv = ParseInventory(
+      Replace(kInv, "      - {name: nic1, ifname: ens1f1, address: 10.1.0.2}\n",
+              "      - {name: nic1, ifname: ens1f1, address: 10.1.0.2}\n    containers:\n"
+              "      - {rank: 1, runtime: podman, id: trainer-1}\n"),
+      "i.yaml");
+  REQUIRE(inv.ok());
+  InventorySite site(*inv, "node02");
+  auto c = site.Container("node02.rank1");
+  REQUIRE(c.ok());
+  CHECK(c->runtime == "podman");
+  CHECK(c->id == "trainer-1");
+  auto by_rank = site.Container("rank3");  // global rank 3 = node02's local rank 1
+  REQUIRE(by_rank.ok());
+  CHECK(by_rank->id == "trainer-1");
+  CHECK(site.Container("node02.rank0").status().code() == Code::kNotFound);  // not running
+  auto err = [&](const std::string& containers) {
+    auto bad = ParseInventory(
+        Replace(kInv, "      - {name: nic1, ifname: ens1f1, address: 10.1.0.2}\n",
+                "      - {name: nic1, ifname: ens1f1, address: 10.1.0.2}\n    containers:\n" +
+                    containers),
+        "i.yaml");
+    return bad.ok() ? std::string("ok") : bad.status().message();
+  };
+  const std::string lxc = err("      - {rank: 1, runtime: lxc, id: x}\n");
+  CHECK(lxc.rfind("i.yaml:", 0) == 0);
+  CHECK(lxc.find("runtime must be docker or podman") != std::string::npos);
+  const std::string rank2 = err("      - {rank: 2, runtime: docker, id: x}\n");
+  CHECK(rank2.rfind("i.yaml:", 0) == 0);
+  CHECK(rank2.find("between 0 and 1") != std::string::npos);
+  CHECK(err("      - {rank: 1, runtime: docker, id: \"a b\"}\n").rfind("i.yaml:", 0) == 0);
+  CHECK(CheckHostSideFault("pfc_storm", {}).code() == Code::kInvalidArgument);
+  CHECK(CheckHostSideFault("pfc_storm", {{"mode", "frames"}}).ok());
+  CHECK(CheckHostSideFault("link_blackhole", {}).ok());
 }
 
 TEST_CASE("OpenSite needs exactly one site", "[unit]") {

@@ -241,7 +241,7 @@ TEST_CASE("host side: packet_loss drops about its percent of what the host sends
   CHECK(*after >= 990);
 }
 
-TEST_CASE("host side: bandwidth_throttle slows both directions; the default tree comes back",
+TEST_CASE("host side: bandwidth_throttle slows both directions and the default tree comes back",
           "[.root][integration]") {
   Env env;
   Snapshot before = Take(env.hp);

@@ -119,8 +119,8 @@ void RunBoth(InventoryFixture& fx, const std::string& dir, const std::string& ta
 }
 
 TEST_CASE(
-    "faultline run --lab INVENTORY: agents as their systemd unit starts them, every host-side "
-    "fault on the hosts' own NICs, ranks meet through the TCP store, nothing left",
+    "faultline run --lab INVENTORY: agents as their systemd unit starts them - every host-side "
+    "fault on the hosts' own NICs - ranks meet through the TCP store - nothing left",
     "[.root][integration]") {
   TempDir dir("fl_real");
   auto fx = InventoryFixture::Create({});
@@ -135,8 +135,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "faultline run --lab INVENTORY with launcher: slurm: agents start as one srun step, every "
-    "host-side fault, squeue empty and nothing left afterwards",
+    "faultline run --lab INVENTORY with launcher: slurm - agents start as one srun step - every "
+    "host-side fault - squeue empty and nothing left afterwards",
     "[.root][integration]") {
   TempDir dir("fl_real_slurm");
   auto fx = InventoryFixture::Create({.slurm_launcher = true});
@@ -198,8 +198,8 @@ TEST_CASE("faultline suite nightly.yaml --lab INVENTORY runs unchanged against r
 }
 
 TEST_CASE(
-    "kill -9 of an inventory agent holding a fault: restarted as its unit would be, it reverts "
-    "from its journal; the run ends within the lease plus a second, exit 3 naming the host",
+    "kill -9 of an inventory agent holding a fault: restarted as its unit would be it reverts "
+    "from its journal - the run ends within the lease plus a second with exit 3 naming the host",
     "[.root][integration]") {
   TempDir dir("fl_real_kill");
   auto fx = InventoryFixture::Create({});
