@@ -103,4 +103,12 @@ std::pair<int, int> LineColOf(std::string_view text, size_t byte_offset) {
   return {line, col};
 }
 
+std::string PathBeside(const std::string& rel, const std::string& file) {
+  if (rel.empty() || rel[0] == '/') return rel;
+  auto slash = file.rfind('/');
+  std::string beside = (slash == std::string::npos ? "." : file.substr(0, slash)) + "/" + rel;
+  if (access(beside.c_str(), F_OK) == 0) return beside;
+  return rel;
+}
+
 }  // namespace fl

@@ -21,6 +21,10 @@ Status MakeDirs(const std::string& path, unsigned mode = 0755);
 // faultline finds its sibling binaries (faultline-agent, faultline-worker).
 std::string SelfExeDir();
 
+// A path named in a file: absolute as it is; relative, beside that file when it exists there,
+// else as given (relative to the working directory).
+std::string PathBeside(const std::string& rel, const std::string& file);
+
 // 1-based line and column of a byte offset (0-based) in text.
 std::pair<int, int> LineColOf(std::string_view text, size_t byte_offset);
 

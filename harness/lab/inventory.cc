@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <set>
 
+#include "common/file_util.h"
 #include "common/yaml_util.h"
 #include "harness/control/certs.h"
 #include "harness/lab/lab_catalog.h"
+#include "harness/lab/slurm_lab.h"
 #include "harness/lab/topology.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
@@ -26,21 +28,6 @@ constexpr int kMaxRanksPerHost = 64;
 constexpr size_t kMaxNicsPerHost = 16;
 constexpr size_t kMaxHosts = 4096;
 constexpr Nanos kMaxAgentWait = 3600 * kNsPerSec;
-
-std::string ResolveBeside(const std::string& rel, const std::string& source) {
-  if (rel.empty() || rel[0] == '/') return rel;
-  auto slash = source.rfind('/');
-  std::string beside = (slash == std::string::npos ? "." : source.substr(0, slash)) + "/" + rel;
-  if (access(beside.c_str(), F_OK) == 0) return beside;
-  return rel;
-}
-
-bool IsHostName(std::string_view s) {
-  if (s.empty() || s.size() > 32 || s[0] == '-') return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-  return true;
-}
 
 Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "nic"));
@@ -109,6 +96,13 @@ Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
 
 }  // namespace
 
+bool IsHostName(std::string_view s) {
+  if (s.empty() || s.size() > 32 || s[0] == '-') return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  return true;
+}
+
 int Inventory::world_size() const {
   int n = 0;
   for (const auto& h : hosts) n += h.ranks;
@@ -164,7 +158,7 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
         c["listen"],
         "listen wants IPv4:PORT with a fixed port (agents dial it), got '" + inv.listen + "'");
   FL_ASSIGN_OR_RETURN(std::string token, doc.Get<std::string>(c, "token_file"));
-  inv.token_file = ResolveBeside(token, source);
+  inv.token_file = PathBeside(token, source);
   FL_ASSIGN_OR_RETURN(inv.agent_wait_ns, doc.GetDurationIn(root, "agent_wait", inv.agent_wait_ns,
                                                            kNsPerSec, kMaxAgentWait));
   FL_ASSIGN_OR_RETURN(inv.rendezvous_dir, doc.GetOr<std::string>(root, "rendezvous_dir", ""));
@@ -201,10 +195,7 @@ StatusOr<Inventory> LoadInventory(const std::string& path) {
   return ParseInventory(doc.text(), path);
 }
 
-std::vector<std::string> InventoryFaultKinds() {
-  return {"nic_port_flap",      "link_blackhole", "packet_loss",
-          "bandwidth_throttle", "pfc_storm",      "container_kill"};
-}
+std::vector<std::string> InventoryFaultKinds() { return HostSideFaultKinds(); }
 
 Status CheckHostSideFault(const std::string& kind,
                           const std::map<std::string, std::string>& params) {

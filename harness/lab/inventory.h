@@ -88,6 +88,10 @@ struct Inventory {
   const InventoryHost* FindHost(std::string_view name) const;
 };
 
+// 1-32 chars [a-z0-9_-], not starting with '-': host and NIC names (they become target and
+// agent names).
+bool IsHostName(std::string_view s);
+
 // Errors are InvalidArgument "FILE:LINE:COL: ..."; nothing outside the process is touched.
 StatusOr<Inventory> LoadInventory(const std::string& path);
 StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/file_util.h"
 #include "harness/control/certs.h"
 #include "harness/lab/topology.h"
 
@@ -26,22 +27,10 @@ constexpr Nanos kToolTimeout = 30 * kNsPerSec;
 // How long a cancelled job or step may stay in squeue (completing).
 constexpr Nanos kCancelWait = 60 * kNsPerSec;
 
-std::string ResolveBeside(const std::string& rel, const std::string& source) {
-  if (rel.empty() || rel[0] == '/') return rel;
-  auto slash = source.rfind('/');
-  std::string beside = (slash == std::string::npos ? "." : source.substr(0, slash)) + "/" + rel;
-  if (access(beside.c_str(), F_OK) == 0) return beside;
-  return rel;
-}
-
 // A node name that can be a target name ("<node>.nic0") and an agent's name: the rules of
 // inventory host names.
 bool IsNodeName(std::string_view s) {
-  if (s.empty() || s.size() > 32 || s[0] == '-' || s == "fabric" || s.rfind("rank", 0) == 0)
-    return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-  return true;
+  return IsHostName(s) && s != "fabric" && s.rfind("rank", 0) != 0;
 }
 
 bool IsDigits(std::string_view s) {
@@ -170,9 +159,9 @@ StatusOr<SlurmLabConfig> ParseSlurmSectionNode(const YamlDoc& doc, const YAML::N
                      "kernel picks), got '" +
                          c.listen + "'");
   FL_ASSIGN_OR_RETURN(std::string token, doc.Get<std::string>(co, "token_file"));
-  c.token_file = ResolveBeside(token, c.source);
+  c.token_file = PathBeside(token, c.source);
   FL_ASSIGN_OR_RETURN(std::string tls, doc.GetOr<std::string>(co, "tls_dir", ""));
-  c.tls_dir = tls.empty() ? harness::DefaultTlsDir(c.token_file) : ResolveBeside(tls, c.source);
+  c.tls_dir = tls.empty() ? harness::DefaultTlsDir(c.token_file) : PathBeside(tls, c.source);
 
   FL_ASSIGN_OR_RETURN(c.agent_wait_ns, doc.GetDurationIn(s, "agent_wait", c.agent_wait_ns,
                                                          kNsPerSec, kMaxAgentWait));
