@@ -312,7 +312,8 @@ std::vector<std::string> Diff(const HostSnapshot& before, const HostSnapshot& af
   if (options.tolerance > 0) {
     // A fact that only changed its numbers by less than the tolerance is no difference.
     for (auto p = added.begin(); p != added.end();) {
-      auto [key, text] = SplitJson(*p);
+      auto split = SplitJson(*p);
+      const std::string key = split.first, text = split.second;  // (clang 14: no captured bindings)
       auto pj = nlohmann::json::parse(text, nullptr, false);
       auto match = std::find_if(gone.begin(), gone.end(), [&](const std::string& g) {
         auto [gkey, gtext] = SplitJson(g);

@@ -204,6 +204,7 @@ TEST_CASE(
   TempDir dir("fl_real_kill");
   auto fx = InventoryFixture::Create({});
   REQUIRE(fx.ok());
+  const HostSnapshot before = (*fx)->Snapshot();
   REQUIRE((*fx)->StartAgents().ok());
   const std::string scenario = dir.path() + "/hold.yaml";
   REQUIRE(WriteFileAtomic(scenario,
@@ -249,7 +250,11 @@ TEST_CASE(
   const double after_s = static_cast<double>(*lost_wall - killed_wall) / 1e9;
   INFO("host declared lost " << after_s << " s after the kill");
   CHECK(after_s < kLeaseS + 1);
+  // The restarted agent also removed the ranks its killed predecessor left.
   (*fx)->StopAgents().IgnoreError();
+  auto diff = Diff(before, (*fx)->Snapshot(), {.tolerance = 0.01});
+  INFO(FormatDiff(diff));
+  CHECK(diff.empty());
 }
 
 }  // namespace
