@@ -1,14 +1,34 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <arpa/inet.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
 namespace fl::testing {
+
+// A TCP port on the IPv4 address addr that is free now (the kernel's choice, released again);
+// -1 when none.
+inline int FreeTcpPort(const std::string& addr) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
+  socklen_t len = sizeof sa;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
+    port = ntohs(sa.sin_port);
+  close(fd);
+  return port;
+}
 
 // A fresh directory under /tmp, removed with everything in it when the test ends.
 class TempDir {

@@ -559,8 +559,10 @@ std::optional<Lab::LostAgent> SlurmLab::PollLostAgent() {
   // Exit 0: every agent ended normally (shut down by the coordinator, or by a signal after
   // reverting): not a loss. Anything else ended the whole step.
   if (srun_exit_->Code() == 0 || lost_reported_ >= nodes_.size()) return std::nullopt;
-  return LostAgent{nodes_[lost_reported_++],
-                   "srun step " + step_name_ + " ended (" + DescribeExit(*srun_exit_) + ")"};
+  LostAgent lost;
+  lost.name = nodes_[lost_reported_++];
+  lost.how = "srun step " + step_name_ + " ended (" + DescribeExit(*srun_exit_) + ")";
+  return lost;
 }
 
 void SlurmLab::CancelSteps() {

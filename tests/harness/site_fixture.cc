@@ -1,5 +1,7 @@
 #include "tests/harness/site_fixture.h"
 
+#include "tests/test_util.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -36,21 +38,6 @@ namespace {
 constexpr const char* kUnitDir = FL_SOURCE_DIR "/configs/systemd";
 
 }  // namespace
-
-int FreeTcpPort(const std::string& addr) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
-  socklen_t len = sizeof sa;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
-    port = ntohs(sa.sin_port);
-  close(fd);
-  return port;
-}
 
 namespace {
 

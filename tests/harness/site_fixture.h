@@ -55,8 +55,6 @@ class PfcCapture;
 
 namespace fl::testing {
 
-// A TCP port on the IPv4 address addr that is free now (the kernel's choice); -1 when none.
-int FreeTcpPort(const std::string& addr);
 
 // The kinds an inventory host's agent is allowed by the fixture's policy: every fault that can
 // be made from a host.

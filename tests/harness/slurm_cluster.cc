@@ -1,5 +1,7 @@
 #include "tests/harness/slurm_cluster.h"
 
+#include "tests/test_util.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,22 +26,6 @@ namespace {
 
 // The address part of "198.19.3.254/24".
 std::string Ip(const std::string& cidr) { return cidr.substr(0, cidr.find('/')); }
-
-// A TCP port nobody listens on at ip now (the kernel's choice, released again).
-StatusOr<int> FreePort(const std::string& ip) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoStatus(errno, "socket");
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
-  socklen_t len = sizeof sa;
-  int rc = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  if (rc == 0) rc = getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return ErrnoStatus(err, "bind " + ip + ":0");
-  return static_cast<int>(ntohs(sa.sin_port));
-}
 
 struct CgroupLayout {
   bool v2 = false;
@@ -165,7 +151,8 @@ Status SlurmCluster::WriteConfig(const lab::LocalLab& lab) {
     nodes_.push_back(name);
     netns_.push_back(lab.NetnsOf(name));
   }
-  FL_ASSIGN_OR_RETURN(int ctld_port, FreePort(ctl_ip));
+  const int ctld_port = FreeTcpPort(ctl_ip);
+  if (ctld_port < 0) return UnavailableError("no free TCP port on " + ctl_ip);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::string short_host(host);

@@ -26,6 +26,14 @@
 namespace fl::lab {
 namespace {
 
+// A LabRun with a run id and directory (the rest as a run driver leaves them by default).
+LabRun TestRun(const std::string& id, const std::string& dir) {
+  LabRun r;
+  r.run_id = id;
+  r.run_dir = dir;
+  return r;
+}
+
 constexpr const char* kScenario =
     "name: s\n"
     "lab:\n"
@@ -145,10 +153,10 @@ TEST_CASE("SlurmLab: host-side catalog, placeholders until Slurm names the nodes
   CHECK(hosts[1].name == "node1");
   CHECK(hosts[1].ranks == 2);
   CHECK(hosts[1].nics == std::vector<std::string>{"ens1", "ens2"});
-  Rendezvous r = (*lab)->RendezvousFor(LabRun{"r1", "/tmp"});
+  Rendezvous r = (*lab)->RendezvousFor(TestRun("r1", "/tmp"));
   CHECK(r.kind == Rendezvous::Kind::kTcp);
   CHECK(r.listen == "10.0.0.254:0");
-  auto cp = (*lab)->Control(LabRun{"r1", "/tmp"});
+  auto cp = (*lab)->Control(TestRun("r1", "/tmp"));
   REQUIRE(cp.ok());
   CHECK(cp->listen == "10.0.0.254:0");
   CHECK(cp->token_file == "/etc/fl/token");
@@ -389,7 +397,7 @@ TEST_CASE("SlurmLab on a real Slurm: own allocation, agents as one srun step, no
   REQUIRE(made.ok());
   SlurmLab& slurm = **made;
   REQUIRE(env.cluster->Jobs().empty());
-  Status prov = slurm.Provision(LabRun{"slurmtest", env.run_dir.path()});
+  Status prov = slurm.Provision(TestRun("slurmtest", env.run_dir.path()));
   INFO(prov.ToString());
   REQUIRE(prov.ok());
   CHECK(slurm.owns_allocation());
@@ -420,7 +428,7 @@ TEST_CASE("SlurmLab on a real Slurm: srun killed is a lost agent per node, the s
   auto made = SlurmLab::Create(env.Config());
   REQUIRE(made.ok());
   SlurmLab& slurm = **made;
-  REQUIRE(slurm.Provision(LabRun{"slurmlost", env.run_dir.path()}).ok());
+  REQUIRE(slurm.Provision(TestRun("slurmlost", env.run_dir.path())).ok());
   REQUIRE(slurm.StartAgents(env.Launch()).ok());
   INFO(env.SrunLog());
   REQUIRE(env.server->WaitForAgents({"h0", "h1"}, Deadline::After(60 * kNsPerSec)).ok());
@@ -467,7 +475,7 @@ TEST_CASE("SlurmLab on a real Slurm: inside an allocation it attaches and leaves
     auto made = SlurmLab::Create(env.Config());
     REQUIRE(made.ok());
     SlurmLab& slurm = **made;
-    Status prov = slurm.Provision(LabRun{"slurmattach", env.run_dir.path()});
+    Status prov = slurm.Provision(TestRun("slurmattach", env.run_dir.path()));
     INFO(prov.ToString());
     REQUIRE(prov.ok());
     CHECK_FALSE(slurm.owns_allocation());
@@ -491,7 +499,7 @@ TEST_CASE("SlurmLab on a real Slurm: a refused allocation is a clear error and l
   c.allocation_wait_ns = 2 * kNsPerSec;
   auto made = SlurmLab::Create(c);
   REQUIRE(made.ok());
-  Status prov = (*made)->Provision(LabRun{"slurmrefused", env.run_dir.path()});
+  Status prov = (*made)->Provision(TestRun("slurmrefused", env.run_dir.path()));
   INFO(prov.ToString());
   CHECK(prov.code() == Code::kUnavailable);
   CHECK(prov.message().find("slurm refused the allocation") != std::string::npos);

@@ -139,7 +139,9 @@ TEST_CASE(
     "host-side fault - squeue empty and nothing left afterwards",
     "[.root][integration]") {
   TempDir dir("fl_real_slurm");
-  auto fx = InventoryFixture::Create({.slurm_launcher = true});
+  InventoryFixtureOptions options;
+  options.slurm_launcher = true;
+  auto fx = InventoryFixture::Create(options);
   REQUIRE(fx.ok());
   auto slurm = SlurmCluster::Start((*fx)->lab());
   REQUIRE(slurm.ok());

@@ -551,21 +551,6 @@ testing::ChildProcess::Options AgentOptions(const std::string& log, const std::s
   return o;
 }
 
-// A TCP port on addr that is free now (the kernel's choice).
-int FreePort(const std::string& addr) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
-  socklen_t len = sizeof sa;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
-    port = ntohs(sa.sin_port);
-  close(fd);
-  return port;
-}
-
 TEST_CASE(
     "faultline run: an inventory lab — agents started by hand on its hosts dial in, a NIC flap "
     "is survived and reverted",
@@ -585,7 +570,7 @@ TEST_CASE(
   REQUIRE((*lab)->Provision().ok());
   const lab::LabPlan& plan = (*lab)->plan();
   const std::string mgmt = plan.root_mgmt_addr.substr(0, plan.root_mgmt_addr.find('/'));
-  const int port = FreePort(mgmt);
+  const int port = testing::FreeTcpPort(mgmt);
   REQUIRE(port > 0);
   const std::string token = dir.path() + "/token";
   REQUIRE(CreateTokenFile(token).ok());
