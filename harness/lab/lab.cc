@@ -169,9 +169,7 @@ StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& o) {
     return InvalidArgumentError(
         "the agent needs --lab, --inventory or --slurm-nics to know "
         "where it runs");
-  std::string host = o.host;
-  if (host.empty() && !o.slurm_nics.empty())
-    if (const char* n = std::getenv("SLURMD_NODENAME")) host = n;
+  const std::string host = o.DefaultHost();
   if (host.empty()) return InvalidArgumentError("the agent needs --host");
   if (!o.local_lab.empty()) {
     FL_ASSIGN_OR_RETURN(auto lab, LocalLab::Open(o.local_lab));
