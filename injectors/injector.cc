@@ -1,4 +1,5 @@
 #include "injectors/injector.h"
+#include "injectors/switch_driver.h"
 
 #include <cmath>
 
@@ -54,13 +55,18 @@ StatusOr<FaultHandle> HandleFromJson(const nlohmann::json& j) {
 }
 
 nlohmann::json PortToJson(const Port& p) {
-  return {{"name", p.name},
-          {"netns", p.netns},
-          {"ifname", p.ifname},
-          {"peer_netns", p.peer_netns},
-          {"peer_ifname", p.peer_ifname},
-          {"rate_bps", p.rate_bps},
-          {"burst_bytes", p.burst_bytes}};
+  nlohmann::json j = {{"name", p.name},
+                      {"netns", p.netns},
+                      {"ifname", p.ifname},
+                      {"peer_netns", p.peer_netns},
+                      {"peer_ifname", p.peer_ifname},
+                      {"rate_bps", p.rate_bps},
+                      {"burst_bytes", p.burst_bytes}};
+  if (p.sw) {
+    j["switch"] = SwitchConnToJson(*p.sw);
+    j["switch_port"] = p.sw_port;
+  }
+  return j;
 }
 
 Port PortFromJson(const nlohmann::json& j) {
@@ -78,6 +84,14 @@ Port PortFromJson(const nlohmann::json& j) {
   p.peer_ifname = str("peer_ifname");
   p.rate_bps = num("rate_bps");
   p.burst_bytes = num("burst_bytes");
+  // A switch port whose connection does not parse keeps sw null but its switch_port: the
+  // injector's revert then fails naming it instead of touching a kernel port of that name.
+  if (j.contains("switch")) {
+    auto conn = SwitchConnFromJson(j["switch"]);
+    if (conn.ok()) p.sw = std::make_shared<const SwitchConn>(std::move(*conn));
+    p.sw_port = str("switch_port");
+    if (!p.sw) p.ifname.clear();
+  }
   return p;
 }
 

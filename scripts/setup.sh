@@ -10,14 +10,16 @@ BUILD_DIR=${FL_BUILD_DIR:-$ROOT/build}
 
 # Debian packages faultline needs to build, test and run its local lab (clang-14 and its
 # sanitizer/libFuzzer runtimes: the build-san phase of scripts/test.sh; slurm-wlm (slurmctld,
-# slurmd, the clients) and munge: the SlurmLab root tests run a real Slurm on the local lab).
+# slurmd, the clients) and munge: the SlurmLab root tests run a real Slurm on the local lab;
+# openssh-server and -client: the local lab's switch management plane runs an sshd in every
+# switch namespace, and the ssh-template switch driver runs the OpenSSH client).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev sqlite3 libboost-dev catch2 libibverbs-dev libyaml-cpp-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libmnl-dev libnftables-dev
   iproute2 nftables ethtool iperf3 procps util-linux
-  slurm-wlm munge
+  slurm-wlm munge openssh-server openssh-client
 )
 if [ -f "$ROOT/scripts/packages.extra" ]; then
   mapfile -t -O "${#PACKAGES[@]}" PACKAGES < <(grep -v '^#' "$ROOT/scripts/packages.extra" | grep .)
@@ -38,7 +40,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${#missing[@]} missing Debian package(s): ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Daemons of newly installed packages (sshd, munged, slurmd) are not started: faultline runs
+  # its own, inside the lab, and a set-up must not open a port on the machine. policy-rc.d is
+  # Debian's switch for that (invoke-rc.d(8)); ours is removed again unless one was there.
+  own_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
+  status=0
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
+  if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+  [ "$status" -eq 0 ] || exit "$status"
 fi
 
 # npm packages (the HTML report's charting library), once the report needs them.
