@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "injectors/injector.h"
+#include "injectors/switch_driver.h"
 
 namespace fl::injectors::internal {
 
@@ -43,5 +44,30 @@ struct DirectionHooks {
   const char* from_host;
 };
 DirectionHooks HooksFor(PortSide side);
+
+}  // namespace fl::injectors::internal
+
+// ---- ports of a switch reached through a SwitchDriver (Port::sw set) ----
+
+namespace fl::injectors::internal {
+
+// Whether the port is made through its switch's driver (sw set), and whether it also has a
+// kernel end this process can reach (a local lab with `switch_control: ssh`: the injectors that
+// have no driver operation, packet_loss and pfc_storm, keep using that).
+inline bool ViaDriver(const Port& p) { return p.sw != nullptr || !p.sw_port.empty(); }
+inline bool HasKernelEnd(const Port& p) { return !p.ifname.empty(); }
+// A port in a named namespace that no longer exists (a local lab torn down): a revert has
+// nothing left to do there, through a driver or not.
+bool LabGone(const Port& p);
+
+// The driver of p's switch, opened for one operation (FailedPrecondition when the handle lost
+// its connection: a corrupt journal entry).
+StatusOr<std::unique_ptr<SwitchDriver>> DriverOf(const Port& p);
+// The deadline of one operation on p's switch.
+Deadline SwitchDeadline(const Port& p);
+// "leaf1 Ethernet12" for messages, and the journal object a fault on it claims.
+std::string SwitchPortLabel(const Port& p);
+// Checks at Prepare that p's driver opens, knows the port name and has the operations.
+Status CheckDriverPort(const Port& p, std::string_view kind, const std::vector<SwitchOp>& ops);
 
 }  // namespace fl::injectors::internal

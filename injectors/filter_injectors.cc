@@ -59,6 +59,15 @@ class NftDropInjector : public Injector {
     PortSide side = fabric.GrayFaultSide();
     FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, side));
     for (const auto& p : ports) {
+      if (UsesDriver(p)) {
+        FL_RETURN_IF_ERROR(CheckDriverPort(p, kind(), {SwitchOp::kDropAdd, SwitchOp::kDropRemove}));
+        continue;
+      }
+      if (ViaDriver(p) && !HasKernelEnd(p))
+        return FailedPreconditionError(
+            std::string(kind()) + ": " + p.name + " (" + SwitchPortLabel(p) +
+            "): switch drivers have no random-drop operation; packet_loss on a real switch "
+            "port is not possible (use link_blackhole, or packet_loss on the host's NIC)");
       if (!IsSafeName(p.ifname, 15)) return InternalError("unsafe interface name " + p.ifname);
       FL_RETURN_IF_ERROR(GetLink(p.netns, p.ifname).status());
     }
@@ -89,6 +98,13 @@ class NftDropInjector : public Injector {
     h.requested_wall_ns = WallNowNs();
     for (size_t i = 0; i < ports.size(); ++i) {
       const Port& p = ports[i];
+      if (UsesDriver(p)) {
+        // A drop rule per stage on the switch port, each verified by the driver's read-back.
+        FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
+        for (SwitchStage st : StagesOf(dir))
+          FL_RETURN_IF_ERROR(driver->AddDrop(p.sw_port, st, RuleName(h, i, st), SwitchDeadline(p)));
+        continue;
+      }
       std::string t = NftTableName(h, i);
       std::string rs = "table netdev " + t + " {\n";
       if (dir != "to_host")
@@ -106,9 +122,25 @@ class NftDropInjector : public Injector {
 
   Status Revert(const FaultHandle& h) override {
     auto ports = PortsOf(h);
-    for (size_t i = 0; i < ports.size(); ++i)
-      FL_RETURN_IF_ERROR(NftDeleteTable(ports[i].netns, "netdev", NftTableName(h, i)));
-    return OkStatus();
+    std::string dir = h.spec.params.count("direction") ? h.spec.params.at("direction") : "both";
+    Status result;  // every port is tried; the first failure is returned
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const Port& p = ports[i];
+      if (LabGone(p)) continue;
+      Status s;
+      if (UsesDriver(p)) {
+        auto driver = DriverOf(p);
+        s = driver.status();
+        for (SwitchStage st : StagesOf(dir)) {
+          if (!s.ok()) break;
+          s = (*driver)->RemoveDrop(p.sw_port, st, RuleName(h, i, st), SwitchDeadline(p));
+        }
+      } else {
+        s = NftDeleteTable(p.netns, "netdev", NftTableName(h, i));
+      }
+      if (!s.ok() && result.ok()) result = s;
+    }
+    return result;
   }
 
   Status Verify(const FaultHandle& h, Expect want) override {
@@ -118,6 +150,18 @@ class NftDropInjector : public Injector {
       if (!p.netns.empty() && !NetnsExists(p.netns)) {
         if (want == Expect::kGone) continue;
         return UnavailableError("namespace " + p.netns + " is gone");
+      }
+      if (UsesDriver(p)) {
+        // The rules' presence and absence were read back by AddDrop/RemoveDrop; what is left
+        // to check is the promise of a gray failure: the port's link stays up.
+        if (want == Expect::kPresent) {
+          FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
+          FL_ASSIGN_OR_RETURN(SwitchPortState st, driver->ReadPort(p.sw_port, SwitchDeadline(p)));
+          if (!st.oper_up)
+            return InternalError(p.name + " (" + SwitchPortLabel(p) +
+                                 ") lost its link: not a gray failure");
+        }
+        continue;
       }
       FL_ASSIGN_OR_RETURN(bool exists, NftTableExists(p.netns, "netdev", NftTableName(h, i)));
       if (want == Expect::kPresent && !exists)
@@ -133,6 +177,20 @@ class NftDropInjector : public Injector {
   }
 
  private:
+  // link_blackhole on a switch port goes through the driver; packet_loss has no driver
+  // operation and keeps the kernel end where there is one (a local lab over SSH).
+  bool UsesDriver(const Port& p) const { return ViaDriver(p) && !random_; }
+
+  // to_host is what the switch port sends (egress), from_host what it receives (ingress).
+  static std::vector<SwitchStage> StagesOf(const std::string& dir) {
+    if (dir == "to_host") return {SwitchStage::kEgress};
+    if (dir == "from_host") return {SwitchStage::kIngress};
+    return {SwitchStage::kIngress, SwitchStage::kEgress};
+  }
+  static std::string RuleName(const FaultHandle& h, size_t i, SwitchStage st) {
+    return SwitchRuleName(h.id, 2 * i + (st == SwitchStage::kEgress ? 1 : 0));
+  }
+
   bool random_;
 };
 

@@ -122,6 +122,22 @@ class LinkDownInjector : public Injector {
     // revert (or its flap schedule) while the first still wants it down.
     std::vector<std::string> objects;
     for (const auto& p : ports) {
+      if (ViaDriver(p)) {
+        // A real switch (or the local lab's over SSH): its driver, read back before anything.
+        FL_RETURN_IF_ERROR(CheckDriverPort(
+            p, kind(), {SwitchOp::kPortDown, SwitchOp::kPortUp, SwitchOp::kPortState}));
+        objects.push_back(ObjectName("link-admin", "switch:" + p.sw->name, p.sw_port));
+        FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
+        FL_ASSIGN_OR_RETURN(SwitchPortState st, driver->ReadPort(p.sw_port, SwitchDeadline(p)));
+        if (!st.admin_up) {
+          std::string holder = HolderOf(objects.back(), FaultJournal());
+          return FailedPreconditionError(
+              std::string(kind()) + ": " + p.name + " (" + SwitchPortLabel(p) +
+              ") is already down" +
+              (holder.empty() ? " (not by a fault in the journal)" : ", held by " + holder));
+        }
+        continue;
+      }
       objects.push_back(ObjectName("link-admin", p.netns, p.ifname));
       FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
       if (!st.admin_up) {
@@ -184,6 +200,12 @@ class LinkDownInjector : public Injector {
     if (f) f->Stop();
     Status result;
     for (const auto& p : PortsOf(h)) {
+      if (LabGone(p)) continue;  // a local lab's switch that was torn down: nothing left
+      if (ViaDriver(p)) {        // every port is tried, the first failure is returned
+        Status s = SetSwitchPort(p, true);
+        if (!s.ok() && result.ok()) result = s;
+        continue;
+      }
       if (!p.netns.empty() && !NetnsExists(p.netns)) continue;  // the lab is gone: nothing left
       Status s = pool_.SetLinkUp(p.netns, p.ifname, true);
       if (!s.ok() && s.code() != Code::kNotFound && result.ok()) result = s;
@@ -194,15 +216,25 @@ class LinkDownInjector : public Injector {
   Status Verify(const FaultHandle& h, Expect want) override {
     bool periodic = h.spec.params.count("period") > 0;
     for (const auto& p : PortsOf(h)) {
-      if (!p.netns.empty() && !NetnsExists(p.netns)) {
-        if (want == Expect::kGone) continue;
-        return UnavailableError("namespace " + p.netns + " is gone");
+      if (want == Expect::kGone && LabGone(p)) continue;
+      if (ViaDriver(p)) {
+        FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
+        FL_ASSIGN_OR_RETURN(SwitchPortState st, driver->ReadPort(p.sw_port, SwitchDeadline(p)));
+        if (want == Expect::kGone && !st.admin_up)
+          return InternalError(p.name + " (" + SwitchPortLabel(p) + ") is still down after revert");
+        if (want == Expect::kPresent && !periodic && st.admin_up)
+          return InternalError(p.name + " (" + SwitchPortLabel(p) + ") is not down");
+      } else {
+        if (!p.netns.empty() && !NetnsExists(p.netns)) {
+          if (want == Expect::kGone) continue;
+          return UnavailableError("namespace " + p.netns + " is gone");
+        }
+        FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
+        if (want == Expect::kGone && !st.admin_up)
+          return InternalError(p.name + " (" + p.ifname + ") is still down after revert");
+        if (want == Expect::kPresent && !periodic && st.admin_up)
+          return InternalError(p.name + " (" + p.ifname + ") is not down");
       }
-      FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
-      if (want == Expect::kGone && !st.admin_up)
-        return InternalError(p.name + " (" + p.ifname + ") is still down after revert");
-      if (want == Expect::kPresent && !periodic && st.admin_up)
-        return InternalError(p.name + " (" + p.ifname + ") is not down");
       if (want == Expect::kPresent && !periodic && k_ != LinkKind::kNicFlap &&
           !p.peer_netns.empty()) {
         // The far end must have lost carrier: that is what the fault promises.
@@ -250,11 +282,22 @@ class LinkDownInjector : public Injector {
   static Status SetAll(RtNetlinkPool& pool, const std::vector<Port>& ports, bool up,
                        Nanos* effective) {
     for (const auto& p : ports) {
+      if (ViaDriver(p)) {
+        FL_RETURN_IF_ERROR(SetSwitchPort(p, up));
+        if (effective) *effective = WallNowNs();  // the read-back showed it
+        continue;
+      }
       AckTiming t;
       FL_RETURN_IF_ERROR(pool.SetLinkUp(p.netns, p.ifname, up, &t));
       if (effective) *effective = t.effective_wall_ns;
     }
     return OkStatus();
+  }
+
+  // Admin state through the switch's driver: the command, then its read-back.
+  static Status SetSwitchPort(const Port& p, bool up) {
+    FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
+    return driver->SetPortAdmin(p.sw_port, up, SwitchDeadline(p));
   }
 
   LinkKind k_;

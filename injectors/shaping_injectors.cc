@@ -167,6 +167,16 @@ std::vector<Port> PolicedOf(const FaultHandle& h) {
 
 std::string SideName(PortSide side) { return side == PortSide::kHost ? "host" : "switch"; }
 
+// Shaping (tbf) needs the port's kernel end: a switch reached only through its driver (a real
+// switch) is refused before anything changes. A local lab over SSH keeps its kernel ends.
+Status NeedKernelEnd(const Port& p, std::string_view kind) {
+  if (!ViaDriver(p) || HasKernelEnd(p)) return OkStatus();
+  return FailedPreconditionError(std::string(kind) + ": " + p.name + " (" + SwitchPortLabel(p) +
+                                 ") is a port of a real switch; this injector shapes kernel "
+                                 "queues and has no switch-driver path (use it on the hosts' "
+                                 "NICs)");
+}
+
 class BandwidthThrottle : public Injector {
  public:
   std::string_view kind() const override { return "bandwidth_throttle"; }
@@ -198,6 +208,7 @@ class BandwidthThrottle : public Injector {
     std::vector<Shaped> ends;
     std::vector<Port> policed;
     for (const auto& p : ports) {
+      FL_RETURN_IF_ERROR(NeedKernelEnd(p, kind()));
       if (!IsSafeName(p.ifname, 15)) return InternalError("unsafe interface name " + p.ifname);
       if (side == PortSide::kHost) {
         // The host's own NIC: its egress is traffic from the host, its ingress traffic to it.
@@ -353,6 +364,7 @@ class PfcStorm : public Injector {
     FL_ASSIGN_OR_RETURN(bool spread, BoolParam(spec, "spread", false));
     std::vector<Shaped> ends;
     for (const auto& v : victims) {
+      FL_RETURN_IF_ERROR(NeedKernelEnd(v, kind()));
       FL_ASSIGN_OR_RETURN(auto s, ReadShaped(kind(), v.name, v.netns, v.ifname));
       ends.push_back(s);
       if (!spread) continue;
