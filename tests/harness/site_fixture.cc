@@ -522,7 +522,8 @@ std::vector<std::string> UnitCommandWith(
 
 std::string InventoryYaml(const InventoryFixtureOptions& o, const std::string& name,
                           const std::string& listen, const std::string& token_file,
-                          const std::vector<InventoryHostNics>& hosts) {
+                          const std::vector<InventoryHostNics>& hosts,
+                          const std::string& fabric_yaml) {
   std::string inv = "name: " + name + "\ncoordinator: {listen: " + listen +
                     ", token_file: " + token_file + "}\nagent_wait: " + o.agent_wait + "\n";
   if (o.slurm_launcher) inv += "launcher: slurm\n";
@@ -531,11 +532,16 @@ std::string InventoryYaml(const InventoryFixtureOptions& o, const std::string& n
   for (const auto& h : hosts) {
     inv += "  - name: " + h.host + "\n    ranks: " + std::to_string(o.ranks_per_host) +
            "\n    nics:\n";
-    for (const auto& [ifname, address] : h.nics)
-      inv += "      - {name: " + ifname + ", ifname: " + ifname + ", address: " + address +
+    for (size_t i = 0; i < h.nics.size(); ++i) {
+      const auto& [ifname, address] = h.nics[i];
+      std::string wire;
+      if (i < h.wiring.size() && !h.wiring[i].first.empty())
+        wire = ", switch: " + h.wiring[i].first + ", port: " + h.wiring[i].second;
+      inv += "      - {name: " + ifname + ", ifname: " + ifname + ", address: " + address + wire +
              o.extra_nic_yaml + "}\n";
+    }
   }
-  return inv;
+  return inv + fabric_yaml;
 }
 
 StatusOr<std::unique_ptr<InventoryFixture>> InventoryFixture::Create(
@@ -557,7 +563,8 @@ Status InventoryFixture::Build() {
   const std::string topo_text = "name: " + name_ + "\nhosts: " + std::to_string(opts_.hosts) +
                                 "\ngpus_per_host: " + std::to_string(opts_.ranks_per_host) +
                                 "\nnics_per_host: " + std::to_string(opts_.nics_per_host) +
-                                "\nlink: " + opts_.link + "\n";
+                                "\nlink: " + opts_.link + "\n" + opts_.extra_topology_yaml +
+                                (opts_.switches ? "switch_control: ssh\n" : "");
   FL_RETURN_IF_ERROR(WriteFileAtomic(dir_ + "/topology.yaml", topo_text));
   FL_ASSIGN_OR_RETURN(lab::Topology topo, lab::LoadTopology(dir_ + "/topology.yaml"));
   FL_ASSIGN_OR_RETURN(lab_, lab::LocalLab::Create(topo, name_));
@@ -593,11 +600,56 @@ Status InventoryFixture::WriteFiles() {
   std::vector<InventoryHostNics> hosts;
   for (const auto& h : hosts_) {
     hosts.push_back({h, {}});
-    for (const auto& nic : nics_of(h)) hosts.back().nics.emplace_back(nic, address_of(h, nic));
+    for (const auto& nic : nics_of(h)) {
+      hosts.back().nics.emplace_back(nic, address_of(h, nic));
+      if (!opts_.switches) continue;
+      for (const auto& l : lab_->plan().links)
+        if (l.kind == lab::LinkKind::kHost && l.a_node == h && l.a_if == nic)
+          hosts.back().wiring.emplace_back(l.b_node, SwitchPortOf(l.b_node, l.b_if));
+    }
   }
-  const std::string inv = InventoryYaml(opts_, name_, listen(), token_path_, hosts);
+  std::string fabric_yaml;
+  if (opts_.switches) FL_ASSIGN_OR_RETURN(fabric_yaml, WriteFabricFiles());
+  const std::string inv = InventoryYaml(opts_, name_, listen(), token_path_, hosts, fabric_yaml);
   inventory_path_ = dir_ + "/inventory.yaml";
   return WriteFileAtomic(inventory_path_, inv);
+}
+
+std::string InventoryFixture::SwitchPortOf(const std::string& node,
+                                           const std::string& ifname) const {
+  return lab_->SonicPortName(node, ifname);
+}
+
+// The inventory's switches (reached as the lab's own switch namespaces are: their sshd on the
+// management network, the lab's key and known_hosts, the shipped SONiC preset) and uplinks,
+// the fabric agent's certificate, journal and policy.
+StatusOr<std::string> InventoryFixture::WriteFabricFiles() {
+  std::string sw = "fabric_agent: {host: root}\nswitches:\n";
+  std::vector<std::string> names;
+  for (const auto& n : lab_->plan().nodes) {
+    if (!n.is_switch || n.name == "mgmt") continue;
+    FL_ASSIGN_OR_RETURN(auto conn, lab_->SwitchConnOf(n.name));
+    sw += "  - {name: " + n.name + ", address: " + conn->address +
+          ", driver: ssh-template, preset: " + std::string(FL_SOURCE_DIR) +
+          "/configs/switches/sonic.yaml, user: " + conn->user + ", key_file: " + conn->key_file +
+          ", known_hosts: " + conn->known_hosts + "}\n";
+    names.push_back(n.name);
+  }
+  std::string up;
+  for (const auto& l : lab_->plan().links)
+    if (l.kind == lab::LinkKind::kUplink)
+      up += "  - {switch: " + l.a_node + ", port: " + SwitchPortOf(l.a_node, l.a_if) +
+            ", peer_switch: " + l.b_node + ", peer_port: " + SwitchPortOf(l.b_node, l.b_if) + "}\n";
+  if (!up.empty()) sw += "uplinks:\n" + up;
+  FL_RETURN_IF_ERROR(harness::IssueCertificate(tls_dir(), "fabric", {}).status());
+  FL_RETURN_IF_ERROR(MakeDirs(journal_dir("fabric"), 0700));
+  FL_RETURN_IF_ERROR(MakeDirs(state_dir("fabric"), 0700));
+  fabric_policy_path_ = dir_ + "/fabric_policy.yaml";
+  FL_RETURN_IF_ERROR(WriteFileAtomic(fabric_policy_path_,
+                                     "allow_kinds: [" + Join(opts_.fabric_allow_kinds, ", ") +
+                                         "]\nmax_fault_duration: " + opts_.max_fault_duration +
+                                         "\nswitch_ports: [" + Join(names, ", ") + "]\n"));
+  return sw;
 }
 
 InventoryFixture::~InventoryFixture() {
@@ -652,7 +704,7 @@ std::vector<std::string> InventoryFixture::AgentArgv(const std::string& host) co
       {"--token-file", token_path_},
       {"--host", host},
       {"--inventory", inventory_path_},
-      {"--policy", policy_path_},
+      {"--policy", host == "fabric" ? fabric_policy_path_ : policy_path_},
       {"--connect-timeout", timeout},
       {"--journal-dir", journal_dir(host)},
       {"--tls-dir", tls_dir()}};
@@ -669,7 +721,9 @@ Status InventoryFixture::StartInstance(Agent* a) {
   ProcessSpec spec;
   spec.argv = AgentArgv(a->host);
   spec.env = CleanEnvironment({"FAULTLINE_STATE_DIR=" + state_dir(a->host)});
-  spec.netns = netns_of(a->host);
+  // The fabric agent runs on a management host: here the root namespace, which reaches the
+  // switches' sshd on the lab's management network.
+  spec.netns = a->host == "fabric" ? "" : netns_of(a->host);
   spec.in = {Stdio::kNull, ""};
   spec.out = {Stdio::kNull, ""};  // the agent logs to stderr; stdout only has --print-*
   spec.err = {Stdio::kFile, log};
@@ -682,7 +736,8 @@ Status InventoryFixture::StartInstance(Agent* a) {
 }
 
 Status InventoryFixture::StartAgent(const std::string& host) {
-  if (std::find(hosts_.begin(), hosts_.end(), host) == hosts_.end())
+  if (std::find(hosts_.begin(), hosts_.end(), host) == hosts_.end() &&
+      !(host == "fabric" && opts_.switches))
     return NotFoundError("no host " + host + " in lab " + name_);
   std::lock_guard<std::mutex> lock(mu_);
   if (agents_.count(host)) return FailedPreconditionError(host + "'s agent is already supervised");
@@ -701,6 +756,7 @@ Status InventoryFixture::StartAgent(const std::string& host) {
 
 Status InventoryFixture::StartAgents() {
   for (const auto& h : hosts_) FL_RETURN_IF_ERROR(StartAgent(h));
+  if (opts_.switches) FL_RETURN_IF_ERROR(StartAgent("fabric"));
   return OkStatus();
 }
 

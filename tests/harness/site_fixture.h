@@ -55,7 +55,6 @@ class PfcCapture;
 
 namespace fl::testing {
 
-
 // The kinds an inventory host's agent is allowed by the fixture's policy: every fault that can
 // be made from a host.
 std::vector<std::string> HostSideFaultKinds();
@@ -73,6 +72,15 @@ struct InventoryFixtureOptions {
   // flow map (", touch: true"), for keys the tests of a later change need.
   std::string extra_inventory_yaml;
   std::string extra_nic_yaml;
+  std::string extra_topology_yaml;  // e.g. "hosts_per_tor: 1\nspines: 1\n"
+  // Real switches: the lab's switches run sshd (switch_control: ssh) and the inventory lists
+  // them (the SONiC preset, the lab's key and known_hosts), every NIC wired to its ToR port
+  // and every uplink; a fabric agent ("fabric", in the root namespace, which reaches the
+  // management network) is supervised beside the hosts' with its own policy
+  // (fabric_allow_kinds, every switch in switch_ports).
+  bool switches = false;
+  std::vector<std::string> fabric_allow_kinds = {"tor_port_down", "tor_uplink_down",
+                                                 "link_blackhole"};
   // The agent.
   std::string agent_binary;  // default: FL_BUILD_DIR/bin/faultline-agent
   double connect_timeout_s = 60;
@@ -158,10 +166,14 @@ std::vector<std::string> UnitCommandWith(
 struct InventoryHostNics {
   std::string host;
   std::vector<std::pair<std::string, std::string>> nics;
+  // Per NIC (same order), its switch and port ("tor0", "Ethernet4"); empty: not wired.
+  std::vector<std::pair<std::string, std::string>> wiring = {};
 };
+// fabric_yaml: the `switches:` and `uplinks:` sections (switches only), appended as they are.
 std::string InventoryYaml(const InventoryFixtureOptions& options, const std::string& name,
                           const std::string& listen, const std::string& token_file,
-                          const std::vector<InventoryHostNics>& hosts);
+                          const std::vector<InventoryHostNics>& hosts,
+                          const std::string& fabric_yaml = "");
 
 class InventoryFixture {
  public:
@@ -192,11 +204,15 @@ class InventoryFixture {
   std::string journal_dir(const std::string& host) const;
   std::string state_dir(const std::string& host) const;  // FAULTLINE_STATE_DIR of its agent
 
-  // The agent's command line (from configs/systemd's unit when there is one).
+  // The agent's command line (from configs/systemd's unit when there is one). host "fabric":
+  // the fabric agent (options().switches).
   std::vector<std::string> AgentArgv(const std::string& host) const;
+  // options().switches: the fabric agent's policy; the SONiC port name of a switch port.
+  const std::string& fabric_policy_path() const { return fabric_policy_path_; }
+  std::string SwitchPortOf(const std::string& node, const std::string& ifname) const;
   // Starts host's agent under supervision. FailedPrecondition when it is already supervised.
   Status StartAgent(const std::string& host);
-  Status StartAgents();
+  Status StartAgents();  // every host's, and the fabric agent with options().switches
   // Sends sig to the current instance (it is restarted when it exits). FailedPrecondition
   // when none is running.
   Status KillAgent(const std::string& host, int sig);
@@ -228,12 +244,14 @@ class InventoryFixture {
   explicit InventoryFixture(InventoryFixtureOptions o);
   Status Build();
   Status WriteFiles();
+  StatusOr<std::string> WriteFabricFiles();
   Status StartInstance(Agent* a);  // REQUIRES: mu_ held
   void Supervise();
   const Agent* FindAgent(const std::string& host) const;  // REQUIRES: mu_ held
 
   InventoryFixtureOptions opts_;
   std::string dir_, name_, inventory_path_, token_path_, policy_path_, mgmt_addr_;
+  std::string fabric_policy_path_;
   int port_ = -1;
   std::vector<std::string> hosts_;
   std::unique_ptr<lab::LocalLab> lab_;
