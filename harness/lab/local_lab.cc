@@ -1,15 +1,15 @@
 #include "harness/lab/local_lab.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -28,9 +28,9 @@
 #include "common/log.h"
 #include "common/process.h"
 #include "common/units.h"
+#include "harness/lab/switch_shim.h"
 #include "injectors/journal.h"
 #include "injectors/netlink.h"
-#include "harness/lab/switch_shim.h"
 #include "injectors/tc_nft.h"
 
 namespace fl::lab {
@@ -409,11 +409,11 @@ StatusOr<std::string> LocalLab::AddressOf(const std::string& host,
 Port LocalLab::MakePort(const LinkObj& l, bool a_side, bool with_sw) const {
   Port p;
   if (a_side) {
-    p = {l.a_name, l.a_netns, l.a_if, l.b_netns, l.b_if, l.spec.rate_bps, l.spec.burst_bytes,
-         nullptr, ""};
+    p = {l.a_name,        l.a_netns,          l.a_if,  l.b_netns, l.b_if,
+         l.spec.rate_bps, l.spec.burst_bytes, nullptr, ""};
   } else {
-    p = {l.b_name, l.b_netns, l.b_if, l.a_netns, l.a_if, l.spec.rate_bps, l.spec.burst_bytes,
-         nullptr, ""};
+    p = {l.b_name,        l.b_netns,          l.b_if,  l.a_netns, l.a_if,
+         l.spec.rate_bps, l.spec.burst_bytes, nullptr, ""};
   }
   if (with_sw && topology_.switch_control == SwitchControl::kSsh) {
     const std::string& node = a_side ? l.a_node : l.b_node;
@@ -581,10 +581,9 @@ std::string ShimPath() {
 // (from build/bin or build/tests), /etc/faultline/switches/, /usr/share/faultline/switches/.
 std::string SonicPresetPath() {
   const std::string rel = "configs/switches/sonic.yaml";
-  for (const std::string& c :
-       {rel, SelfExeDir() + "/../../" + rel, SelfExeDir() + "/../" + rel,
-        std::string("/etc/faultline/switches/sonic.yaml"),
-        std::string("/usr/share/faultline/switches/sonic.yaml")})
+  for (const std::string& c : {rel, SelfExeDir() + "/../../" + rel, SelfExeDir() + "/../" + rel,
+                               std::string("/etc/faultline/switches/sonic.yaml"),
+                               std::string("/usr/share/faultline/switches/sonic.yaml")})
     if (access(c.c_str(), R_OK) == 0) return RealPath(c);
   return "";
 }
@@ -698,8 +697,7 @@ Status LocalLab::ProvisionSwitchMgmt() {
   o.timeout = kToolTimeout;
   for (const char* key : {"client_key", "host_key"})
     FL_RETURN_IF_ERROR(RunChecked({kSshKeygen, "-q", "-t", "ed25519", "-N", "", "-C",
-                                   "faultline-lab-" + plan_.lab + "-" + key, "-f",
-                                   dir + "/" + key},
+                                   "faultline-lab-" + plan_.lab + "-" + key, "-f", dir + "/" + key},
                                   o)
                            .status());
   for (const char* f : {"client_key", "host_key", "client_key.pub", "host_key.pub"})
@@ -754,7 +752,8 @@ Status LocalLab::ProvisionSwitchMgmt() {
     c += "ForceCommand " + ShellQuote(shim) + " --switch " + sw + " --state " + ShellQuote(state) +
          "\n";
     FL_RETURN_IF_ERROR(WriteSecret(conf, c));
-    FL_RETURN_IF_ERROR(Status(RunChecked({kSshd, "-t", "-f", conf}, o).status()).Prepend("sshd -t"));
+    FL_RETURN_IF_ERROR(
+        Status(RunChecked({kSshd, "-t", "-f", conf}, o).status()).Prepend("sshd -t"));
 
     ProcessSpec spec;
     spec.argv = {kSshd, "-D", "-e", "-f", conf};
@@ -772,12 +771,11 @@ Status LocalLab::ProvisionSwitchMgmt() {
   for (size_t i = 0; i < switches.size(); ++i) {
     const std::string addr = Ip4(switches[i]->a_addr);
     const std::string& sw = switches[i]->a_node;
-    bool up = WaitUntil(
-        [&] { return !ProcessAlive(sshd_pids_[i]) || TcpAccepts(addr, 22); }, deadline,
-        20 * kNsPerMs);
+    bool up = WaitUntil([&] { return !ProcessAlive(sshd_pids_[i]) || TcpAccepts(addr, 22); },
+                        deadline, 20 * kNsPerMs);
     if (!ProcessAlive(sshd_pids_[i]))
-      return UnavailableError("sshd of switch " + sw + " exited: " +
-                              Tail(dir + "/sshd-" + sw + ".log"));
+      return UnavailableError("sshd of switch " + sw +
+                              " exited: " + Tail(dir + "/sshd-" + sw + ".log"));
     if (!up)
       return DeadlineExceededError("sshd of switch " + sw + " does not accept on " + addr +
                                    ":22 after " + FormatDuration(kSshdStartTimeout));

@@ -129,7 +129,8 @@ class LocalLab : public Lab, public injectors::Fabric {
   std::string MgmtDir() const;
   // How the ssh-template driver reaches switch `node` (a ToR or spine): NotFound for another
   // name, FailedPrecondition with switch_control netlink.
-  StatusOr<std::shared_ptr<const injectors::SwitchConn>> SwitchConnOf(const std::string& node) const;
+  StatusOr<std::shared_ptr<const injectors::SwitchConn>> SwitchConnOf(
+      const std::string& node) const;
   // The SONiC name of switch port ifname on node ("Ethernet4"), "" when none.
   std::string SonicPortName(const std::string& node, const std::string& ifname) const;
 

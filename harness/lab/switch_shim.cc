@@ -333,9 +333,13 @@ class Switch {
     }
     injectors::CommandOptions o;
     o.timeout = kNftTimeout;
+    auto& installed = state_["nft_installed"];  // ACL tables that have an nft table now
+    if (!installed.is_object()) installed = nlohmann::json::object();
     if (ifnames.empty()) {
+      if (!installed.contains(table)) return;
       Status s = injectors::NftDeleteTable("", "bridge", nft);
       if (!s.ok()) throw CliError{"cannot remove ACL table " + table + ": " + s.ToString()};
+      installed.erase(table);
       return;
     }
     // Add (a no-op when there), delete, recreate: one transaction.
@@ -350,6 +354,7 @@ class Switch {
     o.stdin_data = rs;
     auto r = injectors::RunChecked({"nft", "-f", "-"}, o);
     if (!r.ok()) throw CliError{"cannot apply ACL table " + table + ": " + r.status().ToString()};
+    installed[table] = true;
   }
 
   std::string ShowAclTable(const std::string& only) {
