@@ -167,6 +167,21 @@ class Switch {
       if (w.size() > 4) throw CliError{"usage: show interfaces status [PORT]"};
       return ShowInterfaces(w.size() == 4 ? w[3] : "");
     }
+    if (is({"show", "interfaces", "counters"})) {
+      if (w.size() == 3) return ShowCounters("");
+      if (w.size() == 5 && (w[3] == "-i" || w[3] == "--interface")) return ShowCounters(w[4]);
+      throw CliError{"usage: show interfaces counters [-i PORT]"};
+    }
+    if (is({"show", "pfc", "counters"})) {
+      if (w.size() != 3) throw CliError{"usage: show pfc counters"};
+      return ShowPfcCounters();
+    }
+    if (is({"show", "pfcwd", "config"})) {
+      if (w.size() != 3) throw CliError{"usage: show pfcwd config"};
+      // No watchdog on the lab's ports: the header only ("not configured").
+      return RightColumns({"PORT", "ACTION", "DETECTION TIME", "RESTORATION TIME"}, {9, 8, 16, 18},
+                          {});
+    }
     if (is({"config", "acl", "add", "table"})) return AclAddTable(w);
     if (is({"config", "acl", "remove", "table"})) {
       if (w.size() != 5) throw CliError{"usage: config acl remove table NAME"};
@@ -214,16 +229,82 @@ class Switch {
                       std::to_string(p.value("mtu", 1500)), "N/A", "etp" + std::to_string(i),
                       "routed", oper ? "up" : "down", st->admin_up ? "up" : "down", "N/A", "N/A"});
     }
-    const std::vector<std::string> header = {"Interface", "Lanes", "Speed",   "MTU",
-                                             "FEC",       "Alias", "Vlan",    "Oper",
-                                             "Admin",     "Type",  "Asym PFC"};
-    // SONiC's widths (its header is indented to them): at least these.
-    const std::vector<size_t> min = {11, 7, 7, 5, 5, 7, 6, 6, 7, 6, 10};
+    return RightColumns({"Interface", "Lanes", "Speed", "MTU", "FEC", "Alias", "Vlan", "Oper",
+                         "Admin", "Type", "Asym PFC"},
+                        {11, 7, 7, 5, 5, 7, 6, 6, 7, 6, 10}, rows);
+  }
+
+  // SONiC's right-aligned tables: each column at least min wide (the header indented to it).
+  static std::string RightColumns(const std::vector<std::string>& header,
+                                  const std::vector<size_t>& min,
+                                  const std::vector<std::vector<std::string>>& rows) {
     std::vector<std::string> padded = header;
     for (size_t c = 0; c < header.size(); ++c)
       if (padded[c].size() < min[c])
         padded[c] = std::string(min[c] - header[c].size(), ' ') + header[c];
     return Columns(padded, rows, true);
+  }
+
+  // "1,234".
+  static std::string Commas(uint64_t v) {
+    std::string d = std::to_string(v), out;
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (i && (d.size() - i) % 3 == 0) out += ',';
+      out += d[i];
+    }
+    return out;
+  }
+
+  // show interfaces counters [-i PORT]: portstat's classic columns. The counts come from
+  // `ip -s -j link` (netlink, so from this namespace: /sys/class/net would show the mount's).
+  std::string ShowCounters(const std::string& only) {
+    if (!only.empty()) Ifname(only);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& p : state_["ports"]) {
+      const std::string name = p.value("name", ""), ifname = p.value("ifname", "");
+      if (!only.empty() && name != only) continue;
+      auto st = injectors::GetLink("", ifname);
+      injectors::CommandOptions o;
+      o.timeout = kNftTimeout;
+      auto out = injectors::RunChecked({"ip", "-s", "-j", "link", "show", "dev", ifname}, o);
+      if (!st.ok() || !out.ok()) throw CliError{"cannot read the counters of " + name};
+      auto j = ParseJson(*out, "ip -s -j link");
+      if (!j.ok() || !j->is_array() || j->empty())
+        throw CliError{"cannot parse the counters of " + name};
+      const nlohmann::json stats = (*j)[0].value("stats64", nlohmann::json::object());
+      auto get = [&](const char* dir, const char* key) -> uint64_t {
+        if (!stats.contains(dir) || !stats[dir].is_object()) return 0;
+        const nlohmann::json v = stats[dir].value(key, nlohmann::json());
+        return v.is_number_unsigned() ? v.get<uint64_t>() : 0;
+      };
+      const std::string state = !st->admin_up ? "X" : (st->carrier ? "U" : "D");
+      rows.push_back({name, state, Commas(get("rx", "packets")), "0.00 B/s", "0.00%",
+                      Commas(get("rx", "errors")), Commas(get("rx", "dropped")),
+                      Commas(get("rx", "over_errors")), Commas(get("tx", "packets")), "0.00 B/s",
+                      "0.00%", Commas(get("tx", "errors")), Commas(get("tx", "dropped")),
+                      Commas(get("tx", "carrier_errors"))});
+    }
+    return RightColumns({"IFACE", "STATE", "RX_OK", "RX_BPS", "RX_UTIL", "RX_ERR", "RX_DRP",
+                         "RX_OVR", "TX_OK", "TX_BPS", "TX_UTIL", "TX_ERR", "TX_DRP", "TX_OVR"},
+                        {11, 7, 7, 9, 9, 8, 8, 8, 7, 9, 9, 8, 8, 8}, rows);
+  }
+
+  // show pfc counters: the lab's bridges have no PFC, every counter is 0.
+  std::string ShowPfcCounters() {
+    std::string out;
+    for (const char* dir : {"Port Rx", "Port Tx"}) {
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& p : state_["ports"]) {
+        std::vector<std::string> r = {p.value("name", "")};
+        for (int i = 0; i < 8; ++i) r.push_back("0");
+        rows.push_back(r);
+      }
+      std::vector<std::string> header = {dir};
+      for (int i = 0; i < 8; ++i) header.push_back("PFC" + std::to_string(i));
+      if (!out.empty()) out += "\n";
+      out += RightColumns(header, {9, 6, 6, 6, 6, 6, 6, 6, 6}, rows);
+    }
+    return out;
   }
 
   std::string AclAddTable(const std::vector<std::string>& w) {

@@ -11,6 +11,9 @@
 //   sonic-db-cli CONFIG_DB hset 'ACL_RULE|TABLE|RULE' FIELD VALUE [FIELD VALUE]...
 //   sonic-db-cli CONFIG_DB del 'ACL_RULE|TABLE|RULE'
 //   show acl table [NAME]      show acl rule [TABLE [RULE]]
+//   show interfaces counters [-i PORT]            portstat's columns, counts from netlink
+//   show pfc counters                             Rx and Tx tables, all 0 (no PFC on a bridge)
+//   show pfcwd config                             the header only: no watchdog
 //
 // An ACL table with a rule whose PACKET_ACTION is DROP becomes an nft table of the bridge
 // family in the switch's namespace (forward hook: ingress = iifname PORT drop, egress =

@@ -295,6 +295,27 @@ TEST_CASE("lab switch_control ssh: a ToR driven over real SSH, and nothing left 
       injectors::NftTableExists(lab.NetnsOf("tor0"), "bridge", "flsonic_fl_t1").value_or(true));
   CHECK(testing::TcpWorks(h0, h1, h1_addr, 5 * kNsPerSec).ok());
 
+  // Counters (the preset's patterns): packets seen on Ethernet0; PFC all 0; no watchdog.
+  auto counters = ssh(key, "show interfaces counters -i Ethernet0");
+  CHECK(counters.exit_code == 0);
+  CHECK(counters.out.rfind("      IFACE    STATE    RX_OK     RX_BPS    RX_UTIL    RX_ERR", 0) ==
+        0);
+  std::smatch m;
+  const std::regex counter_row(
+      R"(\s*Ethernet0\s+U\s+([\d,]+)\s+\S+\s+\S*B/s\s+(?:\S+/s\s+)?\S+%\s+\S+\s+([\d,]+)\s+\S+\s+([\d,]+)\s+\S+\s+\S*B/s\s+(?:\S+/s\s+)?\S+%\s+\S+\s+([\d,]+))");
+  REQUIRE(std::regex_search(counters.out, m, counter_row));
+  CHECK(m[1].str() != "0");
+  CHECK(m[3].str() != "0");
+  auto pfc = ssh(key, "show pfc counters");
+  CHECK(pfc.exit_code == 0);
+  CHECK(pfc.out.find("  Port Rx    PFC0") == 0);
+  CHECK(pfc.out.find("\n\n  Port Tx    PFC0") != std::string::npos);
+  CHECK(HasLine(pfc.out, R"(^Ethernet4(\s+0){8}$)"));
+  auto wd = ssh(key, "show pfcwd config");
+  CHECK(wd.exit_code == 0);
+  CHECK(HasLine(wd.out, R"(^\s+PORT\s+ACTION\s+DETECTION TIME\s+RESTORATION TIME$)"));
+  CHECK_FALSE(HasLine(wd.out, "Ethernet0"));
+
   // Refusals: an unknown command, an unknown port, shell syntax, a key the switch does not know.
   auto unknown = ssh(key, "show version");
   CHECK(unknown.exit_code == 1);
