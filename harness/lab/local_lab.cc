@@ -564,11 +564,12 @@ std::string RealPath(const std::string& path) {
   return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
 }
 
-// faultline-switch-shim: $FAULTLINE_SWITCH_SHIM (absolute), else beside this binary, else in
-// ../bin (tests run from build/tests, the binaries are in build/bin).
+// faultline-switch-shim: $FAULTLINE_SWITCH_SHIM when set (an absolute path; anything else is
+// not found), else beside this binary, else in ../bin (tests run from build/tests, the binaries
+// are in build/bin). "" when not found.
 std::string ShimPath() {
-  const char* env = std::getenv("FAULTLINE_SWITCH_SHIM");
-  if (env && env[0] == '/' && access(env, X_OK) == 0) return env;
+  if (const char* env = std::getenv("FAULTLINE_SWITCH_SHIM"); env && *env)
+    return env[0] == '/' && access(env, X_OK) == 0 ? std::string(env) : std::string();
   for (const std::string& c :
        {SelfExeDir() + "/faultline-switch-shim", SelfExeDir() + "/../bin/faultline-switch-shim"})
     if (access(c.c_str(), X_OK) == 0) return RealPath(c);
@@ -685,8 +686,8 @@ Status LocalLab::ProvisionSwitchMgmt() {
   const std::string shim = ShimPath();
   if (shim.empty())
     return FailedPreconditionError(
-        "switch_control: ssh needs faultline-switch-shim beside this program (or "
-        "$FAULTLINE_SWITCH_SHIM)");
+        "switch_control: ssh needs faultline-switch-shim beside this program, or an "
+        "executable absolute path in $FAULTLINE_SWITCH_SHIM");
   for (const char* tool : {kSshKeygen, kSshd})
     if (access(tool, X_OK) != 0)
       return FailedPreconditionError(std::string("switch_control: ssh needs ") + tool +

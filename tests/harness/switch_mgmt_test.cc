@@ -294,6 +294,16 @@ TEST_CASE("lab switch_control ssh: a ToR driven over real SSH, and nothing left 
   CHECK_FALSE(
       injectors::NftTableExists(lab.NetnsOf("tor0"), "bridge", "flsonic_fl_t1").value_or(true));
   CHECK(testing::TcpWorks(h0, h1, h1_addr, 5 * kNsPerSec).ok());
+  // Egress: what the switch sends out of Ethernet4 (to h1).
+  CHECK(ssh(key, "sudo config acl add table fl_t2 L3 --stage egress --ports Ethernet4").exit_code ==
+        0);
+  CHECK(ssh(key, "sudo sonic-db-cli CONFIG_DB hset 'ACL_RULE|fl_t2|DROP_ALL' PACKET_ACTION DROP")
+            .out == "1\n");
+  CHECK_FALSE(testing::TcpWorks(h0, h1, h1_addr, 1 * kNsPerSec).ok());
+  CHECK(HasLine(ssh(key, "show acl table").out, R"(^fl_t2\s+L3\s+Ethernet4\s+egress\b)"));
+  CHECK(ssh(key, "sudo config acl remove table fl_t2").exit_code == 0);
+  CHECK(ssh(key, "show acl rule").out.find("fl_t2") == std::string::npos);
+  CHECK(testing::TcpWorks(h0, h1, h1_addr, 5 * kNsPerSec).ok());
 
   // Counters (the preset's patterns): packets seen on Ethernet0; PFC all 0; no watchdog.
   auto counters = ssh(key, "show interfaces counters -i Ethernet0");
@@ -340,6 +350,23 @@ TEST_CASE("lab switch_control ssh: a ToR driven over real SSH, and nothing left 
   for (const auto& ns : injectors::ListNetns()) CHECK(ns.rfind(lab.plan().prefix, 0) != 0);
   CHECK(access(mgmt_dir.c_str(), F_OK) != 0);
   CHECK(access(cgroup.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("lab switch_control ssh: a provisioning failure removes what was built",
+          "[.root][integration]") {
+  testing::ScopedStateDir state;
+  setenv("FAULTLINE_SWITCH_SHIM", "/nonexistent/faultline-switch-shim", 1);
+  auto t = ParseTopology("name: x\nhosts: 2\nswitch_control: ssh\n", "<test>");
+  REQUIRE(t.ok());
+  auto lab = LocalLab::Create(*t, testing::UniqueLabName());
+  REQUIRE(lab.ok());
+  Status s = (*lab)->Provision();
+  unsetenv("FAULTLINE_SWITCH_SHIM");
+  CHECK(s.code() == Code::kFailedPrecondition);
+  CHECK(s.message().find("faultline-switch-shim") != std::string::npos);
+  for (const auto& ns : injectors::ListNetns()) CHECK(ns.rfind((*lab)->plan().prefix, 0) != 0);
+  CHECK(access((*lab)->MgmtDir().c_str(), F_OK) != 0);
+  CHECK(LocalLab::List().empty());
 }
 
 }  // namespace
