@@ -692,6 +692,11 @@ Status LocalLab::ProvisionSwitchMgmt() {
     if (access(tool, X_OK) != 0)
       return FailedPreconditionError(std::string("switch_control: ssh needs ") + tool +
                                      " (Debian: openssh-client, openssh-server)");
+  if (dir.find_first_of("\"'\\ \t\n") != std::string::npos)
+    return FailedPreconditionError(
+        "switch_control: ssh needs a state directory without blanks "
+        "or quotes (sshd's configuration): " +
+        dir);
   FL_RETURN_IF_ERROR(MakeDirs(dir + "/switches", 0700));
   if (chmod(dir.c_str(), 0700) != 0) return ErrnoStatus(errno, "chmod " + dir);
   injectors::CommandOptions o;
@@ -750,6 +755,9 @@ Status LocalLab::ProvisionSwitchMgmt() {
     c += "AllowStreamLocalForwarding no\nPermitTunnel no\nPermitTTY no\n";
     c += "PermitUserEnvironment no\nPrintMotd no\nPrintLastLog no\nUseDNS no\n";
     c += "LogLevel INFO\n";
+    // The ForceCommand runs through root's login shell, and bash run by sshd reads ~/.bashrc:
+    // a HOME of the lab's own keeps the shim's output and speed free of root's dotfiles.
+    c += "SetEnv \"HOME=" + dir + "\"\n";
     c += "ForceCommand " + ShellQuote(shim) + " --switch " + sw + " --state " + ShellQuote(state) +
          "\n";
     FL_RETURN_IF_ERROR(WriteSecret(conf, c));
