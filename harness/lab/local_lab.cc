@@ -722,8 +722,14 @@ Status LocalLab::ProvisionSwitchMgmt() {
   // The privilege-separation directory sshd insists on (Debian's is /run/sshd).
   if (access("/run/sshd", F_OK) != 0 && mkdir("/run/sshd", 0755) != 0 && errno != EEXIST)
     return ErrnoStatus(errno, "mkdir /run/sshd");
-  const std::string cgroup = CgroupDir() + "/sshd";
-  FL_RETURN_IF_ERROR(MakeDirs(cgroup));
+  // In the lab's cgroup when there is one to be had, so that Teardown's cgroup.kill ends them;
+  // without it the namespace sweep still does.
+  std::string cgroup = CgroupDir() + "/sshd";
+  if (Status cg = MakeDirs(cgroup); !cg.ok()) {
+    FL_LOG(kWarn, "lab") << "lab " << plan_.lab
+                         << ": switch sshd outside a cgroup: " << cg.ToString();
+    cgroup.clear();
+  }
 
   for (const LinkObj* l : switches) {
     const std::string& sw = l->a_node;
