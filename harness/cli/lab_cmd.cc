@@ -61,6 +61,18 @@ void PrintLab(const lab::LabDescription& d) {
       ranks += n.ranks;
     }
   std::printf("  %d hosts, %d ranks, %zu namespaces\n", hosts, ranks, d.nodes.size());
+  if (d.switch_control == "ssh") {
+    // The management plane: how an inventory or a person reaches each switch's sshd.
+    std::printf("  switches over ssh (user root, port 22; key %s, known_hosts %s):\n",
+                d.ssh_key.c_str(), d.known_hosts.c_str());
+    for (const auto& n : d.nodes) {
+      if (!n.is_switch || n.mgmt_addr.empty()) continue;
+      std::string ports;
+      for (const auto& p : n.ports)
+        if (!p.sw_port.empty()) ports += " " + p.sw_port + "=" + p.ifname;
+      std::printf("    %-8s %-16s%s\n", n.name.c_str(), n.mgmt_addr.c_str(), ports.c_str());
+    }
+  }
 }
 
 std::unique_ptr<injectors::InjectorRegistry> Injectors() {

@@ -1,9 +1,13 @@
 #include "harness/lab/local_lab.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +16,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -20,6 +27,8 @@
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/process.h"
+#include "common/units.h"
+#include "harness/lab/switch_shim.h"
 #include "injectors/journal.h"
 #include "injectors/netlink.h"
 #include "injectors/tc_nft.h"
@@ -180,6 +189,10 @@ Status LocalLab::Provision() {
   if (m == 256) return FailedPreconditionError("no free management subnet in 198.19.0.0/16");
   mgmt_index_ = m;
   plan_ = PlanLab(topology_, plan_.lab, m);
+  {
+    std::lock_guard<std::mutex> lock(sw_mu_);
+    sw_cache_.clear();
+  }
 
   // Remembered before anything is created, so that a crash leaves something `lab down` finds.
   FL_RETURN_IF_ERROR(MakeDirs(LabsDir(), 0700));
@@ -277,6 +290,7 @@ Status LocalLab::ProvisionSteps() {
   FL_RETURN_IF_ERROR(injectors::SetLinkUp(mgmt_ns, "root", true));
   FL_RETURN_IF_ERROR(Ip("", {"addr", "add", plan_.root_mgmt_addr, "dev", plan_.root_mgmt_if}));
   FL_RETURN_IF_ERROR(injectors::SetLinkUp("", plan_.root_mgmt_if, true));
+  if (topology_.switch_control == SwitchControl::kSsh) FL_RETURN_IF_ERROR(ProvisionSwitchMgmt());
   FL_LOG(kInfo, "lab") << "lab " << plan_.lab << " is up: " << topology_.hosts << " hosts, "
                        << plan_.nodes.size() << " namespaces, " << plan_.links.size() << " links";
   return OkStatus();
@@ -284,6 +298,13 @@ Status LocalLab::ProvisionSteps() {
 
 Status LocalLab::Teardown() {
   Status result;
+  // 0. The switches' sshd this object started: killed and reaped here (no zombie is left);
+  // those of another process (`lab up`) are killed below with the cgroup and namespaces.
+  for (pid_t pid : sshd_pids_) {
+    kill(pid, SIGKILL);
+    WaitExit(pid, Deadline::After(3 * kNsPerSec)).status().IgnoreError();
+  }
+  sshd_pids_.clear();
   // 1. Containers: SIGKILL whole cgroups, then remove them.
   Status c = KillCgroupTree(CgroupDir());
   if (!c.ok()) result = c;
@@ -313,6 +334,10 @@ Status LocalLab::Teardown() {
   // 4. The root end of the management link goes with its peer; make sure.
   auto st = injectors::GetLink("", plan_.root_mgmt_if);
   if (st.ok()) Ip("", {"link", "del", plan_.root_mgmt_if}).IgnoreError();
+  // 5. The management plane's keys and configuration (switch_control ssh).
+  std::error_code ec;
+  std::filesystem::remove_all(MgmtDir(), ec);
+  if (ec && result.ok()) result = InternalError("cannot remove " + MgmtDir() + ": " + ec.message());
   if (result.ok()) {
     if (unlink(StatePath().c_str()) != 0 && errno != ENOENT)
       result = ErrnoStatus(errno, "unlink " + StatePath());
@@ -381,17 +406,28 @@ StatusOr<std::string> LocalLab::AddressOf(const std::string& host,
   return NotFoundError("no address for " + host + "." + ifname);
 }
 
-namespace {
-Port MakePort(const LinkObj& l, bool a_side) {
+Port LocalLab::MakePort(const LinkObj& l, bool a_side, bool with_sw) const {
   Port p;
   if (a_side) {
-    p = {l.a_name, l.a_netns, l.a_if, l.b_netns, l.b_if, l.spec.rate_bps, l.spec.burst_bytes};
+    p = {l.a_name,        l.a_netns,          l.a_if,  l.b_netns, l.b_if,
+         l.spec.rate_bps, l.spec.burst_bytes, nullptr, ""};
   } else {
-    p = {l.b_name, l.b_netns, l.b_if, l.a_netns, l.a_if, l.spec.rate_bps, l.spec.burst_bytes};
+    p = {l.b_name,        l.b_netns,          l.b_if,  l.a_netns, l.a_if,
+         l.spec.rate_bps, l.spec.burst_bytes, nullptr, ""};
+  }
+  if (with_sw && topology_.switch_control == SwitchControl::kSsh) {
+    const std::string& node = a_side ? l.a_node : l.b_node;
+    const NodeObj* n = FindNode(node);
+    if (n && n->is_switch && node != "mgmt") {
+      auto conn = SwitchConnOf(node);
+      if (conn.ok()) {
+        p.sw = *conn;
+        p.sw_port = SonicPortName(node, p.ifname);
+      }
+    }
   }
   return p;
 }
-}  // namespace
 
 StatusOr<std::vector<Port>> LocalLab::HostLinks(std::string_view target, PortSide side) const {
   std::string t(target);
@@ -405,7 +441,7 @@ StatusOr<std::vector<Port>> LocalLab::HostLinks(std::string_view target, PortSid
                  t == "rail" + std::to_string(l.rail) ||  // rail
                  t == l.b_name ||                         // ToR port
                  t == l.b_node;                           // every port of a ToR
-    if (match) ports.push_back(MakePort(l, side == PortSide::kHost));
+    if (match) ports.push_back(MakePort(l, side == PortSide::kHost, true));
   }
   if (ports.empty())
     return NotFoundError("lab " + plan_.lab + ": unknown link target '" + t +
@@ -420,7 +456,7 @@ StatusOr<std::vector<Port>> LocalLab::Uplinks(std::string_view target) const {
   std::vector<Port> ports;
   for (const auto& l : plan_.links)
     if (l.kind == LinkKind::kUplink && (t == l.a_name || t == l.a_node))
-      ports.push_back(MakePort(l, true));
+      ports.push_back(MakePort(l, true, true));
   if (ports.empty()) {
     std::string known;
     for (const auto& l : plan_.links)
@@ -436,9 +472,10 @@ StatusOr<std::vector<Port>> LocalLab::UpstreamOf(const Port& port) const {
   for (const auto& l : plan_.links) {
     if (l.kind == LinkKind::kMgmt) continue;
     // Ports of the same switch other than port: their far ends send into this switch.
-    if (l.b_netns == port.netns && l.b_if != port.ifname) ups.push_back(MakePort(l, true));
+    // Kernel ports: a PFC storm acts on the far ends' qdiscs (pfc.cc), not through a switch.
+    if (l.b_netns == port.netns && l.b_if != port.ifname) ups.push_back(MakePort(l, true, false));
     if (l.kind == LinkKind::kUplink && l.a_netns == port.netns && l.a_if != port.ifname)
-      ups.push_back(MakePort(l, false));
+      ups.push_back(MakePort(l, false, false));
   }
   return ups;
 }
@@ -465,6 +502,11 @@ StatusOr<LabDescription> LocalLab::Describe() const {
   d.name = plan_.lab;
   d.topology = topology_.source;
   d.mgmt_root = plan_.root_mgmt_addr;
+  d.switch_control = topology_.switch_control == SwitchControl::kSsh ? "ssh" : "netlink";
+  if (topology_.switch_control == SwitchControl::kSsh) {
+    d.ssh_key = MgmtDir() + "/client_key";
+    d.known_hosts = MgmtDir() + "/known_hosts";
+  }
   std::map<std::string, size_t> index;
   for (const auto& n : plan_.nodes) {
     index[n.name] = d.nodes.size();
@@ -485,15 +527,277 @@ StatusOr<LabDescription> LocalLab::Describe() const {
     if (q.ok() && q->kind == "tbf") p.shaped_bps = q->rate_bps;
   };
   for (const auto& l : plan_.links) {
-    PortInfo a{l.a_name, l.a_if, l.a_addr, l.b_name, l.spec.rate_bps, 0, false, false};
-    PortInfo b{l.b_name, l.b_if, "", l.a_name, l.spec.rate_bps, 0, false, false};
+    PortInfo a{l.a_name, l.a_if, l.a_addr, l.b_name, l.spec.rate_bps, 0, false, false, ""};
+    PortInfo b{l.b_name, l.b_if, "", l.a_name, l.spec.rate_bps, 0, false, false, ""};
     fill(a, l.a_netns, l.a_if);
     fill(b, l.b_netns, l.b_if);
+    if (topology_.switch_control == SwitchControl::kSsh) {
+      a.sw_port = SonicPortName(l.a_node, l.a_if);
+      b.sw_port = SonicPortName(l.b_node, l.b_if);
+    }
     if (l.kind == LinkKind::kMgmt) d.nodes[index[l.a_node]].mgmt_addr = l.a_addr;
     d.nodes[index[l.a_node]].ports.push_back(a);
     d.nodes[index[l.b_node]].ports.push_back(b);
   }
   return d;
+}
+
+// ---- The management plane of `switch_control: ssh` -------------------------------------
+
+namespace {
+
+constexpr const char* kSshKeygen = "/usr/bin/ssh-keygen";
+constexpr const char* kSshd = "/usr/sbin/sshd";
+constexpr Nanos kSshdStartTimeout = 10 * kNsPerSec;
+
+std::string Ip4(const std::string& cidr) { return cidr.substr(0, cidr.find('/')); }
+
+// A word for the shell sshd runs a ForceCommand with ('...', with ' as '\'').
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// faultline-switch-shim: $FAULTLINE_SWITCH_SHIM when set (an absolute path; anything else is
+// not found), else beside this binary, else in ../bin (tests run from build/tests, the binaries
+// are in build/bin). "" when not found.
+std::string ShimPath() {
+  if (const char* env = std::getenv("FAULTLINE_SWITCH_SHIM"); env && *env)
+    return env[0] == '/' && access(env, X_OK) == 0 ? std::string(env) : std::string();
+  for (const std::string& c :
+       {SelfExeDir() + "/faultline-switch-shim", SelfExeDir() + "/../bin/faultline-switch-shim"})
+    if (access(c.c_str(), X_OK) == 0) return RealPath(c);
+  return "";
+}
+
+// The SONiC preset of the ssh-template driver.
+// TODO(lead): use injectors::ResolveSwitchPreset (helper drv, injectors/ssh_template_driver.h)
+// once it lands; until then: the working directory's configs/switches/, the source tree's
+// (from build/bin or build/tests), /etc/faultline/switches/, /usr/share/faultline/switches/.
+std::string SonicPresetPath() {
+  const std::string rel = "configs/switches/sonic.yaml";
+  for (const std::string& c : {rel, SelfExeDir() + "/../../" + rel, SelfExeDir() + "/../" + rel,
+                               std::string("/etc/faultline/switches/sonic.yaml"),
+                               std::string("/usr/share/faultline/switches/sonic.yaml")})
+    if (access(c.c_str(), R_OK) == 0) return RealPath(c);
+  return "";
+}
+
+Status WriteSecret(const std::string& path, const std::string& content) {
+  FL_RETURN_IF_ERROR(WriteFileAtomic(path, content));
+  if (chmod(path.c_str(), 0600) != 0) return ErrnoStatus(errno, "chmod " + path);
+  return OkStatus();
+}
+
+// "ssh-ed25519 AAAA..." of an OpenSSH public key file (its comment dropped).
+StatusOr<std::string> PublicKey(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  size_t sp = text.find(' ');
+  size_t end = sp == std::string::npos ? sp : text.find_first_of(" \n", sp + 1);
+  if (sp == std::string::npos) return DataLossError(path + ": not an OpenSSH public key");
+  return text.substr(0, end);
+}
+
+std::string SpeedName(uint64_t bps) {
+  if (bps == 0) return "N/A";
+  if (bps % 1000000000ull == 0) return std::to_string(bps / 1000000000ull) + "G";
+  return std::to_string(bps / 1000000ull) + "M";
+}
+
+// A TCP connect to addr:port from the root namespace (the management network's .254 end).
+bool TcpAccepts(const std::string& addr, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) == 1;
+  if (ok && connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ok = false;
+    if (errno == EINPROGRESS) {
+      pollfd p = {fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = poll(&p, 1, 200) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+           err == 0;
+    }
+  }
+  close(fd);
+  return ok;
+}
+
+std::string Tail(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return "";
+  std::string t = *text;
+  if (t.size() > 600) t = "..." + t.substr(t.size() - 600);
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+}  // namespace
+
+std::string LocalLab::MgmtDir() const { return LabsDir() + "/" + plan_.lab + ".mgmt"; }
+
+std::string LocalLab::SonicPortName(const std::string& node, const std::string& ifname) const {
+  for (const auto& [sonic, ifn] : SwitchPorts(plan_, node))
+    if (ifn == ifname) return sonic;
+  return "";
+}
+
+StatusOr<std::shared_ptr<const injectors::SwitchConn>> LocalLab::SwitchConnOf(
+    const std::string& node) const {
+  if (topology_.switch_control != SwitchControl::kSsh)
+    return FailedPreconditionError("lab " + plan_.lab +
+                                   " has switch_control: netlink (no switch management plane)");
+  std::lock_guard<std::mutex> lock(sw_mu_);
+  if (auto it = sw_cache_.find(node); it != sw_cache_.end()) return it->second;
+  const LinkObj* mgmt = nullptr;
+  for (const auto& l : plan_.links)
+    if (l.kind == LinkKind::kMgmt && l.a_node == node && l.host < 0) mgmt = &l;
+  if (!mgmt) return NotFoundError("lab " + plan_.lab + " has no switch '" + node + "'");
+  auto conn = std::make_shared<injectors::SwitchConn>();
+  conn->name = node;
+  conn->driver = "ssh-template";
+  conn->address = Ip4(mgmt->a_addr);
+  conn->port = 22;
+  conn->user = "root";
+  conn->key_file = MgmtDir() + "/client_key";
+  conn->known_hosts = MgmtDir() + "/known_hosts";
+  conn->preset = SonicPresetPath();
+  if (conn->preset.empty()) {
+    conn->preset = "configs/switches/sonic.yaml (not found)";
+  } else {
+    auto text = ReadFile(conn->preset);
+    if (text.ok()) conn->preset_text = *text;
+  }
+  sw_cache_[node] = conn;
+  return std::shared_ptr<const injectors::SwitchConn>(conn);
+}
+
+Status LocalLab::ProvisionSwitchMgmt() {
+  const std::string dir = MgmtDir();
+  const std::string shim = ShimPath();
+  if (shim.empty())
+    return FailedPreconditionError(
+        "switch_control: ssh needs faultline-switch-shim beside this program, or an "
+        "executable absolute path in $FAULTLINE_SWITCH_SHIM");
+  for (const char* tool : {kSshKeygen, kSshd})
+    if (access(tool, X_OK) != 0)
+      return FailedPreconditionError(std::string("switch_control: ssh needs ") + tool +
+                                     " (Debian: openssh-client, openssh-server)");
+  if (dir.find_first_of("\"'\\ \t\n") != std::string::npos)
+    return FailedPreconditionError(
+        "switch_control: ssh needs a state directory without blanks "
+        "or quotes (sshd's configuration): " +
+        dir);
+  FL_RETURN_IF_ERROR(MakeDirs(dir + "/switches", 0700));
+  if (chmod(dir.c_str(), 0700) != 0) return ErrnoStatus(errno, "chmod " + dir);
+  injectors::CommandOptions o;
+  o.timeout = kToolTimeout;
+  for (const char* key : {"client_key", "host_key"})
+    FL_RETURN_IF_ERROR(RunChecked({kSshKeygen, "-q", "-t", "ed25519", "-N", "", "-C",
+                                   "faultline-lab-" + plan_.lab + "-" + key, "-f", dir + "/" + key},
+                                  o)
+                           .status());
+  for (const char* f : {"client_key", "host_key", "client_key.pub", "host_key.pub"})
+    if (chmod((dir + "/" + f).c_str(), 0600) != 0) return ErrnoStatus(errno, "chmod " + dir + f);
+  FL_ASSIGN_OR_RETURN(std::string client_pub, PublicKey(dir + "/client_key.pub"));
+  FL_ASSIGN_OR_RETURN(std::string host_pub, PublicKey(dir + "/host_key.pub"));
+  FL_RETURN_IF_ERROR(WriteSecret(dir + "/authorized_keys", client_pub + "\n"));
+
+  std::vector<const LinkObj*> switches;
+  for (const auto& l : plan_.links)
+    if (l.kind == LinkKind::kMgmt && l.host < 0) switches.push_back(&l);
+  std::string known;
+  for (const LinkObj* l : switches) known += Ip4(l->a_addr) + " " + host_pub + "\n";
+  FL_RETURN_IF_ERROR(WriteSecret(dir + "/known_hosts", known));
+
+  // The privilege-separation directory sshd insists on (Debian's is /run/sshd).
+  if (access("/run/sshd", F_OK) != 0 && mkdir("/run/sshd", 0755) != 0 && errno != EEXIST)
+    return ErrnoStatus(errno, "mkdir /run/sshd");
+  // In the lab's cgroup when there is one to be had, so that Teardown's cgroup.kill ends them;
+  // without it the namespace sweep still does.
+  std::string cgroup = CgroupDir() + "/sshd";
+  if (Status cg = MakeDirs(cgroup); !cg.ok()) {
+    FL_LOG(kWarn, "lab") << "lab " << plan_.lab
+                         << ": switch sshd outside a cgroup: " << cg.ToString();
+    cgroup.clear();
+  }
+
+  for (const LinkObj* l : switches) {
+    const std::string& sw = l->a_node;
+    std::vector<ShimPort> ports;
+    for (const auto& [sonic, ifname] : SwitchPorts(plan_, sw)) {
+      ShimPort p{sonic, ifname, "N/A", topology_.link.mtu};
+      for (const auto& k : plan_.links)
+        if ((k.b_node == sw && k.b_if == ifname) || (k.a_node == sw && k.a_if == ifname))
+          p.speed = SpeedName(k.spec.rate_bps);
+      ports.push_back(p);
+    }
+    const std::string state = dir + "/switches/" + sw + ".json";
+    FL_RETURN_IF_ERROR(WriteSecret(state, ShimStateJson(sw, ports)));
+    const std::string conf = dir + "/sshd-" + sw + ".conf";
+    std::string c;
+    c += "# faultline lab " + plan_.lab + ", switch " + sw + " (generated; removed at teardown)\n";
+    c += "ListenAddress " + Ip4(l->a_addr) + ":22\n";
+    c += "HostKey " + dir + "/host_key\n";
+    c += "AuthorizedKeysFile " + dir + "/authorized_keys\n";
+    c += "PidFile none\n";
+    c += "PermitRootLogin prohibit-password\nAllowUsers root\n";
+    c += "AuthenticationMethods publickey\nPubkeyAuthentication yes\n";
+    c += "PasswordAuthentication no\nKbdInteractiveAuthentication no\n";
+    c += "HostbasedAuthentication no\nUsePAM no\n";
+    // The state directory may be under /tmp (tests): sshd's ownership walk up to / would
+    // refuse it; the lab's files are 0600 in a 0700 directory of root's.
+    c += "StrictModes no\n";
+    c += "X11Forwarding no\nAllowAgentForwarding no\nAllowTcpForwarding no\n";
+    c += "AllowStreamLocalForwarding no\nPermitTunnel no\nPermitTTY no\n";
+    c += "PermitUserEnvironment no\nPrintMotd no\nPrintLastLog no\nUseDNS no\n";
+    c += "LogLevel INFO\n";
+    // The ForceCommand runs through root's login shell, and bash run by sshd reads ~/.bashrc:
+    // a HOME of the lab's own keeps the shim's output and speed free of root's dotfiles.
+    c += "SetEnv \"HOME=" + dir + "\"\n";
+    c += "ForceCommand " + ShellQuote(shim) + " --switch " + sw + " --state " + ShellQuote(state) +
+         "\n";
+    FL_RETURN_IF_ERROR(WriteSecret(conf, c));
+    FL_RETURN_IF_ERROR(
+        Status(RunChecked({kSshd, "-t", "-f", conf}, o).status()).Prepend("sshd -t"));
+
+    ProcessSpec spec;
+    spec.argv = {kSshd, "-D", "-e", "-f", conf};
+    spec.netns = l->a_netns;
+    spec.cgroup = cgroup;
+    spec.in = {Stdio::kNull, ""};
+    spec.out = {Stdio::kNull, ""};
+    spec.err = {Stdio::kFile, dir + "/sshd-" + sw + ".log"};
+    spec.new_session = true;
+    FL_ASSIGN_OR_RETURN(Process proc, Spawn(spec));
+    sshd_pids_.push_back(proc.pid());
+  }
+  // Every sshd accepts before the lab counts as up.
+  Deadline deadline = Deadline::After(kSshdStartTimeout);
+  for (size_t i = 0; i < switches.size(); ++i) {
+    const std::string addr = Ip4(switches[i]->a_addr);
+    const std::string& sw = switches[i]->a_node;
+    bool up = WaitUntil([&] { return !ProcessAlive(sshd_pids_[i]) || TcpAccepts(addr, 22); },
+                        deadline, 20 * kNsPerMs);
+    if (!ProcessAlive(sshd_pids_[i]))
+      return UnavailableError("sshd of switch " + sw +
+                              " exited: " + Tail(dir + "/sshd-" + sw + ".log"));
+    if (!up)
+      return DeadlineExceededError("sshd of switch " + sw + " does not accept on " + addr +
+                                   ":22 after " + FormatDuration(kSshdStartTimeout));
+  }
+  FL_LOG(kInfo, "lab") << "lab " << plan_.lab << ": sshd up on " << switches.size()
+                       << " switches (keys in " << dir << ")";
+  return OkStatus();
 }
 
 }  // namespace fl::lab

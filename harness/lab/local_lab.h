@@ -13,7 +13,9 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "harness/lab/topology.h"
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
+#include "injectors/switch_driver.h"
 #include "injectors/sys.h"
 
 namespace fl::lab {
@@ -35,6 +38,7 @@ struct PortInfo {
   uint64_t shaped_bps = 0;  // read back from tc (0 = no tbf)
   bool admin_up = false;
   bool carrier = false;
+  std::string sw_port;  // switch_control ssh: its SONiC name on the switch ("Ethernet4")
 };
 
 struct NodeInfo {
@@ -51,6 +55,11 @@ struct LabDescription {
   std::string topology;   // the file it came from
   std::string mgmt_root;  // root namespace address on the management network
   std::vector<NodeInfo> nodes;
+  // switch_control ssh: how to reach the switches' sshd (user root, port 22, at each
+  // switch's mgmt_addr); empty with netlink.
+  std::string switch_control;  // "netlink" | "ssh"
+  std::string ssh_key;         // the lab's client private key
+  std::string known_hosts;     // every switch's mgmt address with the lab's host key
 };
 
 class LocalLab : public Lab, public injectors::Fabric {
@@ -114,10 +123,24 @@ class LocalLab : public Lab, public injectors::Fabric {
   StatusOr<std::string> AddressOf(const std::string& host, const std::string& ifname) const;
   std::string CgroupDir() const;  // <cgroup2>/faultline/fl-<lab>
 
+  // switch_control ssh: the lab's management-plane directory, 0700:
+  // $FAULTLINE_STATE_DIR/labs/<lab>.mgmt (client_key, host_key, authorized_keys, known_hosts,
+  // sshd-<switch>.conf/.log, switches/<switch>.json: the shim's port map and ACL state).
+  std::string MgmtDir() const;
+  // How the ssh-template driver reaches switch `node` (a ToR or spine): NotFound for another
+  // name, FailedPrecondition with switch_control netlink.
+  StatusOr<std::shared_ptr<const injectors::SwitchConn>> SwitchConnOf(
+      const std::string& node) const;
+  // The SONiC name of switch port ifname on node ("Ethernet4"), "" when none.
+  std::string SonicPortName(const std::string& node, const std::string& ifname) const;
+
  private:
   LocalLab(Topology t, LabPlan p) : topology_(std::move(t)), plan_(std::move(p)) {}
   std::string StatePath() const;
   Status ProvisionSteps();
+  Status ProvisionSwitchMgmt();
+  // with_sw: a switch end of an ssh-controlled lab carries its SwitchConn and SONiC name.
+  injectors::Port MakePort(const LinkObj& l, bool a_side, bool with_sw) const;
   const NodeObj* FindNode(std::string_view name) const;
 
   Topology topology_;
@@ -129,6 +152,10 @@ class LocalLab : public Lab, public injectors::Fabric {
     pid_t pid = -1;
   };
   std::vector<AgentProc> agents_;
+  std::vector<pid_t> sshd_pids_;  // started (and so reaped) by this object
+  // SwitchConnOf's results, per switch; cleared when the plan changes.
+  mutable std::mutex sw_mu_;
+  mutable std::map<std::string, std::shared_ptr<const injectors::SwitchConn>> sw_cache_;
 };
 
 // Tears a lab down when it goes out of scope (tests, benchmarks).

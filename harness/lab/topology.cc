@@ -61,10 +61,11 @@ StatusOr<Topology> LoadTopology(const std::string& path) {
 StatusOr<Topology> ParseTopology(std::string_view text, const std::string& source) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
   const YAML::Node& r = doc.root();
-  FL_RETURN_IF_ERROR(doc.CheckKeys(r,
-                                   {"name", "hosts", "gpus_per_host", "nics_per_host",
-                                    "tors_per_rail", "hosts_per_tor", "spines", "link", "uplink"},
-                                   "topology"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(r,
+                    {"name", "hosts", "gpus_per_host", "nics_per_host", "tors_per_rail",
+                     "hosts_per_tor", "spines", "link", "uplink", "switch_control"},
+                    "topology"));
   Topology t;
   t.source = source;
   t.text = std::string(text);
@@ -86,6 +87,24 @@ StatusOr<Topology> ParseTopology(std::string_view text, const std::string& sourc
     return doc.Error(r["hosts_per_tor"],
                      "hosts_per_tor < hosts makes several pods: they need "
                      "'spines: 1' to reach each other");
+  std::string control = "netlink";
+  if (doc.Has(r, "switch_control")) {
+    FL_ASSIGN_OR_RETURN(control, doc.Get<std::string>(r, "switch_control"));
+  }
+  if (control == "ssh") {
+    t.switch_control = SwitchControl::kSsh;
+    const int switches = t.pods() * t.nics_per_host * t.tors_per_rail + t.spines;
+    if (switches > kMaxSshSwitches)
+      return doc.Error(r["switch_control"],
+                       "switch_control: ssh gives every switch a management address 198.19.<m>." +
+                           std::to_string(kSwitchMgmtBase) + "-" +
+                           std::to_string(kSwitchMgmtBase + kMaxSshSwitches - 1) + ": at most " +
+                           std::to_string(kMaxSshSwitches) + " switches, this topology has " +
+                           std::to_string(switches));
+  } else if (control != "netlink") {
+    return doc.Error(r["switch_control"],
+                     "switch_control must be netlink or ssh, not '" + control + "'");
+  }
   return t;
 }
 
@@ -172,9 +191,43 @@ LabPlan PlanLab(const Topology& t, const std::string& lab_name, int mgmt_index) 
     l.spec = LinkSpec{0, 0, 1500};
     p.links.push_back(l);
   }
+  if (t.switch_control == SwitchControl::kSsh) {
+    int i = 0;
+    for (const auto& n : p.nodes) {
+      if (!n.is_switch || n.name == "mgmt") continue;
+      LinkObj l;
+      l.kind = LinkKind::kMgmt;
+      l.a_node = n.name;
+      l.a_netns = n.netns;
+      l.a_if = "mgmt0";
+      l.b_node = "mgmt";
+      l.b_netns = ns("mgmt");
+      l.b_if = n.name;
+      l.a_name = n.name + ".mgmt0";
+      l.b_name = "mgmt." + n.name;
+      l.a_addr = m + std::to_string(kSwitchMgmtBase + i++) + "/24";
+      l.spec = LinkSpec{0, 0, 1500};
+      p.links.push_back(l);
+    }
+  }
   p.root_mgmt_if = "fl-" + lab_name + "-m";
   p.root_mgmt_addr = m + "254/24";
   return p;
+}
+
+std::vector<std::pair<std::string, std::string>> SwitchPorts(const LabPlan& plan,
+                                                             const std::string& node) {
+  std::vector<std::string> ifnames;
+  for (const auto& l : plan.links)
+    if (l.kind == LinkKind::kHost && l.b_node == node) ifnames.push_back(l.b_if);
+  for (const auto& l : plan.links)
+    if (l.kind == LinkKind::kUplink && l.a_node == node) ifnames.push_back(l.a_if);
+  for (const auto& l : plan.links)
+    if (l.kind == LinkKind::kUplink && l.b_node == node) ifnames.push_back(l.b_if);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < ifnames.size(); ++i)
+    out.push_back({"Ethernet" + std::to_string(4 * i), ifnames[i]});
+  return out;
 }
 
 }  // namespace fl::lab

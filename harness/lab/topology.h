@@ -11,12 +11,21 @@
 //   spines: 0                # 0 or 1 (one L2 spine joining every ToR)
 //   link:   {rate: 1gbit, burst: 256KiB, mtu: 1500}
 //   uplink: {rate: 2gbit, burst: 256KiB}
+//   switch_control: netlink  # or ssh: switch ports are managed over SSH (see below)
 //
 // Naming: namespaces are "fl-<lab>-<node>" (node: h0, tor0, tor0a, tor0p1, spine0, mgmt);
 // inside a host the data ports are nic<r> (dual-ToR: nic<r>a, nic<r>b) and mgmt0; inside a
 // switch the host ports are h<i>, uplinks up<s>, and a spine's ports are named after ToRs.
 // Addresses: data 198.18.<2*rail+plane>.<host+1>/24; management 198.19.<m>.<host+1>/24 with
 // the root namespace at .254 (m chosen per lab so that labs coexist).
+//
+// switch_control: netlink (default): injectors act on switch ports with netlink/nft directly.
+// ssh: every switch (ToRs and spines) also gets a port mgmt0 on the management network at
+// 198.19.<m>.<kSwitchMgmtBase + i> (i: the switch's index in plan order; at most
+// kMaxSshSwitches switches), runs a real sshd there whose ForceCommand is
+// faultline-switch-shim (a SONiC-like CLI), and the lab's Fabric hands out switch ports that
+// carry a SwitchConn (injectors/switch_driver.h) and a SONiC port name (Ethernet0, 4, 8, ...
+// in SwitchPorts order), so injectors go through the ssh-template driver. See docs/lab.md.
 //
 // Thread-safety: values.
 #pragma once
@@ -34,6 +43,12 @@ struct LinkSpec {
   int mtu = 1500;
 };
 
+enum class SwitchControl { kNetlink, kSsh };
+
+// Switch management addresses: 198.19.<m>.(kSwitchMgmtBase + i); hosts use .1-.64, root .254.
+inline constexpr int kSwitchMgmtBase = 100;
+inline constexpr int kMaxSshSwitches = 150;
+
 struct Topology {
   std::string source;  // file it came from
   std::string text;    // its content (stored with a running lab)
@@ -46,6 +61,7 @@ struct Topology {
   int spines = 0;
   LinkSpec link;
   LinkSpec uplink;
+  SwitchControl switch_control = SwitchControl::kNetlink;
 
   int pods() const { return (hosts + hosts_per_tor - 1) / hosts_per_tor; }
 };
@@ -72,9 +88,9 @@ struct LinkObj {
   std::string b_node, b_netns, b_if;  // switch / spine side (or the mgmt switch)
   std::string a_name;                 // target name of the a end: "h0.nic1a", "tor0.up0"
   std::string b_name;                 // target name of the b end: "tor1.h0", "spine0.tor0"
-  std::string a_addr;                 // "198.18.2.1/24" (hosts only)
+  std::string a_addr;                 // "198.18.2.1/24" (hosts; switches' mgmt0 with ssh)
   int rail = -1;
-  int host = -1;
+  int host = -1;  // kHost and the hosts' kMgmt links; -1 for a switch's mgmt0
   LinkSpec spec;  // rate 0: unshaped
 };
 
@@ -89,6 +105,12 @@ struct LabPlan {
 
 // mgmt_index picks the management subnet 198.19.<mgmt_index>.0/24.
 LabPlan PlanLab(const Topology& topology, const std::string& lab_name, int mgmt_index);
+
+// The data ports of switch `node` in the fixed order their SONiC names follow (Ethernet0,
+// Ethernet4, ...): host ports (kHost links, plan order), then its uplinks, then (a spine) its
+// ToR ports. Pairs of (SONiC name, ifname in the switch's namespace).
+std::vector<std::pair<std::string, std::string>> SwitchPorts(const LabPlan& plan,
+                                                             const std::string& node);
 
 std::string TorName(const Topology& t, int rail, int plane, int pod);
 
