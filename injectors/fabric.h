@@ -33,8 +33,8 @@ struct Port {
   // A port of a real switch (or of a local lab with `switch_control: ssh`): the injectors act
   // on it through the SwitchDriver for sw (injectors/switch_driver.h), naming it sw_port
   // ("Ethernet12"), instead of netlink/nft on netns/ifname. Null: a kernel port.
-  std::shared_ptr<const SwitchConn> sw;
-  std::string sw_port;
+  std::shared_ptr<const SwitchConn> sw = {};
+  std::string sw_port = {};
 };
 
 // A rank's container. runtime "cgroup": one faultline started (LocalContainerRuntime), named
