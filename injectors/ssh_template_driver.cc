@@ -47,7 +47,7 @@ std::string Tail(std::string_view s, size_t n = kTailChars) {
 std::string RegexEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (std::string_view("\\^$.|?*+()[]{}/-").find(c) != std::string_view::npos) out += '\\';
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
     out += c;
   }
   return out;

@@ -409,6 +409,39 @@ TEST_CASE("switch driver: port state, counters and PFC watchdog parse SONiC outp
   CHECK_FALSE(w->enabled);
 }
 
+TEST_CASE("switch driver: the EOS and NVUE presets read port state", "[unit]") {
+  FakeSsh ssh;
+  ssh.Rule("show interfaces Ethernet3/1", 0,
+           "Ethernet3/1 is administratively down, line protocol is down (disabled)\n"
+           "  Hardware is Ethernet, address is 001c.7300.0001\n");
+  ssh.Rule("show interfaces Ethernet4", 0,
+           "Ethernet4 is down, line protocol is notpresent (notconnect)\n");
+  ssh.Rule("nv show interface swp7 link -o json", 0,
+           "{\n  \"oper-status\": \"down\",\n  \"mtu\": 9216,\n"
+           "  \"admin-status\": \"up\"\n}\n");
+  auto eos = Open(Conn(ssh, "eos"));
+  auto st = eos->ReadPort("Ethernet3/1", Soon());
+  INFO(st.status().ToString());
+  REQUIRE(st.ok());
+  CHECK_FALSE(st->admin_up);
+  CHECK_FALSE(st->oper_up);
+  st = eos->ReadPort("Ethernet4", Soon());
+  REQUIRE(st.ok());
+  CHECK(st->admin_up);
+  CHECK_FALSE(st->oper_up);
+  CHECK(eos->CheckPortName("swp1").code() == Code::kInvalidArgument);
+  auto nv = Open(Conn(ssh, "nvue"));
+  st = nv->ReadPort("swp7", Soon());
+  INFO(st.status().ToString());
+  REQUIRE(st.ok());
+  CHECK(st->admin_up);
+  CHECK_FALSE(st->oper_up);
+  // EOS gets its CLI lines as one word, unquoted; NVUE's words are quoted for bash.
+  auto cmds = ssh.Cmds();
+  REQUIRE(cmds.size() == 3);
+  CHECK(cmds[0] == "show interfaces Ethernet3/1");
+}
+
 TEST_CASE("switch driver: a pinned host key goes to a temporary known_hosts file", "[unit]") {
   FakeSsh ssh;
   ssh.Rule("show interfaces status", 0,
