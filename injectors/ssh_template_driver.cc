@@ -1054,12 +1054,20 @@ StatusOr<std::vector<std::string>> BuildSshArgv(const SwitchConn& c,
 StatusOr<std::unique_ptr<SwitchDriver>> OpenSshTemplateDriver(const SwitchConn& conn) {
   if (Status s = CheckConn(conn); !s.ok()) return s.Prepend(conn.Describe());
   std::string name = conn.preset.empty() ? "<preset>" : conn.preset;
-  if (conn.preset_text.empty())
-    return InvalidArgumentError(conn.Describe() + ": no preset text (preset '" + name + "')");
+  SwitchConn c = conn;
+  if (c.preset_text.empty()) {
+    // Only the path: read it now, and keep the text in the driver's conn (and so in a handle
+    // made from it).
+    if (c.preset.empty())
+      return InvalidArgumentError(conn.Describe() + ": neither preset nor preset_text is set");
+    auto text = ReadFile(c.preset);
+    if (!text.ok()) return Status(text.status()).Prepend(conn.Describe() + ": preset");
+    c.preset_text = *std::move(text);
+  }
   try {
-    FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(conn.preset_text, name));
+    FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(c.preset_text, name));
     FL_ASSIGN_OR_RETURN(Preset p, PresetParser(doc).Parse());
-    return std::unique_ptr<SwitchDriver>(new SshTemplateDriver(conn, std::move(p)));
+    return std::unique_ptr<SwitchDriver>(new SshTemplateDriver(std::move(c), std::move(p)));
   } catch (const std::exception& e) {  // yaml-cpp or std::regex: never past this boundary
     return InvalidArgumentError(name + ": " + e.what());
   }

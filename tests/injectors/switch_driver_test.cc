@@ -65,7 +65,14 @@ for r in "$D"/rules/*; do
   m=$(cat "$r/match")
   e=$(cat "$r/exit")
   case "$cmd" in
-    *"$m"*) cat "$r/out"; cat "$r/err" >&2; exit "$e" ;;
+    *"$m"*)
+      if [ -f "$r/times" ]; then
+        n=$(cat "$r/times")
+        [ "$n" -gt 0 ] || continue
+        echo $((n - 1)) > "$r/times"
+      fi
+      if [ -f "$r/sleep" ]; then sleep "$(cat "$r/sleep")"; fi
+      cat "$r/out"; cat "$r/err" >&2; exit "$e" ;;
   esac
 done
 exit 0
@@ -80,8 +87,9 @@ exit 0
   }
 
   // The first rule (in the order added) whose match is a substring of the remote command wins.
+  // times > 0: the rule answers only its first `times` matches; sleep_s: it sleeps first.
   void Rule(const std::string& match, int exit_code, const std::string& out,
-            const std::string& err = "") {
+            const std::string& err = "", int times = 0, int sleep_s = 0) {
     char name[16];
     snprintf(name, sizeof name, "%03d", rules_++);
     std::string r = dir_ + "/rules/" + name;
@@ -90,6 +98,8 @@ exit 0
     std::ofstream(r + "/exit") << exit_code;
     std::ofstream(r + "/out") << out;
     std::ofstream(r + "/err") << err;
+    if (times > 0) std::ofstream(r + "/times") << times;
+    if (sleep_s > 0) std::ofstream(r + "/sleep") << sleep_s;
   }
 
   std::string path() const { return dir_ + "/ssh"; }
@@ -304,6 +314,47 @@ TEST_CASE("switch driver: a read-back that never matches is FailedPrecondition",
   CHECK(ssh.Cmds().size() >= 3);
 }
 
+TEST_CASE("switch driver: a read-back that lags is retried until it matches", "[unit]") {
+  FakeSsh ssh;
+  ssh.Rule("show interfaces status", 0,
+           std::string(kStatusHeader) + StatusRow("Ethernet12", "up", "up"), "", 2);
+  ssh.Rule("show interfaces status", 0,
+           std::string(kStatusHeader) + StatusRow("Ethernet12", "down", "down"));
+  auto d = Open(Conn(ssh));
+  Status s = d->SetPortAdmin("Ethernet12", false, Soon());
+  INFO(s.ToString());
+  CHECK(s.ok());
+  CHECK(ssh.Cmds().size() == 4);  // the command, then three read-backs
+}
+
+TEST_CASE("switch driver: a switch that does not answer is DeadlineExceeded", "[unit]") {
+  FakeSsh ssh;
+  ssh.Rule("shutdown", 0, "", "", 0, 30);
+  auto d = Open(Conn(ssh));
+  Nanos t0 = MonoNowNs();
+  Status s = d->SetPortAdmin("Ethernet12", false, Soon(300 * kNsPerMs));
+  CHECK(s.code() == Code::kDeadlineExceeded);
+  CHECK(Contains(s.message(), "switch leaf1"));
+  CHECK(Contains(s.message(), "`sudo config interface shutdown Ethernet12`"));
+  CHECK(MonoNowNs() - t0 < 5 * kNsPerSec);
+}
+
+TEST_CASE("switch driver: without user, key or jump their options are left out", "[unit]") {
+  FakeSsh ssh;
+  SwitchConn c = Conn(ssh);
+  c.user = "";
+  c.key_file = "";
+  auto argv = BuildSshArgv(c, "/k", {"show", "version"});
+  REQUIRE(argv.ok());
+  std::vector<std::string> tail(argv->end() - 6, argv->end());
+  CHECK(tail == std::vector<std::string>{"-p", "22", "--", "198.19.3.201", "show", "version"});
+  for (const auto& a : *argv) {
+    CHECK(a != "-l");
+    CHECK(a != "-i");
+    CHECK(a != "-J");
+  }
+}
+
 TEST_CASE("switch driver: an add failing half way runs the remove commands", "[unit]") {
   FakeSsh ssh;
   ssh.Rule("hset", 1, "", "Could not connect to Redis server\n");
@@ -479,6 +530,20 @@ TEST_CASE("switch driver: every shipped preset opens", "[unit]") {
   }
   CHECK(n >= 3);
   CHECK(ssh.Cmds().empty());  // opening never touches the network
+}
+
+TEST_CASE("switch driver: a conn with only the preset's path reads it at open", "[unit]") {
+  FakeSsh ssh;
+  SwitchConn c = Conn(ssh);
+  c.preset_text = "";
+  auto d = OpenSwitchDriver(c);
+  INFO(d.status().ToString());
+  REQUIRE(d.ok());
+  CHECK((*d)->conn().preset_text == Slurp(c.preset));
+  c.preset = "/nonexistent/preset.yaml";
+  CHECK_FALSE(OpenSwitchDriver(c).ok());
+  c.preset = "";
+  CHECK(OpenSwitchDriver(c).status().code() == Code::kInvalidArgument);
 }
 
 TEST_CASE("switch driver: preset errors say where", "[unit]") {
