@@ -467,9 +467,12 @@ TEST_CASE("switch driver: the EOS and NVUE presets read port state", "[unit]") {
            "  Hardware is Ethernet, address is 001c.7300.0001\n");
   ssh.Rule("show interfaces Ethernet4", 0,
            "Ethernet4 is down, line protocol is notpresent (notconnect)\n");
-  ssh.Rule("nv show interface swp7 link -o json", 0,
-           "{\n  \"oper-status\": \"down\",\n  \"mtu\": 9216,\n"
-           "  \"admin-status\": \"up\"\n}\n");
+  ssh.Rule("ip -o link show swp7", 0,
+           "9: swp7: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 9216 qdisc pfifo_fast state DOWN "
+           "mode DEFAULT group default qlen 1000\\    link/ether 44:38:39:00:00:07 brd "
+           "ff:ff:ff:ff:ff:ff\n");
+  ssh.Rule("ip -o link show swp8", 0,
+           "10: swp8: <BROADCAST,MULTICAST> mtu 9216 qdisc pfifo_fast state DOWN mode DEFAULT\n");
   auto eos = Open(Conn(ssh, "eos"));
   auto st = eos->ReadPort("Ethernet3/1", Soon());
   INFO(st.status().ToString());
@@ -487,10 +490,18 @@ TEST_CASE("switch driver: the EOS and NVUE presets read port state", "[unit]") {
   REQUIRE(st.ok());
   CHECK(st->admin_up);
   CHECK_FALSE(st->oper_up);
+  st = nv->ReadPort("swp8", Soon());
+  REQUIRE(st.ok());
+  CHECK_FALSE(st->admin_up);
+  // The port_down read-back: swp8 has no UP flag, swp7 has (LOWER_UP alone would not count).
+  CHECK(nv->SetPortAdmin("swp8", false, Soon()).ok());
+  CHECK(nv->SetPortAdmin("swp7", false, Soon(500 * kNsPerMs)).code() == Code::kFailedPrecondition);
   // EOS gets its CLI lines as one word, unquoted; NVUE's words are quoted for bash.
   auto cmds = ssh.Cmds();
-  REQUIRE(cmds.size() == 3);
+  REQUIRE(cmds.size() > 6);
   CHECK(cmds[0] == "show interfaces Ethernet3/1");
+  CHECK(cmds[4] == "nv set interface swp8 link state down");
+  CHECK(cmds[5] == "nv config apply -y");
 }
 
 TEST_CASE("switch driver: a pinned host key goes to a temporary known_hosts file", "[unit]") {
