@@ -59,7 +59,7 @@ StatusOr<std::regex> CompileRegex(const std::string& src, bool multiline) {
     auto flags = std::regex::ECMAScript;
     if (multiline) flags |= std::regex::multiline;
     return std::regex(src, flags);
-  } catch (const std::regex_error& e) {
+  } catch (const std::exception& e) {  // regex_error, or bad_alloc on a huge pattern
     return InvalidArgumentError("bad regular expression /" + src + "/: " + e.what());
   }
 }
@@ -115,9 +115,9 @@ unsigned VarsOf(SwitchOp op) {
   switch (op) {
     case SwitchOp::kDropAdd:
     case SwitchOp::kDropRemove:
+    case SwitchOp::kRateRemove:  // a removal is not told the rate
       return kPort | kRule | kStage;
     case SwitchOp::kRateAdd:
-    case SwitchOp::kRateRemove:
       return kPort | kRule | kStage | kRate;
     default:
       return kPort;

@@ -557,6 +557,50 @@ TEST_CASE("switch driver: a conn with only the preset's path reads it at open", 
   CHECK(OpenSwitchDriver(c).status().code() == Code::kInvalidArgument);
 }
 
+TEST_CASE("switch driver: a preset's rate limit gets the rate in its units", "[unit]") {
+  FakeSsh ssh;
+  SwitchConn c = Conn(ssh);
+  c.preset = "/x/rate.yaml";
+  const std::string head =
+      "name: r\nport_pattern: 'Ethernet[0-9]+'\nquoting: posix\n"
+      "stage_names: {ingress: in, egress: out}\noperations:\n";
+  c.preset_text = head +
+                  "  rate_add:\n"
+                  "    commands: [[shape, '{port}', '{stage}', '{mbps}mbit', '{kbps}', '{bps}']]\n"
+                  "    readback: [show, shape, '{port}']\n"
+                  "    expect: '{port} {mbps}'\n"
+                  "  rate_remove:\n"
+                  "    commands: [[unshape, '{port}', '{rule}']]\n"
+                  "    readback: [show, shape, '{port}']\n"
+                  "    expect_absent: '{port} \\d'\n";
+  ssh.Rule("show shape", 0, "Ethernet3 2500\n", "", 1);
+  ssh.Rule("show shape", 0, "Ethernet3 none\n");
+  auto d = Open(c);
+  CHECK(d->Supports(SwitchOp::kRateAdd));
+  CHECK_FALSE(d->Supports(SwitchOp::kDropAdd));
+  Status s = d->AddRateLimit("Ethernet3", SwitchStage::kEgress, 2'500'000'000ULL, "FL_r_0", Soon());
+  INFO(s.ToString());
+  CHECK(s.ok());
+  s = d->RemoveRateLimit("Ethernet3", SwitchStage::kEgress, "FL_r_0", Soon());
+  INFO(s.ToString());
+  CHECK(s.ok());
+  CHECK(ssh.Cmds() == std::vector<std::string>{"shape Ethernet3 out 2500mbit 2500000 2500000000",
+                                               "show shape Ethernet3", "unshape Ethernet3 FL_r_0",
+                                               "show shape Ethernet3"});
+  // Below the template's unit, and zero: refused before anything runs.
+  CHECK(d->AddRateLimit("Ethernet3", SwitchStage::kEgress, 500'000, "FL_r_1", Soon()).code() ==
+        Code::kInvalidArgument);
+  CHECK(d->AddRateLimit("Ethernet3", SwitchStage::kEgress, 0, "FL_r_1", Soon()).code() ==
+        Code::kInvalidArgument);
+  CHECK(ssh.Cmds().size() == 4);
+  // A removal is not told the rate.
+  c.preset_text = head +
+                  "  rate_add: {commands: [[a]], readback: [b], expect: c}\n"
+                  "  rate_remove: {commands: [[a, '{kbps}']], readback: [b], expect_absent: c}\n";
+  Status bad = OpenSwitchDriver(c).status();
+  CHECK(Contains(bad.message(), "{kbps} has no value in rate_remove"));
+}
+
 TEST_CASE("switch driver: preset errors say where", "[unit]") {
   FakeSsh ssh;
   SwitchConn c = Conn(ssh);
