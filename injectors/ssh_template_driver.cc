@@ -196,10 +196,14 @@ struct PortStateSpec {
   Pattern admin_up, oper_up;  // whole-match against the group's text
 };
 
-struct CounterRead {
-  Words command;
+struct CounterMatch {  // one pattern searched in a read's output
   Pattern after, pattern;
   std::map<std::string, int> fields;  // field -> capture group
+};
+
+struct CounterRead {  // one command
+  Words command;
+  std::vector<CounterMatch> matches;
 };
 
 struct PfcwdSpec {
@@ -429,28 +433,39 @@ class PresetParser {
     std::set<std::string> seen;
     for (const auto& r : reads) {
       FL_RETURN_IF_ERROR(doc_.ExpectMap(r, "a counters read"));
-      FL_RETURN_IF_ERROR(doc_.CheckKeys(r, {"command", "after", "pattern", "fields"}, "a read"));
+      FL_RETURN_IF_ERROR(doc_.CheckKeys(r, {"command", "matches"}, "a counters read"));
       CounterRead c;
       if (!doc_.Has(r, "command")) return doc_.Error(r, "missing required key 'command'");
       FL_ASSIGN_OR_RETURN(c.command, ParseWords(r["command"], kPort, key, "command"));
-      FL_ASSIGN_OR_RETURN(c.after, ParsePattern(r, "after", kPort, key, false));
-      FL_ASSIGN_OR_RETURN(c.pattern, ParsePattern(r, "pattern", kPort, key, true));
-      const YAML::Node& f = r["fields"];
-      if (!f.IsDefined()) return doc_.Error(r, "missing required key 'fields'");
-      FL_RETURN_IF_ERROR(doc_.ExpectMap(f, "fields"));
-      FL_RETURN_IF_ERROR(doc_.CheckKeys(f,
-                                        {"in_octets", "out_octets", "in_packets", "out_packets",
-                                         "in_drops", "out_drops", "pfc_rx", "pfc_tx"},
-                                        "fields"));
-      for (const char* name : kCounterFields) {
-        if (!doc_.Has(f, name)) continue;
-        if (!seen.insert(name).second)
-          return doc_.Error(f[name], std::string(name) + " is read twice");
-        FL_ASSIGN_OR_RETURN(int g, doc_.AsBounded<int>(f[name], name, 1, 99));
-        FL_RETURN_IF_ERROR(CheckGroupExists(c.pattern, g, f[name]));
-        c.fields[name] = g;
+      const YAML::Node& ms = r["matches"];
+      if (!ms.IsDefined()) return doc_.Error(r, "missing required key 'matches'");
+      FL_RETURN_IF_ERROR(doc_.ExpectSequence(ms, "matches"));
+      if (ms.size() == 0 || ms.size() > 16)
+        return doc_.Error(ms, "matches must list 1 to 16 patterns");
+      for (const auto& mn : ms) {
+        FL_RETURN_IF_ERROR(doc_.ExpectMap(mn, "a match"));
+        FL_RETURN_IF_ERROR(doc_.CheckKeys(mn, {"after", "pattern", "fields"}, "a match"));
+        CounterMatch cm;
+        FL_ASSIGN_OR_RETURN(cm.after, ParsePattern(mn, "after", kPort, key, false));
+        FL_ASSIGN_OR_RETURN(cm.pattern, ParsePattern(mn, "pattern", kPort, key, true));
+        const YAML::Node& f = mn["fields"];
+        if (!f.IsDefined()) return doc_.Error(mn, "missing required key 'fields'");
+        FL_RETURN_IF_ERROR(doc_.ExpectMap(f, "fields"));
+        FL_RETURN_IF_ERROR(doc_.CheckKeys(f,
+                                          {"in_octets", "out_octets", "in_packets", "out_packets",
+                                           "in_drops", "out_drops", "pfc_rx", "pfc_tx"},
+                                          "fields"));
+        for (const char* name : kCounterFields) {
+          if (!doc_.Has(f, name)) continue;
+          if (!seen.insert(name).second)
+            return doc_.Error(f[name], std::string(name) + " is read twice");
+          FL_ASSIGN_OR_RETURN(int g, doc_.AsBounded<int>(f[name], name, 1, 99));
+          FL_RETURN_IF_ERROR(CheckGroupExists(cm.pattern, g, f[name]));
+          cm.fields[name] = g;
+        }
+        if (cm.fields.empty()) return doc_.Error(f, "fields must name at least one counter");
+        c.matches.push_back(std::move(cm));
       }
-      if (c.fields.empty()) return doc_.Error(f, "fields must name at least one counter");
       out.push_back(std::move(c));
     }
     for (auto [a, b] : {std::pair{"in_octets", "out_octets"},
@@ -721,35 +736,37 @@ class SshTemplateDriver : public SwitchDriver {
     SwitchCounters c;
     for (const CounterRead& read : p_.counters) {
       FL_ASSIGN_OR_RETURN(RemoteResult r, RunRemote(read.command, v, d));
-      std::smatch m;
-      FL_ASSIGN_OR_RETURN(bool found, Find(r.out, read.after, read.pattern, v, m));
-      if (!found) return NoMatch("counters", r, read.pattern, v);
-      for (const auto& [field, group] : read.fields) {
-        std::string text = m[group].str();
-        if (field == "pfc_rx" || field == "pfc_tx") {
-          std::map<int, uint64_t>& dst = field == "pfc_rx" ? c.pfc_rx : c.pfc_tx;
-          size_t i = 0;
-          int prio = 0;
-          while (i < text.size()) {
-            while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-            size_t j = i;
-            while (j < text.size() && text[j] != ' ' && text[j] != '\t') ++j;
-            if (j == i) break;
-            std::string tok = text.substr(i, j - i);
-            if (tok != "N/A") {
-              auto n = ParseCount(tok);
-              if (!n.ok()) return BadValue("counters", r, field, tok);
-              dst[prio] = *n;
+      for (const CounterMatch& cm : read.matches) {
+        std::smatch m;
+        FL_ASSIGN_OR_RETURN(bool found, Find(r.out, cm.after, cm.pattern, v, m));
+        if (!found) return NoMatch("counters", r, cm.pattern, v);
+        for (const auto& [field, group] : cm.fields) {
+          std::string text = m[group].str();
+          if (field == "pfc_rx" || field == "pfc_tx") {
+            std::map<int, uint64_t>& dst = field == "pfc_rx" ? c.pfc_rx : c.pfc_tx;
+            size_t i = 0;
+            int prio = 0;
+            while (i < text.size()) {
+              while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+              size_t j = i;
+              while (j < text.size() && text[j] != ' ' && text[j] != '\t') ++j;
+              if (j == i) break;
+              std::string tok = text.substr(i, j - i);
+              if (tok != "N/A") {
+                auto n = ParseCount(tok);
+                if (!n.ok()) return BadValue("counters", r, field, tok);
+                dst[prio] = *n;
+              }
+              ++prio;
+              i = j;
             }
-            ++prio;
-            i = j;
+            continue;
           }
-          continue;
+          if (text == "N/A") continue;
+          auto n = ParseCount(text);
+          if (!n.ok()) return BadValue("counters", r, field, text);
+          got[field] = *n;
         }
-        if (text == "N/A") continue;
-        auto n = ParseCount(text);
-        if (!n.ok()) return BadValue("counters", r, field, text);
-        got[field] = *n;
       }
     }
     auto both = [&](const char* a, const char* b, uint64_t& va, uint64_t& vb) {

@@ -448,6 +448,8 @@ TEST_CASE("switch driver: port state, counters and PFC watchdog parse SONiC outp
   CHECK(c->pfc_tx.size() == 7);  // N/A for priority 1
   CHECK(c->pfc_tx.count(1) == 0);
   CHECK(c->pfc_tx.at(7) == 17);
+  auto cmds = ssh.Cmds();
+  CHECK(std::count(cmds.begin(), cmds.end(), "show pfc counters") == 1);  // both tables, one run
 
   auto w = d->ReadPfcWatchdog("Ethernet12", Soon());
   REQUIRE(w.ok());
