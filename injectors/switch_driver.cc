@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/json_util.h"
+#include "injectors/ssh_template_driver.h"
 
 namespace fl::injectors {
 
@@ -89,7 +90,13 @@ struct Registry {
 };
 
 Registry& TheRegistry() {
-  static Registry* r = new Registry;  // never destroyed: drivers may be opened at exit
+  // Never destroyed: drivers may be opened at exit. The built-in drivers are registered here,
+  // by a call into their own translation units, so that a static link keeps them.
+  static Registry* r = [] {
+    auto* reg = new Registry;
+    reg->factories["ssh-template"] = OpenSshTemplateDriver;
+    return reg;
+  }();
   return *r;
 }
 
