@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/file_util.h"
+#include "common/log.h"
 #include "common/yaml_util.h"
 #include "injectors/sys.h"
 
@@ -946,9 +947,13 @@ class SshTemplateDriver : public SwitchDriver {
     const Action& a = p_.actions.at(op);
     bool is_remove = op == SwitchOp::kDropRemove || op == SwitchOp::kRateRemove;
     Status first_failure;
+    const Nanos start = MonoNowNs();
     for (size_t i = 0; i < a.commands.size(); ++i) {
       auto r = RunRemote(a.commands[i], vars, d);
-      if (r.ok()) continue;
+      if (r.ok()) {
+        FL_LOG(kInfo, "switch") << conn_.Describe() << ": `" << r->shown << "`: ok";
+        continue;
+      }
       Status st = r.status();
       if (is_remove && st.code() == Code::kInternal) {
         if (first_failure.ok()) first_failure = st;
@@ -958,7 +963,12 @@ class SshTemplateDriver : public SwitchDriver {
       return st;
     }
     Status rb = WaitReadback(op, a, vars, d);
-    if (rb.ok()) return OkStatus();
+    if (rb.ok()) {
+      FL_LOG(kInfo, "switch") << conn_.Describe() << ": " << SwitchOpName(op)
+                              << " read back after " << (MonoNowNs() - start) / kNsPerMs
+                              << " ms";
+      return OkStatus();
+    }
     if (is_remove && !first_failure.ok() && rb.code() == Code::kFailedPrecondition)
       return Status(first_failure.code(), first_failure.message() + " (and " + rb.message() + ")");
     if (undo && rb.code() == Code::kFailedPrecondition)

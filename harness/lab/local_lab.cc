@@ -31,6 +31,7 @@
 #include "harness/lab/switch_shim.h"
 #include "injectors/journal.h"
 #include "injectors/netlink.h"
+#include "injectors/ssh_template_driver.h"
 #include "injectors/tc_nft.h"
 
 namespace fl::lab {
@@ -576,17 +577,10 @@ std::string ShimPath() {
   return "";
 }
 
-// The SONiC preset of the ssh-template driver.
-// TODO(lead): use injectors::ResolveSwitchPreset (helper drv, injectors/ssh_template_driver.h)
-// once it lands; until then: the working directory's configs/switches/, the source tree's
-// (from build/bin or build/tests), /etc/faultline/switches/, /usr/share/faultline/switches/.
+// The shipped SONiC preset (the shim speaks its commands), found as any preset is.
 std::string SonicPresetPath() {
-  const std::string rel = "configs/switches/sonic.yaml";
-  for (const std::string& c : {rel, SelfExeDir() + "/../../" + rel, SelfExeDir() + "/../" + rel,
-                               std::string("/etc/faultline/switches/sonic.yaml"),
-                               std::string("/usr/share/faultline/switches/sonic.yaml")})
-    if (access(c.c_str(), R_OK) == 0) return RealPath(c);
-  return "";
+  auto p = injectors::ResolveSwitchPreset("sonic", "");
+  return p.ok() ? *p : "";
 }
 
 Status WriteSecret(const std::string& path, const std::string& content) {

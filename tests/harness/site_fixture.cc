@@ -609,7 +609,9 @@ Status InventoryFixture::WriteFiles() {
     }
   }
   std::string fabric_yaml;
-  if (opts_.switches) FL_ASSIGN_OR_RETURN(fabric_yaml, WriteFabricFiles());
+  if (opts_.switches) {
+    FL_ASSIGN_OR_RETURN(fabric_yaml, WriteFabricFiles());
+  }
   const std::string inv = InventoryYaml(opts_, name_, listen(), token_path_, hosts, fabric_yaml);
   inventory_path_ = dir_ + "/inventory.yaml";
   return WriteFileAtomic(inventory_path_, inv);

@@ -22,6 +22,7 @@ namespace {
 
 using testing::TcpPair;
 using testing::TcpWorks;
+using testing::TempDir;
 
 constexpr const char* kSshRail =
     "name: x\nhosts: 2\ngpus_per_host: 1\nnics_per_host: 1\nlink: {rate: 1gbit}\n"
