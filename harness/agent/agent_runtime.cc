@@ -25,6 +25,7 @@
 #include "harness/agent/telemetry_line.h"
 #include "harness/lab/lab.h"
 #include "injectors/injection.h"
+#include "injectors/injector.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
 
@@ -55,6 +56,20 @@ struct Rank {
   std::thread reaper;
   std::atomic<bool> exited{false};
 };
+
+// The ports a prepared fault acts on: state["ports"] (PortsOf in injectors/builtin_internal.h),
+// and any other list of ports an injector keeps in its state (a policer's). For the policy's
+// switch_ports check: kernel ports among them pass it anyway.
+std::vector<injectors::Port> HandlePorts(const injectors::FaultHandle& h) {
+  std::vector<injectors::Port> ports;
+  if (!h.state.is_object()) return ports;
+  for (const auto& [key, value] : h.state.items()) {
+    if (!value.is_array()) continue;
+    for (const auto& p : value)
+      if (p.is_object() && p.contains("name")) ports.push_back(injectors::PortFromJson(p));
+  }
+  return ports;
+}
 
 pb::Ack Fail(const Status& st) {
   pb::Ack ack;
@@ -426,6 +441,13 @@ class AgentRuntime::Impl {
     spec.target = f.target();
     spec.params = {f.params().begin(), f.params().end()};
     spec.duration = f.duration_ms() * kNsPerMs;
+    // Switch ports the policy does not name are refused before anything is journaled: the
+    // dry run resolves the ports (no change, no journal), InjectFault resolves them again.
+    if (!site_ || !site_->disposable() || !opts_.policy.switch_ports.empty()) {
+      auto dry = injectors::DryRunFault(**inj, spec, *fabric_);
+      if (!dry.ok()) return Fail(dry.status());
+      if (Status st = CheckSwitchPorts(opts_.policy, HandlePorts(*dry)); !st.ok()) return Fail(st);
+    }
     Nanos requested = WallNowNs();
     auto handle = injectors::InjectFault(**inj, spec, *fabric_, &journal_);
     if (!handle.ok()) return Fail(handle.status());
