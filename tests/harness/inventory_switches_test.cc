@@ -8,63 +8,13 @@
 #include "common/file_util.h"
 #include "harness/lab/inventory.h"
 #include "harness/lab/lab.h"
+#include "tests/harness/test_switch_driver.h"
 #include "tests/test_util.h"
 
 namespace fl::lab {
 namespace {
 
 using injectors::PortSide;
-
-// A driver that never talks to a switch: its port pattern is Ethernet<N>[/<N>] or swp<N>.
-class TestDriver : public injectors::SwitchDriver {
- public:
-  explicit TestDriver(injectors::SwitchConn c) : conn_(std::move(c)) {}
-  const injectors::SwitchConn& conn() const override { return conn_; }
-  bool Supports(injectors::SwitchOp) const override { return false; }
-  Status CheckPortName(std::string_view port) const override {
-    static const std::regex kPattern("Ethernet[0-9]+(/[0-9]+)?|swp[0-9]+");
-    if (std::regex_match(std::string(port), kPattern)) return OkStatus();
-    return InvalidArgumentError(
-        "'" + std::string(port) +
-        "' does not match the port pattern Ethernet[0-9]+(/[0-9]+)?|swp[0-9]+");
-  }
-  Status SetPortAdmin(const std::string&, bool, Deadline) override { return No(); }
-  StatusOr<injectors::SwitchPortState> ReadPort(const std::string&, Deadline) override {
-    return No();
-  }
-  Status AddDrop(const std::string&, injectors::SwitchStage, const std::string&,
-                 Deadline) override {
-    return No();
-  }
-  Status RemoveDrop(const std::string&, injectors::SwitchStage, const std::string&,
-                    Deadline) override {
-    return No();
-  }
-  Status AddRateLimit(const std::string&, injectors::SwitchStage, uint64_t, const std::string&,
-                      Deadline) override {
-    return No();
-  }
-  Status RemoveRateLimit(const std::string&, injectors::SwitchStage, const std::string&,
-                         Deadline) override {
-    return No();
-  }
-  StatusOr<injectors::SwitchCounters> ReadCounters(const std::string&, Deadline) override {
-    return No();
-  }
-  StatusOr<injectors::PfcWatchdogSettings> ReadPfcWatchdog(const std::string&, Deadline) override {
-    return No();
-  }
-
- private:
-  static Status No() { return InternalError("test driver: no switch"); }
-  injectors::SwitchConn conn_;
-};
-
-void RegisterTestDriver() {
-  injectors::RegisterSwitchDriver("test-driver", [](const injectors::SwitchConn& c) {
-    return StatusOr<std::unique_ptr<injectors::SwitchDriver>>(std::make_unique<TestDriver>(c));
-  });
-}
 
 constexpr const char* kSw = R"(name: rack7
 coordinator: {listen: 10.10.0.254:7070, token_file: /etc/faultline/token}
@@ -121,7 +71,7 @@ std::string At(const std::string& text, const std::string& needle, int n = 0) {
 }
 
 Inventory MustParse(const std::string& text) {
-  RegisterTestDriver();
+  fl::testing::RegisterTestSwitchDriver();
   auto inv = ParseInventory(text, "i.yaml");
   INFO(inv.status().ToString());
   REQUIRE(inv.ok());
@@ -132,7 +82,7 @@ Inventory MustParse(const std::string& text) {
 // hold `what`.
 void ExpectError(const std::string& text, const std::string& needle, const std::string& what,
                  int n = 0) {
-  RegisterTestDriver();
+  fl::testing::RegisterTestSwitchDriver();
   auto inv = ParseInventory(text, "i.yaml");
   REQUIRE_FALSE(inv.ok());
   CHECK(inv.status().code() == Code::kInvalidArgument);
@@ -186,7 +136,7 @@ TEST_CASE("inventory switches: a preset path is read beside the inventory", "[un
                                    "    driver: test-driver\n    preset: my_preset.yaml\n"
                                    "    user: admin");
   REQUIRE(WriteFileAtomic(dir.path() + "/inv.yaml", text).ok());
-  RegisterTestDriver();
+  fl::testing::RegisterTestSwitchDriver();
   auto inv = LoadInventory(dir.path() + "/inv.yaml");
   INFO(inv.status().ToString());
   REQUIRE(inv.ok());
@@ -416,7 +366,7 @@ TEST_CASE("inventory switches: the fabric site resolves targets to switch ports"
 TEST_CASE("inventory switches: --host fabric opens the fabric site", "[unit]") {
   fl::testing::TempDir dir("fl_invsw");
   REQUIRE_FALSE(dir.path().empty());
-  RegisterTestDriver();
+  fl::testing::RegisterTestSwitchDriver();
   REQUIRE(WriteFileAtomic(dir.path() + "/inv.yaml", kSw).ok());
   SiteOptions o;
   o.inventory = dir.path() + "/inv.yaml";
