@@ -268,5 +268,15 @@ TEST_CASE("agent policy: switch ports outside switch_ports are refused", "[unit]
   CHECK_FALSE(CheckSwitchPorts(some, {SwitchPort("leaf10", "Ethernet12")}).ok());
 }
 
+
+TEST_CASE("agent policy: the shipped fabric agent policy parses", "[unit]") {
+  auto p = LoadAgentPolicy(std::string(FL_SOURCE_DIR) + "/configs/policies/fabric_agent.yaml");
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CHECK(p->switch_ports ==
+        std::vector<std::string>{"leaf0", "leaf1:Ethernet1/1", "leaf1:Ethernet49/1"});
+  CHECK_FALSE(p->allow_ranks);
+}
+
 }  // namespace
 }  // namespace fl::harness
