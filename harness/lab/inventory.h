@@ -1,8 +1,9 @@
 // Inventory: a lab of real hosts whose agents dial in, instead of a LocalLab built from a
 // topology. The coordinator provisions nothing: it listens where the inventory says, waits
-// for an agent per host, and runs the job on the hosts' own NICs. Only host-side faults exist
-// (no switch access): a NIC taken down, a blackhole/loss/throttle at the host's end of its
-// link, a rank's container killed.
+// for an agent per host, and runs the job on the hosts' own NICs. Without `switches:` only
+// host-side faults exist (no switch access): a NIC taken down, a blackhole/loss/throttle at
+// the host's end of its link, a rank's container killed. With switches, switch-side faults
+// too, made by the fabric agent through each switch's driver (below).
 //
 // File format (configs/inventories/*.yaml; unknown keys are errors with file:line:col):
 //   name: rack7                       # 1-10 chars [a-z0-9]; names the cgroups of the ranks
