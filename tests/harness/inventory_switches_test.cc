@@ -8,6 +8,7 @@
 #include "common/file_util.h"
 #include "harness/lab/inventory.h"
 #include "harness/lab/lab.h"
+#include "harness/scenario/scenario_loader.h"
 #include "tests/harness/test_switch_driver.h"
 #include "tests/test_util.h"
 
@@ -407,6 +408,46 @@ TEST_CASE("inventory switches: the shipped example parses", "[unit]") {
   CHECK(Has(cat->Targets("uplink"), "spine0"));
   InventoryLab lab(inv);
   CHECK(lab.AgentFor("tor_port_down", "node02.nic1") == "fabric");
+}
+
+TEST_CASE("inventory switches: scenarios aim at switch ports, '/' included", "[unit]") {
+  const std::string scenario = R"(name: sw
+seed: 1
+lab: {inventory: i.yaml}
+job: {workload: allreduce_loop, ccl: ftccl, size: 1MiB, iterations: 10}
+faults:
+  - {kind: link_blackhole, target: leaf1.Ethernet1/1, at: 1s, duration: 1s}
+  - {kind: tor_port_down, target_class: tor_port, at: 1s, duration: 1s}
+  - {kind: tor_port_down, target: rail0, at: 1s, duration: 1s}
+  - {kind: tor_uplink_down, target: spine0, at: 1s, duration: 1s}
+expectations: {survives: true}
+)";
+  auto sc = harness::ParseScenario(scenario, "s.yaml");
+  INFO(sc.status().ToString());
+  REQUIRE(sc.ok());
+  Inventory inv = MustParse(kSw);
+  CHECK(harness::ValidateAgainstCatalog(*sc, *HostSideCatalog(inv)).ok());
+  // Not a wired port that may be touched (touch: false), not an uplink end.
+  auto bad =
+      harness::ParseScenario(Replace(scenario, "leaf1.Ethernet1/1", "leaf1.Ethernet2/1"), "s.yaml");
+  REQUIRE(bad.ok());
+  CHECK_FALSE(harness::ValidateAgainstCatalog(*bad, *HostSideCatalog(inv)).ok());
+  // Without switches a switch port is no target, and a switch-side kind is today's unknown
+  // kind.
+  std::string k = kSw;
+  std::string plain = k.substr(0, k.find("switches:\n")) + k.substr(k.find("hosts:\n"));
+  plain = std::regex_replace(plain, std::regex(", switch: [a-z0-9]+, port: [^,}]+"), "");
+  plain = plain.substr(0, plain.find("uplinks:"));
+  Status st = harness::ValidateAgainstCatalog(*sc, *HostSideCatalog(MustParse(plain)));
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(st.message().find("target 'leaf1.Ethernet1/1' is not in the lab") != std::string::npos);
+  auto tor =
+      harness::ParseScenario(Replace(scenario, "kind: link_blackhole, target: leaf1.Ethernet1/1",
+                                     "kind: tor_port_down, target: node01.nic0"),
+                             "s.yaml");
+  REQUIRE(tor.ok());
+  st = harness::ValidateAgainstCatalog(*tor, *HostSideCatalog(MustParse(plain)));
+  CHECK(st.message().find("unknown fault kind 'tor_port_down'") != std::string::npos);
 }
 
 }  // namespace
