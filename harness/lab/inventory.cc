@@ -162,7 +162,7 @@ struct ParsedSwitch {
 };
 
 Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& source,
-                   ParsedSwitch* out) {
+                   bool open_drivers, ParsedSwitch* out) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "switch"));
   FL_RETURN_IF_ERROR(
       doc.CheckKeys(n,
@@ -182,7 +182,7 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
                      "switch " + c.name + ": '" + c.address + "' is not an IP address or DNS name");
   FL_ASSIGN_OR_RETURN(c.port, doc.GetBoundedOr<int>(n, "port", 22, 1, 65535));
   FL_ASSIGN_OR_RETURN(c.driver, doc.GetOr<std::string>(n, "driver", "ssh-template"));
-  {
+  if (open_drivers) {
     const auto names = injectors::SwitchDriverNames();
     if (std::find(names.begin(), names.end(), c.driver) == names.end()) {
       std::string known;
@@ -218,8 +218,15 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
         "switch " + c.name + ": jump wants user@host or user@host:port, got '" + c.jump + "'");
   FL_ASSIGN_OR_RETURN(c.connect_timeout, doc.GetDurationIn(n, "connect_timeout", c.connect_timeout,
                                                            kNsPerSec, kMaxConnectTimeout));
-  if (doc.Has(n, "preset")) {
-    FL_ASSIGN_OR_RETURN(std::string preset, doc.Get<std::string>(n, "preset"));
+  std::string preset;
+  FL_ASSIGN_OR_RETURN(preset, doc.GetOr<std::string>(n, "preset", ""));
+  if (!doc.Has(n, "preset") && c.driver == "ssh-template")
+    return doc.Error(n, "switch " + c.name +
+                            ": the ssh-template driver needs 'preset' (sonic, eos, nvue or a "
+                            "file beside this one)");
+  if (doc.Has(n, "preset") && !open_drivers) {
+    c.preset = preset;  // a host's agent never acts on a switch: its preset is not read
+  } else if (doc.Has(n, "preset")) {
     const std::string dir = std::filesystem::path(source).parent_path().string();
     auto path = ResolvePresetPath(preset, dir);
     if (!path.ok())
@@ -230,18 +237,16 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
                                         text.status().message());
     c.preset = *path;
     c.preset_text = *text;
-  } else if (c.driver == "ssh-template") {
-    return doc.Error(n, "switch " + c.name +
-                            ": the ssh-template driver needs 'preset' (sonic, eos, nvue or a "
-                            "file beside this one)");
   }
-  auto driver = injectors::OpenSwitchDriver(c);
-  if (!driver.ok())
-    return doc.Error(doc.Has(n, "preset") ? n["preset"] : n,
-                     "switch " + c.name + ": " + driver.status().message());
+  if (open_drivers) {
+    auto driver = injectors::OpenSwitchDriver(c);
+    if (!driver.ok())
+      return doc.Error(doc.Has(n, "preset") ? n["preset"] : n,
+                       "switch " + c.name + ": " + driver.status().message());
+    out->driver = std::move(*driver);
+  }
   out->sw.name = c.name;
   out->sw.conn = std::make_shared<const injectors::SwitchConn>(std::move(c));
-  out->driver = std::move(*driver);
   out->node = n;
   return OkStatus();
 }
@@ -249,7 +254,7 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
 // The switches (before the hosts, whatever the file's order), the NICs' wiring, the uplinks.
 class Wiring {
  public:
-  explicit Wiring(const YamlDoc& doc) : doc_(doc) {}
+  Wiring(const YamlDoc& doc, bool open_drivers) : doc_(doc), open_drivers_(open_drivers) {}
 
   Status ParseSwitches(const YAML::Node& root, Inventory* inv) {
     if (!doc_.Has(root, "switches")) return OkStatus();
@@ -261,7 +266,7 @@ class Wiring {
     if (list.size() == 0) return doc_.Error(list, "switches: list at least one (or leave it out)");
     for (const auto& n : list) {
       ParsedSwitch p;
-      FL_RETURN_IF_ERROR(ParseSwitch(doc_, n, inv->source, &p));
+      FL_RETURN_IF_ERROR(ParseSwitch(doc_, n, inv->source, open_drivers_, &p));
       if (switches_.count(p.sw.name))
         return doc_.Error(n["name"], "switch '" + p.sw.name + "' appears twice");
       inv->switches.push_back(p.sw);
@@ -285,7 +290,8 @@ class Wiring {
       return doc_.Error(port_node, what + ": '" + port +
                                        "' is not a switch port name ([A-Za-z0-9_/:.-], at most " +
                                        std::to_string(kMaxSwitchPortBytes) + ")");
-    if (Status st = it->second.driver->CheckPortName(port); !st.ok())
+    if (Status st = it->second.driver ? it->second.driver->CheckPortName(port) : OkStatus();
+        !st.ok())
       return doc_.Error(port_node,
                         what + ": port '" + port + "' of switch " + sw + ": " + st.message());
     const std::string key = SwitchPortTarget(sw, port);
@@ -348,6 +354,7 @@ class Wiring {
 
  private:
   const YamlDoc& doc_;
+  const bool open_drivers_;
   std::map<std::string, ParsedSwitch> switches_;
   std::map<std::string, std::string> used_;  // "<switch>.<port>" -> what is wired to it
 };
@@ -441,7 +448,8 @@ const InventoryHost* Inventory::FindHost(std::string_view name) const {
   return nullptr;
 }
 
-StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source) {
+StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source,
+                                   const InventoryOptions& options) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
   const YAML::Node& root = doc.root();
   FL_RETURN_IF_ERROR(doc.ExpectMap(root, "inventory"));
@@ -486,7 +494,7 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
                      "launcher must be systemd (agents started on the hosts, they dial in) or "
                      "slurm (the coordinator starts them with srun), not '" +
                          inv.launcher + "'");
-  Wiring wiring(doc);
+  Wiring wiring(doc, options.open_switch_drivers);
   FL_RETURN_IF_ERROR(wiring.ParseSwitches(root, &inv));
   if (inv.has_switches() && inv.launcher == "slurm")
     return doc.Error(root["switches"],
@@ -527,9 +535,9 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
   return inv;
 }
 
-StatusOr<Inventory> LoadInventory(const std::string& path) {
+StatusOr<Inventory> LoadInventory(const std::string& path, const InventoryOptions& options) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
-  return ParseInventory(doc.text(), path);
+  return ParseInventory(doc.text(), path, options);
 }
 
 std::vector<std::string> InventoryFaultKinds() { return HostSideFaultKinds(); }
@@ -928,7 +936,9 @@ StatusOr<std::unique_ptr<InventoryFabricSite>> OpenInventoryFabricSite(const std
 StatusOr<std::unique_ptr<InventorySite>> OpenInventorySite(const std::string& path,
                                                            const std::string& host,
                                                            const std::string& mgmt_ifname) {
-  FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path));
+  InventoryOptions options;
+  options.open_switch_drivers = false;  // a host's agent never acts on a switch
+  FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path, options));
   if (!inv.FindHost(host)) {
     std::string names;
     for (const auto& h : inv.hosts) names += (names.empty() ? "" : ", ") + h.name;

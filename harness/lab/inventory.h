@@ -139,8 +139,16 @@ struct Inventory {
 bool IsHostName(std::string_view s);
 
 // Errors are InvalidArgument "FILE:LINE:COL: ..."; nothing outside the process is touched.
-StatusOr<Inventory> LoadInventory(const std::string& path);
-StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source);
+struct InventoryOptions {
+  // Resolve and read each switch's preset and open its driver (which must be registered) to
+  // check every port against the driver's pattern. False for a host's agent, which never acts
+  // on a switch: it needs neither the presets nor the drivers (the rest is checked the same;
+  // SwitchConn.preset is then the name as written, preset_text empty).
+  bool open_switch_drivers = true;
+};
+StatusOr<Inventory> LoadInventory(const std::string& path, const InventoryOptions& options = {});
+StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source,
+                                   const InventoryOptions& options = {});
 
 // Fault kinds a lab of real hosts can take: host-side only without switches; with switches
 // also tor_port_down and tor_uplink_down.

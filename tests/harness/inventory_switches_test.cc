@@ -450,5 +450,39 @@ expectations: {survives: true}
   CHECK(st.message().find("unknown fault kind 'tor_port_down'") != std::string::npos);
 }
 
+TEST_CASE("inventory switches: a host's agent needs neither presets nor drivers", "[unit]") {
+  // A driver no process registered and a preset that is nowhere: the coordinator (and the
+  // fabric agent) refuse the file, a host's agent reads it.
+  const std::string text = std::regex_replace(std::string(kSw), std::regex("driver: test-driver"),
+                                              "driver: ssh-template\n    preset: nowhere.yaml");
+  CHECK(ParseInventory(text, "i.yaml").status().code() == Code::kInvalidArgument);
+  InventoryOptions host_side;
+  host_side.open_switch_drivers = false;
+  auto inv = ParseInventory(text, "i.yaml", host_side);
+  INFO(inv.status().ToString());
+  REQUIRE(inv.ok());
+  CHECK(inv->FindSwitch("leaf0")->conn->preset == "nowhere.yaml");
+  CHECK(inv->FindSwitch("leaf0")->conn->preset_text.empty());
+  // The wiring is still checked (not the driver's port pattern).
+  CHECK(ParseInventory(Replace(text, "port: Ethernet16", "port: Ethernet12"), "i.yaml", host_side)
+            .status()
+            .message()
+            .find("wired twice") != std::string::npos);
+  CHECK(ParseInventory(Replace(text, "port: Ethernet16", "port: Eth16"), "i.yaml", host_side).ok());
+
+  fl::testing::TempDir dir("fl_invsw");
+  REQUIRE_FALSE(dir.path().empty());
+  REQUIRE(WriteFileAtomic(dir.path() + "/inv.yaml", text).ok());
+  SiteOptions o;
+  o.inventory = dir.path() + "/inv.yaml";
+  o.host = "node01";
+  auto site = OpenSite(o);
+  INFO(site.status().ToString());
+  REQUIRE(site.ok());
+  CHECK((*site)->fabric().HostLinks("node01.nic0", PortSide::kHost).ok());
+  o.host = "fabric";
+  CHECK(OpenSite(o).status().code() == Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fl::lab
