@@ -629,6 +629,15 @@ std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
 InventoryLab::InventoryLab(Inventory inventory)
     : inv_(std::move(inventory)), catalog_(HostSideCatalog(inv_)) {}
 
+Status InventoryLab::CheckFault(const std::string& kind,
+                                const std::map<std::string, std::string>& params) const {
+  Status st = CheckHostSideFault(kind, params);
+  if (st.ok() || !inv_.has_switches()) return st;
+  return InvalidArgumentError(
+      "pfc_storm mode=stall stalls a switch port, and the switch drivers offer no pause stall: "
+      "use mode: frames (IEEE 802.1Qbb frames sent from the host's NIC toward its switch)");
+}
+
 std::vector<JobHost> InventoryLab::hosts() const {
   std::vector<JobHost> out;
   for (const auto& h : inv_.hosts) {

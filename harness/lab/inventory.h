@@ -188,9 +188,7 @@ class InventoryLab : public Lab {
     return InventoryAgentFor(inv_, kind, target);
   }
   Status CheckFault(const std::string& kind,
-                    const std::map<std::string, std::string>& params) const override {
-    return CheckHostSideFault(kind, params);
-  }
+                    const std::map<std::string, std::string>& params) const override;
   std::optional<LostAgent> PollLostAgent() override { return std::nullopt; }
   void StopAgents(Deadline) override {}
   Rendezvous RendezvousFor(const LabRun& run) const override;

@@ -271,6 +271,10 @@ TEST_CASE("inventory switches: the catalog gains switch-side kinds only with swi
 TEST_CASE("inventory switches: faults are routed to the fabric agent or a host's", "[unit]") {
   InventoryLab lab(MustParse(kSw));
   CHECK(lab.agent_names() == std::vector<std::string>{"node01", "node02", "fabric"});
+  CHECK(lab.CheckFault("pfc_storm", {{"mode", "frames"}}).ok());
+  CHECK(lab.CheckFault("pfc_storm", {}).message().find("offer no pause stall") !=
+        std::string::npos);
+  CHECK(lab.CheckFault("tor_port_down", {}).ok());
   CHECK(lab.AgentFor("tor_port_down", "node01.nic0") == "fabric");  // through the wiring
   CHECK(lab.AgentFor("tor_port_down", "rail1") == "fabric");
   CHECK(lab.AgentFor("tor_port_down", "leaf0.Ethernet12") == "fabric");
