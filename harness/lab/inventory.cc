@@ -652,8 +652,13 @@ Status InventoryLab::Provision(const LabRun& run) {
   // The run's folder in a shared rendezvous directory is made by the coordinator and goes
   // at teardown.
   if (!inv_.rendezvous_dir.empty()) made_dir_ = inv_.rendezvous_dir + "/" + run.run_id;
-  std::fprintf(stderr, "[provision] inventory %s from %s: %zu real hosts, nothing to build\n",
-               inv_.name.c_str(), inv_.source.c_str(), inv_.hosts.size());
+  std::string switches;
+  if (inv_.has_switches())
+    switches = ", " + std::to_string(inv_.switches.size()) +
+               " switches (their agent 'fabric' dials in" +
+               (inv_.fabric_agent_host.empty() ? "" : " from " + inv_.fabric_agent_host) + ")";
+  std::fprintf(stderr, "[provision] inventory %s from %s: %zu real hosts%s, nothing to build\n",
+               inv_.name.c_str(), inv_.source.c_str(), inv_.hosts.size(), switches.c_str());
   return OkStatus();
 }
 
