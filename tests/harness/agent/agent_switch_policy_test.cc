@@ -7,6 +7,9 @@
 
 #include "common/file_util.h"
 #include "harness/agent/agent_runtime.h"
+#include "harness/lab/inventory.h"
+#include "injectors/injection.h"
+#include "injectors/injector.h"
 #include "tests/harness/test_switch_driver.h"
 #include "tests/test_util.h"
 
@@ -88,6 +91,64 @@ TEST_CASE("agent runtime: a fabric agent refuses switch ports outside switch_por
     CHECK(ack.error().find("switch_ports") == std::string::npos);
     CHECK(JournalEntries(dir.path() + "/journal") == 0);
   }
+}
+
+// An injector that only resolves its target's switch-side ports (and counts its Applies).
+class ResolveOnly : public injectors::Injector {
+ public:
+  std::string_view kind() const override { return "tor_port_down"; }
+  std::string_view help() const override { return "test"; }
+  Status Validate(const injectors::FaultSpec&) const override { return OkStatus(); }
+  StatusOr<injectors::FaultHandle> Prepare(const injectors::FaultSpec& spec,
+                                           const injectors::Fabric& fabric) override {
+    FL_ASSIGN_OR_RETURN(auto ports, fabric.HostLinks(spec.target, injectors::PortSide::kSwitch));
+    injectors::FaultHandle h;
+    h.spec = spec;
+    h.state["ports"] = nlohmann::json::array();
+    for (const auto& p : ports) h.state["ports"].push_back(injectors::PortToJson(p));
+    return h;
+  }
+  Status Apply(injectors::FaultHandle&) override {
+    ++applied;
+    return OkStatus();
+  }
+  Status Revert(const injectors::FaultHandle&) override { return OkStatus(); }
+  Status Verify(const injectors::FaultHandle&, injectors::Expect) override { return OkStatus(); }
+  int applied = 0;
+};
+
+TEST_CASE("InjectFault's admit hook refuses a prepared fault before the journal", "[unit]") {
+  fl::testing::RegisterTestSwitchDriver();
+  fl::testing::TempDir dir("fl_swpol");
+  REQUIRE_FALSE(dir.path().empty());
+  auto inv = lab::ParseInventory(kInventory, "i.yaml");
+  REQUIRE(inv.ok());
+  lab::InventoryFabricSite site(*inv);
+  injectors::FaultJournal journal(dir.path() + "/journal");
+  ResolveOnly inj;
+  injectors::FaultSpec spec;
+  spec.kind = "tor_port_down";
+  spec.target = "rail1";
+  auto policy = ParseAgentPolicy("allow_kinds: [tor_port_down]\nswitch_ports: [leaf0]\n", "p");
+  REQUIRE(policy.ok());
+  // The handle's ports (not the target's name) decide: rail1 is leaf1's port.
+  auto admit = [&](const injectors::FaultHandle& h) {
+    std::vector<injectors::Port> ports;
+    for (const auto& p : h.state["ports"]) ports.push_back(injectors::PortFromJson(p));
+    return CheckSwitchPorts(*policy, ports);
+  };
+  auto refused = injectors::InjectFault(inj, spec, site, &journal, admit);
+  CHECK(refused.status().code() == Code::kFailedPrecondition);
+  CHECK(refused.status().message().find("leaf1:Ethernet12") != std::string::npos);
+  CHECK(inj.applied == 0);
+  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  spec.target = "rail0";
+  auto ok = injectors::InjectFault(inj, spec, site, &journal, admit);
+  INFO(ok.status().ToString());
+  REQUIRE(ok.ok());
+  CHECK(inj.applied == 1);
+  CHECK(injectors::RevertFault(inj, *ok, &journal).ok());
+  CHECK(JournalEntries(dir.path() + "/journal") == 0);
 }
 
 }  // namespace
