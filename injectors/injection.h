@@ -1,9 +1,8 @@
 // Driving an Injector with the journal: the only sanctioned way to apply a fault.
 //
-//   Inject: Validate -> Prepare -> admit (optional) -> journal "applying" -> Apply ->
-//   Verify(present)
-//           -> journal "applied". If Apply or Verify fails, the fault is reverted and the
-//           error returned.
+//   Inject: Validate -> Prepare -> admit (optional) -> journal "applying" -> Apply
+//           -> Verify(present) -> journal "applied". If Apply or Verify fails, the fault is
+//           reverted and the error returned.
 //   Revert: journal "reverting" -> Revert -> Verify(gone) -> journal entry removed. The entry
 //           stays when the revert cannot be verified, so recovery will try again.
 //
