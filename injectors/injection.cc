@@ -90,8 +90,10 @@ StatusOr<FaultHandle> DryRunFault(Injector& injector, const FaultSpec& spec, con
 }
 
 StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric,
-                                  FaultJournal* journal) {
+                                  FaultJournal* journal,
+                                  const std::function<Status(const FaultHandle&)>& admit) {
   FL_ASSIGN_OR_RETURN(FaultHandle handle, DryRunFault(injector, spec, fabric));
+  if (admit) FL_RETURN_IF_ERROR(admit(handle));
   if (handle.id.empty()) handle.id = spec.kind + "-" + RandomHex(6);
   if (journal) {
     JournalLock lock(journal->dir());

@@ -1,8 +1,8 @@
 // Driving an Injector with the journal: the only sanctioned way to apply a fault.
 //
-//   Inject: Validate -> Prepare -> journal "applying" -> Apply -> Verify(present)
-//           -> journal "applied". If Apply or Verify fails, the fault is reverted and the
-//           error returned.
+//   Inject: Validate -> Prepare -> admit (optional) -> journal "applying" -> Apply
+//           -> Verify(present) -> journal "applied". If Apply or Verify fails, the fault is
+//           reverted and the error returned.
 //   Revert: journal "reverting" -> Revert -> Verify(gone) -> journal entry removed. The entry
 //           stays when the revert cannot be verified, so recovery will try again.
 //
@@ -16,6 +16,7 @@
 // Thread-safety: as the Injector. Blocking: bounded by the injector's deadlines.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +41,12 @@ Status CheckNoOverlap(const FaultHandle& handle, const FaultJournal& journal);
 // Validates and prepares only: the dry-run answer (nothing is changed, nothing journaled).
 StatusOr<FaultHandle> DryRunFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric);
 
-// journal may be null (unit tests of pure logic only).
+// journal may be null (unit tests of pure logic only). admit, when set, sees the prepared
+// handle (its resolved ports) before anything is journaled or applied; an error from it is
+// returned as is (the agent's policy: switch ports it may not touch).
 StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric,
-                                  FaultJournal* journal);
+                                  FaultJournal* journal,
+                                  const std::function<Status(const FaultHandle&)>& admit = {});
 Status RevertFault(Injector& injector, FaultHandle& handle, FaultJournal* journal);
 
 // Reverts when it goes out of scope unless Release()d; for tests and the CLI's hold loop.

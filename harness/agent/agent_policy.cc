@@ -6,6 +6,7 @@
 
 #include "common/file_util.h"
 #include "common/yaml_util.h"
+#include "injectors/switch_driver.h"
 
 namespace fl::harness {
 
@@ -43,16 +44,51 @@ bool UnderDir(std::string_view path, std::string_view dir) {
   return path.size() == dir.size() || dir == "/" || path[dir.size()] == '/';
 }
 
+// "leaf1" or "leaf1:Ethernet12": a switch name ([a-z0-9_-], as the inventory's) and an
+// optional port ([A-Za-z0-9_/:.-]).
+bool IsSwitchPortsEntry(std::string_view v) {
+  const auto colon = v.find(':');
+  std::string_view sw = v.substr(0, colon);
+  if (sw.empty() || sw.size() > 32 || sw[0] == '-') return false;
+  for (char c : sw)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  if (colon == std::string_view::npos) return true;
+  std::string_view port = v.substr(colon + 1);
+  if (port.empty() || port.size() > 64) return false;
+  for (char c : port)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '/' || c == ':' || c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
 }  // namespace
+
+Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::Port>& ports) {
+  for (const auto& port : ports) {
+    if (!port.sw) continue;  // a kernel port: the policy's other rules apply
+    const std::string& sw = port.sw->name;
+    const std::string exact = sw + ":" + port.sw_port;
+    bool ok = false;
+    for (const auto& e : policy.switch_ports) ok = ok || e == sw || e == exact;
+    if (!ok)
+      return FailedPreconditionError(
+          "policy: switch port " + exact + " (" + port.name + ") is not in switch_ports" +
+          (policy.switch_ports.empty()
+               ? std::string(" (the policy names none: every switch port is refused)")
+               : std::string()));
+  }
+  return OkStatus();
+}
 
 StatusOr<AgentPolicy> ParseAgentPolicy(std::string_view text, const std::string& name) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, name));
   const YAML::Node root = doc.root();
-  FL_RETURN_IF_ERROR(
-      doc.CheckKeys(root,
-                    {"allow_kinds", "target_prefixes", "max_fault_duration", "max_lease",
-                     "allow_ranks", "max_ranks", "max_world_size", "max_rank_bytes", "worker_dirs"},
-                    "agent policy"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      root,
+      {"allow_kinds", "target_prefixes", "max_fault_duration", "max_lease", "allow_ranks",
+       "max_ranks", "max_world_size", "max_rank_bytes", "worker_dirs", "switch_ports"},
+      "agent policy"));
   AgentPolicy p;
   p.source = name;
   for (const char* key : {"allow_kinds", "target_prefixes", "worker_dirs"}) {
@@ -68,6 +104,18 @@ StatusOr<AgentPolicy> ParseAgentPolicy(std::string_view text, const std::string&
        : k == "target_prefixes" ? p.target_prefixes
                                 : p.worker_dirs)
           .push_back(v);
+    }
+  }
+  if (doc.Has(root, "switch_ports")) {
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(root["switch_ports"], "switch_ports"));
+    for (const auto& n : root["switch_ports"]) {
+      FL_ASSIGN_OR_RETURN(std::string v, doc.As<std::string>(n, "switch_ports"));
+      if (!IsSwitchPortsEntry(v))
+        return doc.Error(n,
+                         "switch_ports entries are SWITCH or SWITCH:PORT (\"leaf1\", "
+                         "\"leaf1:Ethernet12\"), not '" +
+                             v + "'");
+      p.switch_ports.push_back(v);
     }
   }
   FL_ASSIGN_OR_RETURN(p.max_fault_duration_ns, doc.GetDurationIn(root, "max_fault_duration", 0,

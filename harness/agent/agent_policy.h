@@ -16,6 +16,10 @@
 //     "h1.nic0", never "h10.nic0").
 //   - default-deny: an agent that serves anything but a local lab (real hosts)
 //     refuses every fault unless its policy file names the kinds it allows.
+//   - switch ports: a fault resolved to ports of a real switch (Port::sw) is refused unless
+//     each port is in switch_ports ("leaf1": every port of leaf1; "leaf1:Ethernet12": that
+//     one). A policy without switch_ports refuses every switch port, except on a disposable
+//     site (a local lab's switches), where it may touch them all.
 //   - launches: ranks per command, world size, worker arguments (count, length, --size,
 //     --store-dir) are bounded; the arguments the agent sets itself cannot be given.
 //
@@ -29,6 +33,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "harness/proto/faultline.pb.h"
+#include "injectors/fabric.h"
 
 namespace fl::harness {
 
@@ -43,6 +48,9 @@ struct AgentPolicy {
   int max_world_size = 4096;
   uint64_t max_rank_bytes = 16ull << 30;  // the worker's --size
   std::vector<std::string> worker_dirs;   // where --store-dir may point; empty: see below
+  // Switch ports faults may act on: "leaf1" (all of leaf1's) or "leaf1:Ethernet12". Empty:
+  // none (a disposable site: all).
+  std::vector<std::string> switch_ports;
 };
 
 // Bounds on the policy file's own numbers.
@@ -72,6 +80,12 @@ struct InjectDecision {
 // lab's namespaces) rather than real hosts. host: for messages.
 InjectDecision DecideInject(const AgentPolicy& policy, bool disposable_site,
                             const std::string& host, const faultline::v1::InjectFault& fault);
+
+// Whether every switch port among `ports` (those with Port::sw set; kernel ports pass) is in
+// policy.switch_ports: FailedPrecondition naming the first one that is not. The runtime calls
+// it on a fault's resolved ports before anything is journaled or applied (skipped on a
+// disposable site whose policy names no switch_ports).
+Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::Port>& ports);
 
 // Checks a LaunchRanks and its decoded worker arguments. store_dirs: where --store-dir may
 // point when the policy names no worker_dirs (the agent's state dir, the site's

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "harness/agent/telemetry_line.h"
 #include "harness/lab/lab.h"
 #include "injectors/injection.h"
+#include "injectors/injector.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
 
@@ -55,6 +57,44 @@ struct Rank {
   std::thread reaper;
   std::atomic<bool> exited{false};
 };
+
+// The ports a prepared fault acts on: state["ports"] (PortsOf in injectors/builtin_internal.h),
+// and any other list of ports an injector keeps in its state (a policer's). For the policy's
+// switch_ports check: kernel ports among them pass it anyway.
+std::vector<injectors::Port> HandlePorts(const injectors::FaultHandle& h) {
+  std::vector<injectors::Port> ports;
+  if (!h.state.is_object()) return ports;
+  for (const auto& [key, value] : h.state.items()) {
+    if (!value.is_array()) continue;
+    for (const auto& p : value)
+      if (p.is_object() && p.contains("name")) ports.push_back(injectors::PortFromJson(p));
+  }
+  return ports;
+}
+
+// The switch ports a fault of `kind` on `target` will act on, as this site's fabric resolves
+// them without touching anything: the switch end of a link (tor_port_down; the gray kinds
+// where the fabric puts them on the switch side, uplinks too), an uplink (tor_uplink_down).
+// Empty for host-side kinds. The prepared handle's ports are checked as well (exactly).
+std::vector<injectors::Port> SwitchSidePorts(const injectors::Fabric& fabric,
+                                             const std::string& kind, const std::string& target) {
+  const bool gray =
+      kind == "link_blackhole" || kind == "packet_loss" || kind == "bandwidth_throttle";
+  const bool links =
+      kind == "tor_port_down" || (gray && fabric.GrayFaultSide() == injectors::PortSide::kSwitch);
+  const bool uplinks = kind == "tor_uplink_down" || (links && gray);
+  std::vector<injectors::Port> ports;
+  auto take = [&](StatusOr<std::vector<injectors::Port>> r) {
+    if (r.ok())
+      for (auto& p : *r)
+        if (p.sw) ports.push_back(std::move(p));
+    return r.ok();
+  };
+  // As the injectors resolve: host links first, then uplinks.
+  if (!(links && take(fabric.HostLinks(target, injectors::PortSide::kSwitch))) && uplinks)
+    take(fabric.Uplinks(target));
+  return ports;
+}
 
 pb::Ack Fail(const Status& st) {
   pb::Ack ack;
@@ -426,8 +466,21 @@ class AgentRuntime::Impl {
     spec.target = f.target();
     spec.params = {f.params().begin(), f.params().end()};
     spec.duration = f.duration_ms() * kNsPerMs;
+    // Switch ports the policy does not name are refused before any switch is contacted (the
+    // target's switch-side ports as the site resolves them, no network) and again on the
+    // prepared fault's own ports, before anything is journaled or applied.
+    std::function<Status(const injectors::FaultHandle&)> admit;
+    if (!site_ || !site_->disposable() || !opts_.policy.switch_ports.empty()) {
+      if (Status st =
+              CheckSwitchPorts(opts_.policy, SwitchSidePorts(*fabric_, f.kind(), f.target()));
+          !st.ok())
+        return Fail(st);
+      admit = [this](const injectors::FaultHandle& h) {
+        return CheckSwitchPorts(opts_.policy, HandlePorts(h));
+      };
+    }
     Nanos requested = WallNowNs();
-    auto handle = injectors::InjectFault(**inj, spec, *fabric_, &journal_);
+    auto handle = injectors::InjectFault(**inj, spec, *fabric_, &journal_, admit);
     if (!handle.ok()) return Fail(handle.status());
     pb::Ack ack;
     ack.set_ok(true);

@@ -101,20 +101,6 @@ struct ActiveFault {
 
 using HostSlot = lab::JobHost;
 
-// The agent that acts on a target: the host it names, the host of a rank, else the fabric.
-std::string AgentFor(const std::string& target, const std::vector<HostSlot>& hosts) {
-  for (const auto& h : hosts)
-    if (target == h.name || target.rfind(h.name + ".", 0) == 0) return h.name;
-  if (target.rfind("rank", 0) == 0) {
-    int r = std::atoi(target.c_str() + 4);
-    for (const auto& h : hosts) {
-      if (r < h.ranks) return h.name;
-      r -= h.ranks;
-    }
-  }
-  return "fabric";
-}
-
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -676,7 +662,7 @@ int Runner::Timeline() {
   for (const PlannedFault& pf : plan_.faults) {
     ActiveFault f;
     f.plan = pf;
-    f.agent = AgentFor(pf.target, hosts_);
+    f.agent = lab_->AgentFor(pf.kind, pf.target);
     f.record.run_id = run_id_;
     f.record.fault_id = pf.id;
     f.record.kind = pf.kind;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -31,7 +32,8 @@ constexpr Nanos kMaxAgentWait = 3600 * kNsPerSec;
 
 Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "nic"));
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ifname", "address", "touch"}, "nic"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(n, {"name", "ifname", "address", "touch", "switch", "port"}, "nic"));
   FL_ASSIGN_OR_RETURN(nic->name, doc.Get<std::string>(n, "name"));
   if (!IsHostName(nic->name) || nic->name.find("rank") == 0)
     return doc.Error(n["name"], "NIC name '" + nic->name +
@@ -44,8 +46,318 @@ Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   if (inet_pton(AF_INET, nic->address.c_str(), &a) != 1)
     return doc.Error(n["address"], "'" + nic->address + "' is not an IPv4 address");
   FL_ASSIGN_OR_RETURN(nic->touch, doc.GetOr<bool>(n, "touch", true));
+  if (doc.Has(n, "switch") != doc.Has(n, "port"))
+    return doc.Error(n, "NIC " + nic->name +
+                            ": 'switch' and 'port' go together (the switch port its link goes to)");
+  // Checked against the listed switches and their drivers by the caller.
+  FL_ASSIGN_OR_RETURN(nic->sw, doc.GetOr<std::string>(n, "switch", ""));
+  FL_ASSIGN_OR_RETURN(nic->sw_port, doc.GetOr<std::string>(n, "port", ""));
   return OkStatus();
 }
+
+// ---- switches and wiring -----------------------------------------------------------------
+
+constexpr size_t kMaxSwitches = 1024;
+constexpr size_t kMaxUplinks = 65536;
+constexpr size_t kMaxSwitchPortBytes = 64;
+constexpr Nanos kMaxConnectTimeout = 120 * kNsPerSec;
+
+bool IsAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// A management address: an IPv4/IPv6 address or a DNS name (letters, digits, '.', '-', ':'),
+// not starting with '-' (it becomes an ssh argument).
+bool IsAddress(std::string_view s) {
+  if (s.empty() || s.size() > 253 || (!IsAlnum(s[0]) && s[0] != ':')) return false;
+  for (char c : s)
+    if (!IsAlnum(c) && c != '.' && c != '-' && c != ':') return false;
+  return true;
+}
+
+// A login name for ssh: [A-Za-z0-9._-], not starting with '-'.
+bool IsUserName(std::string_view s) {
+  if (s.empty() || s.size() > 32 || s[0] == '-') return false;
+  for (char c : s)
+    if (!IsAlnum(c) && c != '.' && c != '_' && c != '-') return false;
+  return true;
+}
+
+// "user@host" or "user@host:port".
+bool IsJump(std::string_view s) {
+  auto at = s.find('@');
+  if (at == std::string_view::npos || !IsUserName(s.substr(0, at))) return false;
+  std::string_view rest = s.substr(at + 1);
+  auto colon = rest.rfind(':');
+  if (colon != std::string_view::npos && rest.find(':') == colon) {  // one ':': a port
+    std::string_view port = rest.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != port.npos ||
+        std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535)
+      return false;
+    rest = rest.substr(0, colon);
+  }
+  return IsAddress(rest);
+}
+
+// "TYPE BASE64 [COMMENT]" on one line: an OpenSSH public key.
+bool IsHostKey(std::string_view s) {
+  if (s.size() > 16384) return false;
+  for (char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  auto sp = s.find(' ');
+  if (sp == std::string_view::npos || sp == 0) return false;
+  for (char c : s.substr(0, sp))
+    if (!IsAlnum(c) && c != '-' && c != '.' && c != '@') return false;
+  std::string_view rest = s.substr(sp + 1);
+  std::string_view key = rest.substr(0, rest.find(' '));
+  if (key.size() < 16) return false;
+  for (char c : key)
+    if (!IsAlnum(c) && c != '+' && c != '/' && c != '=') return false;
+  return true;
+}
+
+// A switch port name as the inventory may write it before the driver's own pattern:
+// [A-Za-z0-9_/:.-], starting with a letter or digit ("Ethernet12", "Ethernet1/1", "swp3").
+bool IsSwitchPortName(std::string_view s) {
+  if (s.empty() || s.size() > kMaxSwitchPortBytes || !IsAlnum(s[0])) return false;
+  for (char c : s)
+    if (!IsAlnum(c) && c != '_' && c != '/' && c != ':' && c != '.' && c != '-') return false;
+  return true;
+}
+
+bool IsRailName(std::string_view s) {
+  return s.size() > 4 && s.substr(0, 4) == "rail" &&
+         s.substr(4).find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+bool IsAbsolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
+
+// Stand-in for injectors::ResolveSwitchPreset (the ssh-template driver's; replace this with
+// it once merged): a bare name sonic|eos|nvue is configs/switches/NAME.yaml, looked up in the
+// current directory (as configs/policies/local_lab.yaml is) and beside the inventory's folder
+// (an inventory in configs/inventories/); anything else is a path relative to base_dir.
+StatusOr<std::string> ResolvePresetPath(std::string_view name_or_path,
+                                        const std::string& base_dir) {
+  const std::string n(name_or_path);
+  if (n == "sonic" || n == "eos" || n == "nvue") {
+    const std::string rel = "configs/switches/" + n + ".yaml";
+    const std::string beside =
+        (base_dir.empty() ? std::string(".") : base_dir) + "/../switches/" + n + ".yaml";
+    for (const std::string& c : {rel, beside})
+      if (access(c.c_str(), R_OK) == 0) return c;
+    return NotFoundError("switch preset '" + n + "': neither " + rel + " nor " + beside +
+                         " can be read");
+  }
+  if (n.empty()) return InvalidArgumentError("an empty preset name");
+  if (n[0] == '/') return n;
+  return (base_dir.empty() ? std::string(".") : base_dir) + "/" + n;
+}
+
+// What ParseSwitch leaves for the wiring checks: the driver (port patterns) and where the
+// switch was named.
+struct ParsedSwitch {
+  InventorySwitch sw;
+  std::unique_ptr<injectors::SwitchDriver> driver;
+  YAML::Node node;
+};
+
+Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& source,
+                   bool open_drivers, ParsedSwitch* out) {
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "switch"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(n,
+                    {"name", "address", "port", "driver", "preset", "user", "key_file",
+                     "known_hosts", "host_key", "jump", "connect_timeout"},
+                    "switch"));
+  injectors::SwitchConn c;
+  FL_ASSIGN_OR_RETURN(c.name, doc.Get<std::string>(n, "name"));
+  if (!IsHostName(c.name) || c.name == "fabric" || c.name.rfind("rank", 0) == 0 ||
+      IsRailName(c.name))
+    return doc.Error(n["name"], "switch name '" + c.name +
+                                    "' must be 1-32 chars [a-z0-9_-], not 'fabric', rank* or "
+                                    "rail<N>");
+  FL_ASSIGN_OR_RETURN(c.address, doc.Get<std::string>(n, "address"));
+  if (!IsAddress(c.address))
+    return doc.Error(n["address"],
+                     "switch " + c.name + ": '" + c.address + "' is not an IP address or DNS name");
+  FL_ASSIGN_OR_RETURN(c.port, doc.GetBoundedOr<int>(n, "port", 22, 1, 65535));
+  FL_ASSIGN_OR_RETURN(c.driver, doc.GetOr<std::string>(n, "driver", "ssh-template"));
+  if (open_drivers) {
+    const auto names = injectors::SwitchDriverNames();
+    if (std::find(names.begin(), names.end(), c.driver) == names.end()) {
+      std::string known;
+      for (const auto& d : names) known += (known.empty() ? "" : ", ") + d;
+      return doc.Error(doc.Has(n, "driver") ? n["driver"] : n,
+                       "switch " + c.name + ": unknown switch driver '" + c.driver +
+                           "' (known: " + (known.empty() ? "none registered" : known) + ")");
+    }
+  }
+  FL_ASSIGN_OR_RETURN(c.user, doc.GetOr<std::string>(n, "user", ""));
+  if (!c.user.empty() && !IsUserName(c.user))
+    return doc.Error(n["user"], "switch " + c.name + ": '" + c.user + "' is not a user name");
+  FL_ASSIGN_OR_RETURN(c.key_file, doc.GetOr<std::string>(n, "key_file", ""));
+  if (doc.Has(n, "key_file") && !IsAbsolute(c.key_file))
+    return doc.Error(n["key_file"], "switch " + c.name + ": key_file must be an absolute path");
+  FL_ASSIGN_OR_RETURN(c.known_hosts, doc.GetOr<std::string>(n, "known_hosts", ""));
+  if (doc.Has(n, "known_hosts") && !IsAbsolute(c.known_hosts))
+    return doc.Error(n["known_hosts"],
+                     "switch " + c.name + ": known_hosts must be an absolute path");
+  FL_ASSIGN_OR_RETURN(c.host_key, doc.GetOr<std::string>(n, "host_key", ""));
+  if (doc.Has(n, "host_key") && !IsHostKey(c.host_key))
+    return doc.Error(n["host_key"], "switch " + c.name +
+                                        ": host_key must be one OpenSSH public key line "
+                                        "(\"ssh-ed25519 AAAA...\")");
+  if (doc.Has(n, "known_hosts") == doc.Has(n, "host_key"))
+    return doc.Error(n, "switch " + c.name +
+                            " needs exactly one of known_hosts (a file) and host_key (the "
+                            "pinned key): its host key is always checked");
+  FL_ASSIGN_OR_RETURN(c.jump, doc.GetOr<std::string>(n, "jump", ""));
+  if (doc.Has(n, "jump") && !IsJump(c.jump))
+    return doc.Error(
+        n["jump"],
+        "switch " + c.name + ": jump wants user@host or user@host:port, got '" + c.jump + "'");
+  FL_ASSIGN_OR_RETURN(c.connect_timeout, doc.GetDurationIn(n, "connect_timeout", c.connect_timeout,
+                                                           kNsPerSec, kMaxConnectTimeout));
+  std::string preset;
+  FL_ASSIGN_OR_RETURN(preset, doc.GetOr<std::string>(n, "preset", ""));
+  if (!doc.Has(n, "preset") && c.driver == "ssh-template")
+    return doc.Error(n, "switch " + c.name +
+                            ": the ssh-template driver needs 'preset' (sonic, eos, nvue or a "
+                            "file beside this one)");
+  if (doc.Has(n, "preset") && !open_drivers) {
+    c.preset = preset;  // a host's agent never acts on a switch: its preset is not read
+  } else if (doc.Has(n, "preset")) {
+    const std::string dir = std::filesystem::path(source).parent_path().string();
+    auto path = ResolvePresetPath(preset, dir);
+    if (!path.ok())
+      return doc.Error(n["preset"], "switch " + c.name + ": " + path.status().message());
+    auto text = ReadFile(*path);
+    if (!text.ok())
+      return doc.Error(n["preset"], "switch " + c.name + ": cannot read preset " + *path + ": " +
+                                        text.status().message());
+    c.preset = *path;
+    c.preset_text = *text;
+  }
+  if (open_drivers) {
+    auto driver = injectors::OpenSwitchDriver(c);
+    if (!driver.ok())
+      return doc.Error(doc.Has(n, "preset") ? n["preset"] : n,
+                       "switch " + c.name + ": " + driver.status().message());
+    out->driver = std::move(*driver);
+  }
+  out->sw.name = c.name;
+  out->sw.conn = std::make_shared<const injectors::SwitchConn>(std::move(c));
+  out->node = n;
+  return OkStatus();
+}
+
+// The switches (before the hosts, whatever the file's order), the NICs' wiring, the uplinks.
+class Wiring {
+ public:
+  Wiring(const YamlDoc& doc, bool open_drivers) : doc_(doc), open_drivers_(open_drivers) {}
+
+  Status ParseSwitches(const YAML::Node& root, Inventory* inv) {
+    if (!doc_.Has(root, "switches")) return OkStatus();
+    const YAML::Node list = root["switches"];
+    FL_RETURN_IF_ERROR(doc_.ExpectSequence(list, "switches"));
+    if (list.size() > kMaxSwitches)
+      return doc_.Error(list,
+                        "an inventory lists at most " + std::to_string(kMaxSwitches) + " switches");
+    if (list.size() == 0) return doc_.Error(list, "switches: list at least one (or leave it out)");
+    for (const auto& n : list) {
+      ParsedSwitch p;
+      FL_RETURN_IF_ERROR(ParseSwitch(doc_, n, inv->source, open_drivers_, &p));
+      if (switches_.count(p.sw.name))
+        return doc_.Error(n["name"], "switch '" + p.sw.name + "' appears twice");
+      inv->switches.push_back(p.sw);
+      switches_.emplace(p.sw.name, std::move(p));
+    }
+    return OkStatus();
+  }
+
+  // Checks that `sw` is a listed switch (at sw_node), that port is one of its port names and
+  // not wired already (at port_node); `what` names the user ("node01.nic0").
+  Status Use(const std::string& sw, const YAML::Node& sw_node, const std::string& port,
+             const YAML::Node& port_node, const std::string& what) {
+    auto it = switches_.find(sw);
+    if (it == switches_.end()) {
+      std::string known;
+      for (const auto& [name, p] : switches_) known += (known.empty() ? "" : ", ") + name;
+      return doc_.Error(sw_node, what + ": no switch '" + sw + "' in switches (" +
+                                     (known.empty() ? "the inventory lists none" : known) + ")");
+    }
+    if (!IsSwitchPortName(port))
+      return doc_.Error(port_node, what + ": '" + port +
+                                       "' is not a switch port name ([A-Za-z0-9_/:.-], at most " +
+                                       std::to_string(kMaxSwitchPortBytes) + ")");
+    if (Status st = it->second.driver ? it->second.driver->CheckPortName(port) : OkStatus();
+        !st.ok())
+      return doc_.Error(port_node,
+                        what + ": port '" + port + "' of switch " + sw + ": " + st.message());
+    const std::string key = SwitchPortTarget(sw, port);
+    auto [at, fresh] = used_.emplace(key, what);
+    if (!fresh)
+      return doc_.Error(port_node,
+                        what + ": " + key + " is wired twice (also to " + at->second + ")");
+    return OkStatus();
+  }
+
+  Status CheckNics(const YAML::Node& hosts, const Inventory& inv) {
+    for (size_t h = 0; h < inv.hosts.size(); ++h) {
+      const YAML::Node nics = hosts[h]["nics"];
+      for (size_t i = 0; i < inv.hosts[h].nics.size(); ++i) {
+        const InventoryNic& nic = inv.hosts[h].nics[i];
+        if (nic.sw.empty() && nic.sw_port.empty()) continue;
+        const YAML::Node n = nics[i];
+        FL_RETURN_IF_ERROR(
+            Use(nic.sw, n["switch"], nic.sw_port, n["port"], inv.hosts[h].name + "." + nic.name));
+      }
+    }
+    return OkStatus();
+  }
+
+  Status ParseUplinks(const YAML::Node& root, Inventory* inv) {
+    if (!doc_.Has(root, "uplinks")) return OkStatus();
+    const YAML::Node list = root["uplinks"];
+    FL_RETURN_IF_ERROR(doc_.ExpectSequence(list, "uplinks"));
+    if (list.size() > kMaxUplinks)
+      return doc_.Error(list,
+                        "an inventory lists at most " + std::to_string(kMaxUplinks) + " uplinks");
+    for (const auto& n : list) {
+      FL_RETURN_IF_ERROR(doc_.ExpectMap(n, "uplink"));
+      FL_RETURN_IF_ERROR(
+          doc_.CheckKeys(n, {"switch", "port", "peer_switch", "peer_port"}, "uplink"));
+      InventoryUplink u;
+      FL_ASSIGN_OR_RETURN(u.sw, doc_.Get<std::string>(n, "switch"));
+      FL_ASSIGN_OR_RETURN(u.port, doc_.Get<std::string>(n, "port"));
+      FL_ASSIGN_OR_RETURN(u.peer_sw, doc_.Get<std::string>(n, "peer_switch"));
+      FL_ASSIGN_OR_RETURN(u.peer_port, doc_.Get<std::string>(n, "peer_port"));
+      if (u.sw == u.peer_sw)
+        return doc_.Error(n["peer_switch"], "uplink " + SwitchPortTarget(u.sw, u.port) +
+                                                " goes back to its own switch");
+      const std::string what = "uplink " + SwitchPortTarget(u.sw, u.port) + " - " +
+                               SwitchPortTarget(u.peer_sw, u.peer_port);
+      FL_RETURN_IF_ERROR(Use(u.sw, n["switch"], u.port, n["port"], what));
+      FL_RETURN_IF_ERROR(Use(u.peer_sw, n["peer_switch"], u.peer_port, n["peer_port"], what));
+      inv->uplinks.push_back(std::move(u));
+    }
+    return OkStatus();
+  }
+
+  // A switch and a host may not share a name (targets and agents are named by them).
+  Status CheckNames(const Inventory& inv) const {
+    for (const auto& [name, p] : switches_)
+      if (inv.FindHost(name))
+        return doc_.Error(p.node["name"], "switch '" + name + "' has the name of a host");
+    return OkStatus();
+  }
+
+ private:
+  const YamlDoc& doc_;
+  const bool open_drivers_;
+  std::map<std::string, ParsedSwitch> switches_;
+  std::map<std::string, std::string> used_;  // "<switch>.<port>" -> what is wired to it
+};
 
 Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "host"));
@@ -120,19 +432,31 @@ const InventoryHost* Inventory::HostOfRank(int rank, int* local) const {
   return nullptr;
 }
 
+const InventorySwitch* Inventory::FindSwitch(std::string_view name) const {
+  for (const auto& s : switches)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::string SwitchPortTarget(const std::string& sw, const std::string& port) {
+  return sw + "." + port;
+}
+
 const InventoryHost* Inventory::FindHost(std::string_view name) const {
   for (const auto& h : hosts)
     if (h.name == name) return &h;
   return nullptr;
 }
 
-StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source) {
+StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source,
+                                   const InventoryOptions& options) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
   const YAML::Node& root = doc.root();
   FL_RETURN_IF_ERROR(doc.ExpectMap(root, "inventory"));
-  FL_RETURN_IF_ERROR(doc.CheckKeys(
-      root, {"name", "coordinator", "agent_wait", "rendezvous_dir", "launcher", "hosts"},
-      "inventory"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(root,
+                                   {"name", "coordinator", "agent_wait", "rendezvous_dir",
+                                    "launcher", "hosts", "switches", "uplinks", "fabric_agent"},
+                                   "inventory"));
   Inventory inv;
   inv.source = source;
   FL_ASSIGN_OR_RETURN(inv.name, doc.Get<std::string>(root, "name"));
@@ -170,6 +494,24 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
                      "launcher must be systemd (agents started on the hosts, they dial in) or "
                      "slurm (the coordinator starts them with srun), not '" +
                          inv.launcher + "'");
+  Wiring wiring(doc, options.open_switch_drivers);
+  FL_RETURN_IF_ERROR(wiring.ParseSwitches(root, &inv));
+  if (inv.has_switches() && inv.launcher == "slurm")
+    return doc.Error(root["switches"],
+                     "switches need launcher: systemd (the fabric agent runs as a service; srun "
+                     "starts only the hosts' agents)");
+  if (!inv.has_switches() && doc.Has(root, "uplinks"))
+    return doc.Error(root["uplinks"], "uplinks need switches");
+  if (doc.Has(root, "fabric_agent")) {
+    const YAML::Node fa = root["fabric_agent"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(fa, "fabric_agent"));
+    FL_RETURN_IF_ERROR(doc.CheckKeys(fa, {"host"}, "fabric_agent"));
+    if (!inv.has_switches()) return doc.Error(fa, "fabric_agent needs switches (it drives them)");
+    FL_ASSIGN_OR_RETURN(inv.fabric_agent_host, doc.Get<std::string>(fa, "host"));
+    if (!IsAddress(inv.fabric_agent_host))
+      return doc.Error(fa["host"], "fabric_agent host '" + inv.fabric_agent_host +
+                                       "' is not a host name or address");
+  }
   if (!doc.Has(root, "hosts")) return doc.Error(root, "inventory needs 'hosts'");
   const YAML::Node hosts = root["hosts"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(hosts, "hosts"));
@@ -186,16 +528,40 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
     inv.hosts.push_back(std::move(host));
   }
   if (inv.hosts.empty()) return doc.Error(hosts, "inventory needs at least one host");
+  FL_RETURN_IF_ERROR(wiring.CheckNames(inv));
+  FL_RETURN_IF_ERROR(wiring.CheckNics(hosts, inv));
+  FL_RETURN_IF_ERROR(wiring.ParseUplinks(root, &inv));
   inv.text = std::string(text);
   return inv;
 }
 
-StatusOr<Inventory> LoadInventory(const std::string& path) {
+StatusOr<Inventory> LoadInventory(const std::string& path, const InventoryOptions& options) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
-  return ParseInventory(doc.text(), path);
+  return ParseInventory(doc.text(), path, options);
 }
 
 std::vector<std::string> InventoryFaultKinds() { return HostSideFaultKinds(); }
+
+std::vector<std::string> InventoryFaultKinds(const Inventory& inv) {
+  std::vector<std::string> kinds = HostSideFaultKinds();
+  if (inv.has_switches()) {
+    kinds.push_back("tor_port_down");
+    kinds.push_back("tor_uplink_down");
+  }
+  return kinds;
+}
+
+std::string InventoryAgentFor(const Inventory& inv, const std::string& kind,
+                              const std::string& target) {
+  if (inv.has_switches()) {
+    if (kind == "tor_port_down" || kind == "tor_uplink_down") return "fabric";
+    const std::string head = target.substr(0, target.find('.'));
+    if (inv.FindSwitch(head)) return "fabric";  // "leaf1" or "leaf1.Ethernet12"
+  }
+  std::vector<JobHost> hosts;
+  for (const auto& h : inv.hosts) hosts.push_back(JobHost{h.name, h.ranks, {}});
+  return DefaultAgentFor(target, hosts);
+}
 
 Status CheckHostSideFault(const std::string& kind,
                           const std::map<std::string, std::string>& params) {
@@ -210,11 +576,19 @@ Status CheckHostSideFault(const std::string& kind,
 
 std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
   auto c = std::make_unique<harness::StaticFaultCatalog>();
-  static const std::set<std::string> kHostClasses = {"nic", "host", "rail", "container", "rank"};
-  for (const auto& kind : InventoryFaultKinds()) {
+  // Host-side classes; with switches the switch-side tor_port too (link_blackhole,
+  // packet_loss, bandwidth_throttle on the ToR end, tor_port_down), and uplinks only for
+  // tor_uplink_down.
+  std::set<std::string> classes_here = {"nic", "host", "rail", "container", "rank"};
+  if (inv.has_switches()) classes_here.insert("tor_port");
+  for (const auto& kind : InventoryFaultKinds(inv)) {
     std::vector<std::string> classes;
-    for (const auto& cls : harness::TargetClassesOfKind(kind))
-      if (kHostClasses.count(cls)) classes.push_back(cls);
+    if (kind == "tor_uplink_down") {
+      classes = {"uplink"};
+    } else {
+      for (const auto& cls : harness::TargetClassesOfKind(kind))
+        if (classes_here.count(cls)) classes.push_back(cls);
+    }
     c->AddKind(kind, std::move(classes));
   }
   std::map<std::string, std::vector<std::string>> targets;
@@ -225,6 +599,8 @@ std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
     for (size_t i = 0; i < h.nics.size(); ++i) {
       if (!h.nics[i].touch) continue;
       targets["nic"].push_back(h.name + "." + h.nics[i].name);
+      if (!h.nics[i].sw.empty())
+        targets["tor_port"].push_back(SwitchPortTarget(h.nics[i].sw, h.nics[i].sw_port));
       rails.insert(i);
       any = true;
     }
@@ -235,6 +611,15 @@ std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
     }
   }
   for (size_t r : rails) targets["rail"].push_back("rail" + std::to_string(r));
+  std::set<std::string> with_uplinks;
+  for (const auto& u : inv.uplinks) {
+    targets["uplink"].push_back(SwitchPortTarget(u.sw, u.port));
+    targets["uplink"].push_back(SwitchPortTarget(u.peer_sw, u.peer_port));
+    with_uplinks.insert(u.sw);
+    with_uplinks.insert(u.peer_sw);
+  }
+  for (const auto& sw : inv.switches)  // file order
+    if (with_uplinks.count(sw.name)) targets["uplink"].push_back(sw.name);
   for (auto& [cls, names] : targets) c->AddTargets(cls, std::move(names));
   return c;
 }
@@ -243,6 +628,15 @@ std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
 
 InventoryLab::InventoryLab(Inventory inventory)
     : inv_(std::move(inventory)), catalog_(HostSideCatalog(inv_)) {}
+
+Status InventoryLab::CheckFault(const std::string& kind,
+                                const std::map<std::string, std::string>& params) const {
+  Status st = CheckHostSideFault(kind, params);
+  if (st.ok() || !inv_.has_switches()) return st;
+  return InvalidArgumentError(
+      "pfc_storm mode=stall stalls a switch port, and the switch drivers offer no pause stall: "
+      "use mode: frames (IEEE 802.1Qbb frames sent from the host's NIC toward its switch)");
+}
 
 std::vector<JobHost> InventoryLab::hosts() const {
   std::vector<JobHost> out;
@@ -258,8 +652,13 @@ Status InventoryLab::Provision(const LabRun& run) {
   // The run's folder in a shared rendezvous directory is made by the coordinator and goes
   // at teardown.
   if (!inv_.rendezvous_dir.empty()) made_dir_ = inv_.rendezvous_dir + "/" + run.run_id;
-  std::fprintf(stderr, "[provision] inventory %s from %s: %zu real hosts, nothing to build\n",
-               inv_.name.c_str(), inv_.source.c_str(), inv_.hosts.size());
+  std::string switches;
+  if (inv_.has_switches())
+    switches = ", " + std::to_string(inv_.switches.size()) +
+               " switches (their agent 'fabric' dials in" +
+               (inv_.fabric_agent_host.empty() ? "" : " from " + inv_.fabric_agent_host) + ")";
+  std::fprintf(stderr, "[provision] inventory %s from %s: %zu real hosts%s, nothing to build\n",
+               inv_.name.c_str(), inv_.source.c_str(), inv_.hosts.size(), switches.c_str());
   return OkStatus();
 }
 
@@ -275,6 +674,7 @@ StatusOr<ControlPlane> InventoryLab::Control(const LabRun& run) {
 std::vector<std::string> InventoryLab::agent_names() const {
   std::vector<std::string> names;
   for (const auto& h : inv_.hosts) names.push_back(h.name);
+  if (inv_.has_switches()) names.push_back("fabric");  // the switch-side agent dials in too
   return names;
 }
 
@@ -353,7 +753,10 @@ StatusOr<std::vector<Port>> InventorySite::HostLinks(std::string_view target, Po
             ")");
       continue;  // a host or rail target covers the NICs that may be touched
     }
-    ports.push_back(Port{name, "", nic.ifname, "", "", 0, 0});
+    Port p;
+    p.name = name;
+    p.ifname = nic.ifname;
+    ports.push_back(std::move(p));
   }
   if (ports.empty())
     return NotFoundError("host " + self_->name + ": unknown or untouchable link target '" + t +
@@ -417,10 +820,139 @@ void InventorySite::RemoveCgroupDir() const {
   if (root.ok()) rmdir((*root + "/faultline").c_str());  // only when nothing else is there
 }
 
+// ---- InventoryFabricSite -----------------------------------------------------------------
+
+InventoryFabricSite::InventoryFabricSite(Inventory inventory) : inv_(std::move(inventory)) {}
+
+StatusOr<injectors::ContainerInfo> InventoryFabricSite::StartRank(
+    int /*local_rank*/, const std::vector<std::string>& /*argv*/) {
+  return FailedPreconditionError("the fabric agent runs no ranks");
+}
+
+Port InventoryFabricSite::SwitchPort(const std::string& sw, const std::string& port) const {
+  Port p;
+  p.name = SwitchPortTarget(sw, port);
+  p.sw = inv_.FindSwitch(sw)->conn;
+  p.sw_port = port;
+  return p;
+}
+
+StatusOr<Port> InventoryFabricSite::NicPort(const InventoryHost& host,
+                                            const InventoryNic& nic) const {
+  const std::string name = host.name + "." + nic.name;
+  if (nic.sw.empty())
+    return FailedPreconditionError("inventory " + inv_.name + ": " + name +
+                                   " is not wired to a switch (give it switch: and port:)");
+  if (!nic.touch)
+    return FailedPreconditionError("inventory " + inv_.name + ": " + name + " (" +
+                                   SwitchPortTarget(nic.sw, nic.sw_port) +
+                                   ") may not be touched (the inventory says touch: false)");
+  return SwitchPort(nic.sw, nic.sw_port);
+}
+
+StatusOr<std::vector<Port>> InventoryFabricSite::HostLinks(std::string_view target,
+                                                           PortSide side) const {
+  const std::string t(target);
+  if (side == PortSide::kHost)
+    return FailedPreconditionError("inventory " + inv_.name + ": '" + t +
+                                   "': the fabric agent acts on switch ports only (the host "
+                                   "side of a link is its host's agent's)");
+  const auto dot = t.find('.');
+  const std::string head = t.substr(0, dot);
+  std::vector<Port> ports;
+  if (inv_.FindSwitch(head) && dot != std::string::npos) {  // "leaf1.Ethernet12"
+    const std::string port = t.substr(dot + 1);
+    for (const auto& h : inv_.hosts)
+      for (const auto& n : h.nics)
+        if (n.sw == head && n.sw_port == port) {
+          FL_ASSIGN_OR_RETURN(Port p, NicPort(h, n));
+          return std::vector<Port>{p};
+        }
+    return NotFoundError("inventory " + inv_.name + ": no host NIC is wired to " + t);
+  }
+  if (const InventoryHost* h = inv_.FindHost(head)) {
+    if (dot != std::string::npos) {  // "node01.nic0"
+      const std::string nic = t.substr(dot + 1);
+      for (const auto& n : h->nics)
+        if (n.name == nic) {
+          FL_ASSIGN_OR_RETURN(Port p, NicPort(*h, n));
+          return std::vector<Port>{p};
+        }
+      return NotFoundError("inventory " + inv_.name + ": host " + h->name + " has no NIC '" + nic +
+                           "'");
+    }
+    for (const auto& n : h->nics)  // "node01": its wired NICs that may be touched
+      if (!n.sw.empty() && n.touch) ports.push_back(SwitchPort(n.sw, n.sw_port));
+    if (ports.empty())
+      return FailedPreconditionError("inventory " + inv_.name + ": host " + h->name +
+                                     " has no NIC wired to a switch that may be touched");
+    return ports;
+  }
+  if (IsRailName(t)) {  // "rail1": NIC 1 of every host, one switch port each
+    const size_t rail = std::stoul(t.substr(4));
+    if (inv_.hosts.empty() || rail >= inv_.hosts.front().nics.size())
+      return NotFoundError("inventory " + inv_.name + ": no rail " + t.substr(4));
+    for (const auto& h : inv_.hosts) {
+      const InventoryNic& n = h.nics[rail];
+      if (!n.sw.empty() && n.touch) ports.push_back(SwitchPort(n.sw, n.sw_port));
+    }
+    if (ports.empty())
+      return FailedPreconditionError("inventory " + inv_.name + ": no NIC of " + t +
+                                     " is wired to a switch and may be touched");
+    return ports;
+  }
+  std::string example = "rail0";
+  for (const auto& h : inv_.hosts)
+    for (const auto& n : h.nics)
+      if (!n.sw.empty() && n.touch && example == "rail0")
+        example = SwitchPortTarget(n.sw, n.sw_port) + ", " + h.name + "." + n.name + ", " + h.name +
+                  " or rail0";
+  return NotFoundError("inventory " + inv_.name + ": unknown switch-side link target '" + t +
+                       "' (use " + example + ")");
+}
+
+StatusOr<std::vector<Port>> InventoryFabricSite::Uplinks(std::string_view target) const {
+  const std::string t(target);
+  std::vector<Port> ports;
+  for (const auto& u : inv_.uplinks) {
+    for (const auto& [sw, port] : {std::pair{u.sw, u.port}, std::pair{u.peer_sw, u.peer_port}})
+      if (t == sw || t == SwitchPortTarget(sw, port)) ports.push_back(SwitchPort(sw, port));
+  }
+  if (ports.empty()) {
+    std::string example;
+    if (!inv_.uplinks.empty())
+      example = " (e.g. " + SwitchPortTarget(inv_.uplinks[0].sw, inv_.uplinks[0].port) + " or " +
+                inv_.uplinks[0].sw + ")";
+    return NotFoundError("inventory " + inv_.name + ": no uplink '" + t + "'" + example);
+  }
+  return ports;
+}
+
+StatusOr<std::vector<Port>> InventoryFabricSite::UpstreamOf(const Port& port) const {
+  return FailedPreconditionError("inventory " + inv_.name + ": '" + port.name +
+                                 "': a pause stall of a real switch port is not offered");
+}
+
+StatusOr<injectors::ContainerRef> InventoryFabricSite::Container(std::string_view target) const {
+  return NotFoundError("the fabric agent runs no containers ('" + std::string(target) +
+                       "' is its host's agent's)");
+}
+
+StatusOr<std::unique_ptr<InventoryFabricSite>> OpenInventoryFabricSite(const std::string& path) {
+  FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path));
+  if (!inv.has_switches())
+    return FailedPreconditionError(path +
+                                   ": --host fabric needs an inventory that lists switches "
+                                   "(this one has none: there is nothing for a fabric agent)");
+  return std::make_unique<InventoryFabricSite>(std::move(inv));
+}
+
 StatusOr<std::unique_ptr<InventorySite>> OpenInventorySite(const std::string& path,
                                                            const std::string& host,
                                                            const std::string& mgmt_ifname) {
-  FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path));
+  InventoryOptions options;
+  options.open_switch_drivers = false;  // a host's agent never acts on a switch
+  FL_ASSIGN_OR_RETURN(Inventory inv, LoadInventory(path, options));
   if (!inv.FindHost(host)) {
     std::string names;
     for (const auto& h : inv.hosts) names += (names.empty() ? "" : ", ") + h.name;

@@ -116,6 +116,23 @@ StatusOr<std::unique_ptr<Lab>> SlurmLabOfScenario(const std::string& text,
 
 }  // namespace
 
+std::string DefaultAgentFor(const std::string& target, const std::vector<JobHost>& hosts) {
+  for (const auto& h : hosts)
+    if (target == h.name || target.rfind(h.name + ".", 0) == 0) return h.name;
+  if (target.rfind("rank", 0) == 0) {
+    int r = std::atoi(target.c_str() + 4);
+    for (const auto& h : hosts) {
+      if (r < h.ranks) return h.name;
+      r -= h.ranks;
+    }
+  }
+  return "fabric";
+}
+
+std::string Lab::AgentFor(const std::string& /*kind*/, const std::string& target) const {
+  return DefaultAgentFor(target, hosts());
+}
+
 StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::string& lab_name) {
   if (!source.slurm_yaml.empty()) return SlurmLabOfScenario(source.slurm_yaml, source.path);
   std::string text = source.text;
@@ -177,6 +194,10 @@ StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& o) {
   }
   const std::string mgmt = o.coordinator.empty() ? "" : RouteInterface(o.coordinator);
   if (!o.inventory.empty()) {
+    if (host == "fabric") {  // the switch-side agent of an inventory with switches
+      FL_ASSIGN_OR_RETURN(auto fabric, OpenInventoryFabricSite(o.inventory));
+      return std::unique_ptr<Site>(std::move(fabric));
+    }
     FL_ASSIGN_OR_RETURN(auto site, OpenInventorySite(o.inventory, host, mgmt));
     return std::unique_ptr<Site>(std::move(site));
   }
@@ -193,7 +214,10 @@ StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& o) {
     if (!injectors::IsSafeName(o.slurm_nics[i], 15))
       return InvalidArgumentError("--slurm-nics: '" + o.slurm_nics[i] +
                                   "' is not an interface name");
-    h.nics.push_back({"nic" + std::to_string(i), o.slurm_nics[i], "", true});
+    InventoryNic nic;
+    nic.name = "nic" + std::to_string(i);
+    nic.ifname = o.slurm_nics[i];
+    h.nics.push_back(std::move(nic));
   }
   inv.hosts.push_back(h);
   return std::unique_ptr<Site>(std::make_unique<InventorySite>(std::move(inv), host, mgmt));

@@ -124,6 +124,9 @@ class Lab {
   // The agents the coordinator waits for, and for how long.
   virtual std::vector<std::string> agent_names() const = 0;
   virtual Nanos agent_wait() const = 0;
+  // The agent that acts on a fault of `kind` on `target` (one of agent_names()). Called after
+  // Provision. Default: DefaultAgentFor(target, hosts()).
+  virtual std::string AgentFor(const std::string& kind, const std::string& target) const;
   // An agent this lab started whose process ended on its own (crash, kill -9): its name and
   // how it ended, once per agent. Labs whose agents it did not start return nullopt (their
   // loss shows as a lapsed session).
@@ -147,6 +150,10 @@ class Lab {
   // a rendezvous folder); idempotent; nothing it did not make.
   virtual Status Teardown() = 0;
 };
+
+// The default routing of a fault to an agent: the host the target names ("h0", "h0.nic1"),
+// the host of a rank ("rank5", hosts in rank order), else "fabric" (switch-side targets).
+std::string DefaultAgentFor(const std::string& target, const std::vector<JobHost>& hosts);
 
 // Where a lab comes from: a topology or an inventory file (told apart by their keys), or a
 // scenario's inline `lab: {slurm: {...}}` section.

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/file_util.h"
+#include "injectors/switch_driver.h"
 
 namespace fl::harness {
 namespace {
@@ -203,6 +204,78 @@ TEST_CASE("agent policy: launches are bounded", "[unit]") {
   CHECK(CheckLaunch(shared, launch(1, 4), ok_args, dirs).code() == Code::kFailedPrecondition);
   CHECK(CheckLaunch(MustParse("allow_ranks: false\n"), launch(1, 4), ok_args, dirs).code() ==
         Code::kFailedPrecondition);
+}
+
+injectors::Port SwitchPort(const std::string& sw, const std::string& port) {
+  auto conn = std::make_shared<injectors::SwitchConn>();
+  conn->name = sw;
+  conn->address = "10.0.0.201";
+  injectors::Port p;
+  p.name = sw + "." + port;
+  p.sw = conn;
+  p.sw_port = port;
+  return p;
+}
+
+TEST_CASE("agent policy: switch_ports entries are SWITCH or SWITCH:PORT", "[unit]") {
+  AgentPolicy p = MustParse(
+      "allow_kinds: [tor_port_down]\nswitch_ports: [leaf1, \"leaf2:Ethernet12\", "
+      "\"leaf3:Ethernet1/1\"]\n");
+  CHECK(p.switch_ports ==
+        std::vector<std::string>{"leaf1", "leaf2:Ethernet12", "leaf3:Ethernet1/1"});
+  CHECK(MustParse("allow_kinds: [tor_port_down]\n").switch_ports.empty());
+  CHECK(ParseError("switch_ports: [leaf1, \"Leaf2\"]\n")
+            .rfind("p.yaml:1:23: switch_ports entries "
+                   "are SWITCH or SWITCH:PORT",
+                   0) == 0);
+  CHECK(ParseError("switch_ports: [\"leaf1:\"]\n").rfind("p.yaml:1:16: ", 0) == 0);
+  CHECK(ParseError("switch_ports: [\"leaf1:Eth 1\"]\n").rfind("p.yaml:1:16: ", 0) == 0);
+  CHECK(ParseError("switch_ports: [\":Ethernet1\"]\n").rfind("p.yaml:1:16: ", 0) == 0);
+  CHECK(ParseError("switch_ports: leaf1\n").rfind("p.yaml:1:15: ", 0) == 0);
+}
+
+TEST_CASE("agent policy: switch ports outside switch_ports are refused", "[unit]") {
+  injectors::Port kernel;
+  kernel.name = "node01.nic0";
+  kernel.ifname = "ens1f0";
+  const injectors::Port l1_12 = SwitchPort("leaf1", "Ethernet12");
+  const injectors::Port l1_16 = SwitchPort("leaf1", "Ethernet16");
+  const injectors::Port l2_12 = SwitchPort("leaf2", "Ethernet12");
+
+  // No switch_ports: every switch port is refused, kernel ports pass.
+  AgentPolicy none = MustParse("allow_kinds: [tor_port_down]\n");
+  CHECK(CheckSwitchPorts(none, {kernel}).ok());
+  CHECK(CheckSwitchPorts(none, {}).ok());
+  Status st = CheckSwitchPorts(none, {kernel, l1_12});
+  CHECK(st.code() == Code::kFailedPrecondition);
+  CHECK(st.message() ==
+        "policy: switch port leaf1:Ethernet12 (leaf1.Ethernet12) is not in switch_ports (the "
+        "policy names none: every switch port is refused)");
+
+  // A whole switch, or one port of it.
+  AgentPolicy some =
+      MustParse("allow_kinds: [tor_port_down]\nswitch_ports: [leaf1, \"leaf2:Ethernet16\"]\n");
+  CHECK(CheckSwitchPorts(some, {l1_12, l1_16, kernel}).ok());
+  st = CheckSwitchPorts(some, {l1_12, l2_12});
+  CHECK(st.code() == Code::kFailedPrecondition);
+  CHECK(st.message().find("leaf2:Ethernet12") != std::string::npos);
+  CHECK(st.message().find("names none") == std::string::npos);
+  AgentPolicy one =
+      MustParse("allow_kinds: [tor_port_down]\nswitch_ports: [\"leaf1:Ethernet16\"]\n");
+  CHECK(CheckSwitchPorts(one, {l1_16}).ok());
+  CHECK_FALSE(CheckSwitchPorts(one, {l1_16, l1_12}).ok());
+  // "leaf1" does not cover "leaf10".
+  CHECK_FALSE(CheckSwitchPorts(some, {SwitchPort("leaf10", "Ethernet12")}).ok());
+}
+
+
+TEST_CASE("agent policy: the shipped fabric agent policy parses", "[unit]") {
+  auto p = LoadAgentPolicy(std::string(FL_SOURCE_DIR) + "/configs/policies/fabric_agent.yaml");
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CHECK(p->switch_ports ==
+        std::vector<std::string>{"leaf0", "leaf1:Ethernet1/1", "leaf1:Ethernet49/1"});
+  CHECK_FALSE(p->allow_ranks);
 }
 
 }  // namespace
