@@ -16,6 +16,7 @@
 #include "harness/lab/slurm_lab.h"
 #include "harness/lab/topology.h"
 #include "injectors/journal.h"
+#include "injectors/ssh_template_driver.h"
 #include "injectors/sys.h"
 
 namespace fl::lab {
@@ -132,27 +133,6 @@ bool IsRailName(std::string_view s) {
 
 bool IsAbsolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
 
-// Stand-in for injectors::ResolveSwitchPreset (the ssh-template driver's; replace this with
-// it once merged): a bare name sonic|eos|nvue is configs/switches/NAME.yaml, looked up in the
-// current directory (as configs/policies/local_lab.yaml is) and beside the inventory's folder
-// (an inventory in configs/inventories/); anything else is a path relative to base_dir.
-StatusOr<std::string> ResolvePresetPath(std::string_view name_or_path,
-                                        const std::string& base_dir) {
-  const std::string n(name_or_path);
-  if (n == "sonic" || n == "eos" || n == "nvue") {
-    const std::string rel = "configs/switches/" + n + ".yaml";
-    const std::string beside =
-        (base_dir.empty() ? std::string(".") : base_dir) + "/../switches/" + n + ".yaml";
-    for (const std::string& c : {rel, beside})
-      if (access(c.c_str(), R_OK) == 0) return c;
-    return NotFoundError("switch preset '" + n + "': neither " + rel + " nor " + beside +
-                         " can be read");
-  }
-  if (n.empty()) return InvalidArgumentError("an empty preset name");
-  if (n[0] == '/') return n;
-  return (base_dir.empty() ? std::string(".") : base_dir) + "/" + n;
-}
-
 // What ParseSwitch leaves for the wiring checks: the driver (port patterns) and where the
 // switch was named.
 struct ParsedSwitch {
@@ -228,7 +208,7 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
     c.preset = preset;  // a host's agent never acts on a switch: its preset is not read
   } else if (doc.Has(n, "preset")) {
     const std::string dir = std::filesystem::path(source).parent_path().string();
-    auto path = ResolvePresetPath(preset, dir);
+    auto path = injectors::ResolveSwitchPreset(preset, dir);
     if (!path.ok())
       return doc.Error(n["preset"], "switch " + c.name + ": " + path.status().message());
     auto text = ReadFile(*path);

@@ -97,16 +97,16 @@ TEST_CASE(
     "[.root][integration]") {
   Env env(kSshSpine);
   auto inj = env.Make("tor_uplink_down");
-  FaultSpec spec{"tor_uplink_down", "tor0.up0", {}, 0, 1};
+  FaultSpec spec{"tor_uplink_down", "tor0p0.up0", {}, 0, 1};
   REQUIRE(TcpWorks(env.h0, env.h1, env.h1_addr, 5 * kNsPerSec).ok());
   auto h = InjectFault(*inj, spec, env.fabric(), &env.journal);
   INFO(h.status().ToString());
   REQUIRE(h.ok());
   CheckViaSwitch(*h);
-  CHECK_FALSE(env.ReadOnSwitch("tor0", "up0").admin_up);
+  CHECK_FALSE(env.ReadOnSwitch("tor0p0", "up0").admin_up);
   CHECK_FALSE(TcpWorks(env.h0, env.h1, env.h1_addr, 500 * kNsPerMs).ok());
   REQUIRE(RevertFault(*inj, *h, &env.journal).ok());
-  CHECK(env.ReadOnSwitch("tor0", "up0").admin_up);
+  CHECK(env.ReadOnSwitch("tor0p0", "up0").admin_up);
   CHECK(TcpWorks(env.h0, env.h1, env.h1_addr, 5 * kNsPerSec).ok());
 }
 
@@ -204,7 +204,7 @@ TEST_CASE(
        [&](SwitchConn& c) { c.key_file = other_key; },
        {"Permission denied"}},
       {"unreachable", "tor_port_down", unreachable, {"show interfaces status"}},
-      {"unreachable", "link_blackhole", unreachable, {"config acl add table"}},
+      {"unreachable", "link_blackhole", unreachable, {"show interfaces status"}},
       {"failing command",
        "tor_port_down",
        [](SwitchConn& c) {
