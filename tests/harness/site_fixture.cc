@@ -643,7 +643,9 @@ StatusOr<std::string> InventoryFixture::WriteFabricFiles() {
       up += "  - {switch: " + l.a_node + ", port: " + SwitchPortOf(l.a_node, l.a_if) +
             ", peer_switch: " + l.b_node + ", peer_port: " + SwitchPortOf(l.b_node, l.b_if) + "}\n";
   if (!up.empty()) sw += "uplinks:\n" + up;
-  FL_RETURN_IF_ERROR(harness::IssueCertificate(tls_dir(), "fabric", {}).status());
+  harness::IssueOptions fabric;
+  fabric.role = harness::CertRole::kFabricAgent;
+  FL_RETURN_IF_ERROR(harness::IssueCertificate(tls_dir(), "fabric", fabric).status());
   FL_RETURN_IF_ERROR(MakeDirs(journal_dir("fabric"), 0700));
   FL_RETURN_IF_ERROR(MakeDirs(state_dir("fabric"), 0700));
   fabric_policy_path_ = dir_ + "/fabric_policy.yaml";
