@@ -780,8 +780,26 @@ Status LocalLab::ProvisionSwitchMgmt() {
   for (size_t i = 0; i < switches.size(); ++i) {
     const std::string addr = Ip4(switches[i]->a_addr);
     const std::string& sw = switches[i]->a_node;
-    bool up = WaitUntil([&] { return !ProcessAlive(sshd_pids_[i]) || TcpAccepts(addr, 22); },
-                        deadline, 20 * kNsPerMs);
+    // First its own word that it listens (sshd -e logs "Server listening on ..."), then a
+    // connect from the root namespace. A veth that just came up drops what it is given until
+    // the kernel's linkwatch activates its queue (up to a second later); the first ARP request
+    // is lost that way, and the kernel would hold every later SYN to that address until its
+    // next ARP retry, another second: a connect that fails flushes the neighbour entry so that
+    // the next one asks again at once.
+    const std::string log = dir + "/sshd-" + sw + ".log";
+    auto listening = [&] {
+      auto text = ReadFile(log);
+      return text.ok() && text->find("Server listening") != std::string::npos;
+    };
+    bool up = WaitUntil(
+        [&] {
+          if (!ProcessAlive(sshd_pids_[i])) return true;
+          if (!listening()) return false;
+          if (TcpAccepts(addr, 22)) return true;
+          Ip("", {"neigh", "flush", "to", addr, "dev", plan_.root_mgmt_if}).IgnoreError();
+          return false;
+        },
+        deadline, 5 * kNsPerMs);
     if (!ProcessAlive(sshd_pids_[i]))
       return UnavailableError("sshd of switch " + sw +
                               " exited: " + Tail(dir + "/sshd-" + sw + ".log"));

@@ -112,7 +112,7 @@ TEST_CASE(
 
 TEST_CASE(
     "link_blackhole over SSH: an ACL on the ToR port drops everything while carrier stays "
-    "up; the revert removes it",
+    "up - the revert removes it",
     "[.root][integration]") {
   Env env(kSshRail);
   auto pair = TcpPair::Open(env.h0, env.h1, env.h1_addr);

@@ -69,7 +69,7 @@ bool CarrierOf(const std::string& netns, const std::string& ifname) {
 TEST_CASE(
     "faultline run on a local lab with switch_control: ssh - tor_port_down (rail4), a "
     "switch-side link_blackhole and tor_uplink_down (spine4) go over SSH with the SONiC "
-    "preset; ftccl survives with exact results",
+    "preset - ftccl survives with exact results",
     "[.root][integration]") {
   TempDir dir("fl_swssh");
   SwitchLog log;
@@ -165,7 +165,7 @@ std::string WriteScenario(const std::string& path, const std::string& name, cons
 
 TEST_CASE(
     "faultline run --lab INVENTORY with switches: the fabric agent makes tor_port_down, "
-    "tor_uplink_down and a switch-side link_blackhole over SSH; ftccl survives; nothing "
+    "tor_uplink_down and a switch-side link_blackhole over SSH - ftccl survives - nothing "
     "left",
     "[.root][integration]") {
   TempDir dir("fl_swinv");
@@ -204,7 +204,7 @@ TEST_CASE(
 
 TEST_CASE(
     "a switch the fabric agent cannot log in to ends the run naming the switch and the "
-    "command; nothing is applied",
+    "command - nothing is applied",
     "[.root][integration]") {
   TempDir dir("fl_swbad");
   // Every switch's key replaced by one the switches do not know.
