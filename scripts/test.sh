@@ -8,12 +8,12 @@
 # Before the main suite, the safety nets (docs/performance.md "Fuzzing (safety issue)"): a
 # second build directory (build-san: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
 # only the test binaries and the fuzz targets) runs the unit-labelled tests, then every
-# libFuzzer target for FL_FUZZ_SECONDS (default 30) from its seed corpus. The main suite
+# libFuzzer target for FL_FUZZ_SECONDS (default 20) from its seed corpus. The main suite
 # runs last, so the closing line is its ctest summary. Any failure stops with non-zero.
 # They run for the whole suite (no arguments, as CI calls it); with extra ctest arguments
 # (a developer's subset) only when FL_SANITIZERS=1.
 #   FL_SKIP_SANITIZERS=1   skip build-san in any case
-#   FL_SAN_BUILD_DIR       default build-san;  FL_FUZZ_SECONDS  default 30
+#   FL_SAN_BUILD_DIR       default build-san;  FL_FUZZ_SECONDS  default 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -40,7 +40,7 @@ if [ "$san" = 1 ]; then
     scripts/setup.sh fl_tests fl_fuzzers
   export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:print_stacktrace=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-  export FL_FUZZ_SECONDS=${FL_FUZZ_SECONDS:-30}
+  export FL_FUZZ_SECONDS=${FL_FUZZ_SECONDS:-20}
   # Tests that cannot work under the sanitizers: ctest -E regexes, each with its reason.
   # None yet (the whole unit suite has not run under them so far: docs/performance.md).
   san_skip=()

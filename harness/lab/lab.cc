@@ -169,7 +169,9 @@ void AddSiteFlags(CLI::App& app, SiteOptions* o) {
   app.add_option("--lab", o->local_lab, "the local lab whose host (or fabric) this agent acts on");
   app.add_option("--inventory", o->inventory,
                  "or: the inventory file of real hosts (configs/inventories/*.yaml); this agent\n"
-                 "acts on --host's NICs in its own network namespace and runs ranks in cgroups")
+                 "acts on --host's NICs in its own network namespace and runs ranks in cgroups;\n"
+                 "with --host fabric it is the fabric agent, acting on the inventory's switches\n"
+                 "over SSH (their switch_ports must be in its --policy)")
       ->check(CLI::ExistingFile);
   app.add_option("--slurm-nics", o->slurm_nics,
                  "or: a node of a Slurm lab (started by srun): its data NICs by interface name,\n"
