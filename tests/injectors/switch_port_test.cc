@@ -221,14 +221,14 @@ TEST_CASE(
        [](SwitchConn& c) {
          c.preset_text =
              ReplaceFirst(c.preset_text, "(up|down)\\s+down\\b'", "(up|down)\\s+sideways\\b'");
-         c.command_timeout = kNsPerSec;
+         c.command_timeout = 3 * kNsPerSec;
        },
        {"read-back", "show interfaces status Ethernet"}},
       {"read-back mismatch",
        "link_blackhole",
        [](SwitchConn& c) {
          c.preset_text = ReplaceFirst(c.preset_text, "9999\\s+DROP\\b", "9999\\s+DENY\\b");
-         c.command_timeout = kNsPerSec;
+         c.command_timeout = 3 * kNsPerSec;
        },
        {"read-back", "show acl rule"}},
   };
