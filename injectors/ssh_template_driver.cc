@@ -964,9 +964,8 @@ class SshTemplateDriver : public SwitchDriver {
     }
     Status rb = WaitReadback(op, a, vars, d);
     if (rb.ok()) {
-      FL_LOG(kInfo, "switch") << conn_.Describe() << ": " << SwitchOpName(op)
-                              << " read back after " << (MonoNowNs() - start) / kNsPerMs
-                              << " ms";
+      FL_LOG(kInfo, "switch") << conn_.Describe() << ": " << SwitchOpName(op) << " read back after "
+                              << (MonoNowNs() - start) / kNsPerMs << " ms";
       return OkStatus();
     }
     if (is_remove && !first_failure.ok() && rb.code() == Code::kFailedPrecondition)

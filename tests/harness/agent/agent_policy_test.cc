@@ -268,7 +268,6 @@ TEST_CASE("agent policy: switch ports outside switch_ports are refused", "[unit]
   CHECK_FALSE(CheckSwitchPorts(some, {SwitchPort("leaf10", "Ethernet12")}).ok());
 }
 
-
 TEST_CASE("agent policy: the shipped fabric agent policy parses", "[unit]") {
   auto p = LoadAgentPolicy(std::string(FL_SOURCE_DIR) + "/configs/policies/fabric_agent.yaml");
   INFO(p.status().ToString());
