@@ -67,7 +67,8 @@ StatusOr<std::unique_ptr<SwitchDriver>> DriverOf(const Port& p);
 Deadline SwitchDeadline(const Port& p);
 // "leaf1 Ethernet12" for messages, and the journal object a fault on it claims.
 std::string SwitchPortLabel(const Port& p);
-// Checks at Prepare that p's driver opens, knows the port name and has the operations.
-Status CheckDriverPort(const Port& p, std::string_view kind, const std::vector<SwitchOp>& ops);
+// At Prepare: p's driver, once it opened, knows the port name and has the operations.
+StatusOr<std::unique_ptr<SwitchDriver>> CheckDriverPort(const Port& p, std::string_view kind,
+                                                        const std::vector<SwitchOp>& ops);
 
 }  // namespace fl::injectors::internal

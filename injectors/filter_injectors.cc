@@ -60,11 +60,11 @@ class NftDropInjector : public Injector {
     FL_ASSIGN_OR_RETURN(auto ports, ResolveLinks(fabric, spec.target, side));
     for (const auto& p : ports) {
       if (UsesDriver(p)) {
-        FL_RETURN_IF_ERROR(CheckDriverPort(
-            p, kind(), {SwitchOp::kDropAdd, SwitchOp::kDropRemove, SwitchOp::kPortState}));
+        FL_ASSIGN_OR_RETURN(auto driver, CheckDriverPort(p, kind(),
+                                                         {SwitchOp::kDropAdd, SwitchOp::kDropRemove,
+                                                          SwitchOp::kPortState}));
         // The switch is reached (and the port known to it, with its link up) before the fault
         // is journaled: a switch that cannot be logged in to fails here, with nothing to undo.
-        FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
         FL_ASSIGN_OR_RETURN(SwitchPortState st, driver->ReadPort(p.sw_port, SwitchDeadline(p)));
         if (!st.oper_up)
           return FailedPreconditionError(std::string(kind()) + ": " + p.name + " (" +

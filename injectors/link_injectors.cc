@@ -124,10 +124,10 @@ class LinkDownInjector : public Injector {
     for (const auto& p : ports) {
       if (ViaDriver(p)) {
         // A real switch (or the local lab's over SSH): its driver, read back before anything.
-        FL_RETURN_IF_ERROR(CheckDriverPort(
-            p, kind(), {SwitchOp::kPortDown, SwitchOp::kPortUp, SwitchOp::kPortState}));
+        FL_ASSIGN_OR_RETURN(auto driver, CheckDriverPort(p, kind(),
+                                                         {SwitchOp::kPortDown, SwitchOp::kPortUp,
+                                                          SwitchOp::kPortState}));
         objects.push_back(ObjectName("link-admin", "switch:" + p.sw->name, p.sw_port));
-        FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
         FL_ASSIGN_OR_RETURN(SwitchPortState st, driver->ReadPort(p.sw_port, SwitchDeadline(p)));
         if (!st.admin_up) {
           std::string holder = HolderOf(objects.back(), FaultJournal());

@@ -21,7 +21,8 @@ std::string SwitchPortLabel(const Port& p) {
   return (p.sw ? p.sw->name : std::string("?")) + " " + p.sw_port;
 }
 
-Status CheckDriverPort(const Port& p, std::string_view kind, const std::vector<SwitchOp>& ops) {
+StatusOr<std::unique_ptr<SwitchDriver>> CheckDriverPort(const Port& p, std::string_view kind,
+                                                        const std::vector<SwitchOp>& ops) {
   FL_ASSIGN_OR_RETURN(auto driver, DriverOf(p));
   FL_RETURN_IF_ERROR(driver->CheckPortName(p.sw_port));
   for (SwitchOp op : ops)
@@ -29,7 +30,7 @@ Status CheckDriverPort(const Port& p, std::string_view kind, const std::vector<S
       return FailedPreconditionError(std::string(kind) + ": " + p.sw->Describe() + ": driver " +
                                      p.sw->driver + " (preset " + p.sw->preset + ") has no " +
                                      std::string(SwitchOpName(op)) + " operation");
-  return OkStatus();
+  return driver;
 }
 
 }  // namespace fl::injectors::internal

@@ -88,7 +88,7 @@ std::string ShimStateJson(const std::string& switch_name, const std::vector<Shim
 
 namespace {
 
-constexpr Nanos kNftTimeout = 5 * kNsPerSec;
+constexpr Nanos kToolTimeout = 5 * kNsPerSec;
 
 struct CliError {
   std::string message;
@@ -265,7 +265,7 @@ class Switch {
       if (!only.empty() && name != only) continue;
       auto st = injectors::GetLink("", ifname);
       injectors::CommandOptions o;
-      o.timeout = kNftTimeout;
+      o.timeout = kToolTimeout;
       auto out = injectors::RunChecked({"ip", "-s", "-j", "link", "show", "dev", ifname}, o);
       if (!st.ok() || !out.ok()) throw CliError{"cannot read the counters of " + name};
       auto j = ParseJson(*out, "ip -s -j link");
@@ -412,8 +412,6 @@ class Switch {
       stage = tables[table].value("stage", "ingress");
       for (const auto& p : tables[table]["ports"]) ifnames.push_back(Ifname(p.get<std::string>()));
     }
-    injectors::CommandOptions o;
-    o.timeout = kNftTimeout;
     auto& installed = state_["nft_installed"];  // ACL tables that have an nft table now
     if (!installed.is_object()) installed = nlohmann::json::object();
     if (ifnames.empty()) {
@@ -432,9 +430,8 @@ class Switch {
       rs += std::string("    ") + (stage == "egress" ? "oifname" : "iifname") + " \"" + ifn +
             "\" counter drop\n";
     rs += "  }\n}\n";
-    o.stdin_data = rs;
-    auto r = injectors::RunChecked({"nft", "-f", "-"}, o);
-    if (!r.ok()) throw CliError{"cannot apply ACL table " + table + ": " + r.status().ToString()};
+    Status r = injectors::NftApply("", rs);
+    if (!r.ok()) throw CliError{"cannot apply ACL table " + table + ": " + r.ToString()};
     installed[table] = true;
   }
 

@@ -12,12 +12,25 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "reports/store/store.h"
 #include "tests/child_process.h"
 
 namespace fl::testing {
 
 // The namespaces of labs made by `faultline run` ("fl-fl<6 hex>-<node>"); other tests'
 // namespaces come and go concurrently and are not ours to judge.
+// The one run a results file holds, loaded (fails the test when there is not exactly one).
+inline reports::RunData OnlyRun(const std::string& db) {
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto runs = (*store)->ListRuns({});
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  auto data = (*store)->LoadRun(runs->front().id);
+  REQUIRE(data.ok());
+  return std::move(*data);
+}
+
 inline std::set<std::string> Netns() {
   std::set<std::string> out;
   if (DIR* d = opendir("/run/netns")) {

@@ -31,23 +31,17 @@ struct SwitchLog {
 
 // The one run in db passed; every fault was made, reverted and its revert verified.
 void CheckPassed(const std::string& db, size_t faults) {
-  auto store = reports::Store::Open(db, {.create = false});
-  REQUIRE(store.ok());
-  auto runs = (*store)->ListRuns({});
-  REQUIRE(runs.ok());
-  REQUIRE(runs->size() == 1);
-  auto data = (*store)->LoadRun(runs->front().id);
-  REQUIRE(data.ok());
-  CHECK(data->run.status == reports::RunStatus::kPassed);
-  REQUIRE(data->faults.size() == faults);
-  for (const auto& f : data->faults) {
+  const reports::RunData data = OnlyRun(db);
+  CHECK(data.run.status == reports::RunStatus::kPassed);
+  REQUIRE(data.faults.size() == faults);
+  for (const auto& f : data.faults) {
     INFO(f.fault_id << " " << f.kind << " on " << f.target);
     CHECK(f.effective_wall_ns.has_value());
     CHECK(f.reverted_wall_ns.has_value());
     CHECK(f.revert_verified == std::optional<bool>(true));
   }
   size_t mismatches = 0;
-  for (const auto& s : data->samples) mismatches += s.mismatch ? 1 : 0;
+  for (const auto& s : data.samples) mismatches += s.mismatch ? 1 : 0;
   CHECK(mismatches == 0);
 }
 
