@@ -47,6 +47,19 @@ struct JobSpec {
   std::string compute_device = "auto";
   Nanos collective_timeout_ns = 10 * kNsPerSec;
   Nanos hang_timeout_ns = 30 * kNsPerSec;  // no progress on any rank for this long = hung
+  // Environment given to every rank (faultline-worker or a command), after the CCL's
+  // defaults (NCCL_IB_TIMEOUT, ...); recorded as tags. Keys are [A-Z_][A-Z0-9_]*.
+  std::map<std::string, std::string> env;
+  // A command job (`job: {command: [...]}`): this argv runs once per rank in the rank's
+  // container instead of faultline-worker, with RANK, WORLD_SIZE, LOCAL_RANK,
+  // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FAULTLINE_PROGRESS set. Empty: the
+  // built-in worker runs `workload`.
+  std::vector<std::string> command;
+  uint32_t ranks_per_host = 0;  // command job: ranks per host (0: the lab's default)
+  // Where a command job's progress is read: "nccl-tests" (its stdout), "lines" (the progress
+  // protocol in FAULTLINE_PROGRESS, workloads/progress/progress.h) or "exit" (only its exit
+  // status and the tail of its stderr).
+  std::string progress_format = "lines";
 };
 
 // When a fault fires, relative to the start of the steady state (after warm-up).
