@@ -12,14 +12,16 @@ BUILD_DIR=${FL_BUILD_DIR:-$ROOT/build}
 # sanitizer/libFuzzer runtimes: the build-san phase of scripts/test.sh; slurm-wlm (slurmctld,
 # slurmd, the clients) and munge: the SlurmLab root tests run a real Slurm on the local lab;
 # openssh-server and -client: the local lab's switch management plane runs an sshd in every
-# switch namespace, and the ssh-template switch driver runs the OpenSSH client).
+# switch namespace, and the ssh-template switch driver runs the OpenSSH client; prometheus
+# (promtool) and prometheus-pushgateway: the tests check `faultline report --openmetrics` with
+# promtool and push to a real Pushgateway on loopback).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev sqlite3 libboost-dev catch2 libibverbs-dev libyaml-cpp-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libmnl-dev libnftables-dev
   iproute2 nftables ethtool iperf3 procps util-linux
-  slurm-wlm munge openssh-server openssh-client
+  slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway
 )
 if [ -f "$ROOT/scripts/packages.extra" ]; then
   mapfile -t -O "${#PACKAGES[@]}" PACKAGES < <(grep -v '^#' "$ROOT/scripts/packages.extra" | grep .)

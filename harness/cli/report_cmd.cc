@@ -1,14 +1,17 @@
 // `faultline report`: HTML, JUnit and Markdown views of a stored run (reports/render).
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "common/file_util.h"
+#include "common/http_put.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/render/html.h"
 #include "reports/render/junit.h"
 #include "reports/render/markdown.h"
+#include "reports/render/openmetrics.h"
 #include "reports/store/store.h"
 
 namespace fl::harness {
@@ -36,11 +39,67 @@ bool WriteOutput(const std::string& what, const std::string& path, const std::st
   return true;
 }
 
+// RFC 4648 §5 (URL-safe, no padding is needed by the Pushgateway but it accepts it).
+std::string Base64Url(const std::string& in) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int k = 18; k >= 0; k -= 6) out += kAlphabet[(v >> k) & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += "=";
+  }
+  return out;
+}
+
+// PUT replaces the group job=faultline, scenario=NAME (and cluster=C when the run has that
+// tag): a dashboard sees each scenario's latest run.
+bool Push(const std::string& gateway, const reports::RunData& run, const std::string& text) {
+  auto url = ParseHttpUrl(gateway);
+  if (!url.ok()) {
+    std::fprintf(stderr, "faultline report: --pushgateway %s\n",
+                 url.status().ToUserString().c_str());
+    return false;
+  }
+  std::string path = url->path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  path += "/metrics/job/faultline/scenario@base64/" + Base64Url(run.run.scenario_name);
+  if (auto it = run.run.tags.find("cluster"); it != run.run.tags.end())
+    path += "/cluster@base64/" + Base64Url(it->second);
+  url->path = path;
+  auto reply = HttpSend("PUT", *url, "text/plain; version=0.0.4; charset=utf-8", text,
+                        Deadline::After(10 * kNsPerSec));
+  if (!reply.ok()) {
+    std::fprintf(stderr, "faultline report: pushing to %s: %s\n", gateway.c_str(),
+                 reply.status().ToUserString().c_str());
+    return false;
+  }
+  if (reply->status < 200 || reply->status > 299) {
+    std::fprintf(stderr, "faultline report: the Pushgateway at %s answered %d: %s\n",
+                 gateway.c_str(), reply->status, reply->body.substr(0, 300).c_str());
+    return false;
+  }
+  std::fprintf(stderr, "faultline report: pushed the metrics to %s%s (HTTP %d)\n", gateway.c_str(),
+               path.c_str(), reply->status);
+  return true;
+}
+
 }  // namespace
 
 void AddReportCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string run, db = "results.db", html, junit, md;
+    std::string run, db = "results.db", html, junit, md, openmetrics, pushgateway;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -48,7 +107,9 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       "views of a stored run: a self-contained HTML page (summary, verdicts, environment,\n"
       "throughput chart with fault windows and CCL events, detection/recovery per fault),\n"
       "JUnit XML (one testcase per expectation per fault) and a Markdown summary for CI\n"
-      "comments. Without an output option it prints a short text summary. Several outputs\n"
+      "comments, and the metrics for dashboards (Prometheus text format, as node_exporter's\n"
+      "textfile collector reads it, or pushed to a Pushgateway). Without an output option it "
+      "prints a short text summary. Several outputs\n"
       "may be written at once; '-' writes to standard output. Exit 0 when the outputs were\n"
       "written, whatever the verdicts (the run's own exit status carries those).");
   cmd->add_option("run", args->run, "run id (see faultline runs) or 'latest'")->required();
@@ -56,6 +117,12 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--html", args->html, "write the HTML report to this file");
   cmd->add_option("--junit", args->junit, "write JUnit XML to this file");
   cmd->add_option("--md", args->md, "write the Markdown summary to this file");
+  cmd->add_option("--openmetrics", args->openmetrics,
+                  "write the metrics in the Prometheus text format to this file (for\n"
+                  "node_exporter's textfile collector: name it *.prom in its directory)");
+  cmd->add_option("--pushgateway", args->pushgateway,
+                  "push the metrics to this Prometheus Pushgateway (http://HOST:PORT), group\n"
+                  "job=faultline, scenario=NAME (and cluster= when the run has that tag)");
   cmd->callback([args, exit_code] {
     CleanUpDeadRuns(args->db);
     auto store = reports::Store::Open(args->db, {.create = false});
@@ -72,7 +139,8 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       *exit_code = data.status().code() == Code::kNotFound ? kExitBadInput : kExitInfra;
       return;
     }
-    if (args->html.empty() && args->junit.empty() && args->md.empty()) {
+    if (args->html.empty() && args->junit.empty() && args->md.empty() &&
+        args->openmetrics.empty() && args->pushgateway.empty()) {
       std::string text = reports::render::RenderTextSummary(*data);
       std::fwrite(text.data(), 1, text.size(), stdout);
       *exit_code = 0;
@@ -85,6 +153,11 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       ok &= WriteOutput("JUnit XML", args->junit, reports::render::RenderJUnit(*data));
     if (!args->md.empty())
       ok &= WriteOutput("Markdown summary", args->md, reports::render::RenderMarkdown(*data));
+    if (!args->openmetrics.empty() || !args->pushgateway.empty()) {
+      const std::string text = reports::render::RenderOpenMetrics(*data);
+      if (!args->openmetrics.empty()) ok &= WriteOutput("metrics", args->openmetrics, text);
+      if (!args->pushgateway.empty()) ok &= Push(args->pushgateway, *data, text);
+    }
     *exit_code = ok ? 0 : kExitInfra;
   });
 }
