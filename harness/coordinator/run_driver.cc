@@ -17,6 +17,7 @@
 #include <set>
 
 #include "ccl_under_test/api/tcp_store.h"
+#include "common/build_info.h"
 #include "common/file_util.h"
 #include "common/ids.h"
 #include "common/json_util.h"
@@ -1079,7 +1080,15 @@ int Runner::Run() {
   rr.tags["ccl"] = scenario_.job.ccl;
   for (const auto& [k, v] : scenario_.job.ccl_options) rr.tags["ccl." + k] = v;
   if (!opts_.replay_of.empty()) rr.tags["replay_of"] = opts_.replay_of;
-  if (const char* rev = std::getenv("FAULTLINE_GIT_REVISION")) rr.git_revision = rev;
+  // The build's revision (a run from a git clone stores it); FAULTLINE_GIT_REVISION names
+  // another (the revision of the user's stack under test, say).
+  rr.git_revision = std::string(BuildGitRevision());
+  if (const char* rev = std::getenv("FAULTLINE_GIT_REVISION"); rev && *rev) rr.git_revision = rev;
+  // A CI system's commit and pipeline, as tags: runs can be traced back to the build that
+  // made them (GitLab, GitHub Actions, Jenkins).
+  for (const char* k : {"CI_COMMIT_SHA", "GITHUB_SHA", "BUILD_URL", "CI_PIPELINE_URL"})
+    if (const char* v = std::getenv(k); v && *v && !rr.tags.count(k))
+      rr.tags[k] = std::string(v).substr(0, 512);
   if (Status s = store_->CreateRun(rr); !s.ok()) {
     std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
     return kExitInfra;

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 
+#include "common/build_info.h"
 #include "common/file_util.h"
 #include "injectors/journal.h"
 #include "reports/store/store.h"
@@ -53,6 +55,9 @@ TEST_CASE(
   const char* old_path = std::getenv("PATH");
   std::string saved = old_path ? old_path : "";
   setenv("PATH", (".:" + dir.path() + ":" + saved).c_str(), 1);
+  // A CI system's commit becomes a tag; the run stores the build's own git revision.
+  setenv("GITHUB_SHA", "0123456789abcdef", 1);
+  unsetenv("FAULTLINE_GIT_REVISION");
   auto before = Netns();
   std::optional<int> rc;
   {
@@ -68,6 +73,7 @@ TEST_CASE(
     rc = f.Wait(Deadline::After(300 * kNsPerSec));
   }
   setenv("PATH", saved.c_str(), 1);
+  unsetenv("GITHUB_SHA");
   INFO(ReadFile(dir.path() + "/err.txt").value_or(""));
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
@@ -81,6 +87,13 @@ TEST_CASE(
   REQUIRE(runs->size() == 1);
   std::string run_dir = injectors::StateDir() + "/runs/" + runs->front().id;
   CHECK(access(run_dir.c_str(), F_OK) != 0);
+  // Built from a git clone (CI's is one): the revision is there, as `faultline --version` says.
+  CHECK(runs->front().git_revision == BuildGitRevision());
+  if (access((std::string(FL_SOURCE_DIR) + "/.git").c_str(), F_OK) == 0)
+    CHECK_FALSE(runs->front().git_revision.empty());
+  CHECK(runs->front().tags.count("GITHUB_SHA") == 1);
+  if (runs->front().tags.count("GITHUB_SHA"))
+    CHECK(runs->front().tags.at("GITHUB_SHA") == "0123456789abcdef");
 }
 
 // A run whose expectation fails (the job survives a throttle, the scenario says it must not)
@@ -129,6 +142,31 @@ TEST_CASE("faultline run --keep-run-dir: a failed run's directory is kept, witho
   } remove{run_dir};
   CHECK(access(run_dir.c_str(), F_OK) == 0);
   CHECK(access((run_dir + "/token").c_str(), F_OK) != 0);
+}
+
+}  // namespace
+}  // namespace fl::harness
+
+namespace fl::harness {
+namespace {
+
+std::string Capture(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  return out;
+}
+
+TEST_CASE("faultline --version and faultline version print the version and git revision",
+          "[unit]") {
+  const std::string bin = std::string(FL_BUILD_DIR) + "/bin/faultline";
+  const std::string rev = BuildGitRevision().empty() ? "unknown" : std::string(BuildGitRevision());
+  const std::string want = "faultline " + std::string(BuildVersion()) + " (git " + rev + ")\n";
+  CHECK(Capture(bin + " --version") == want);
+  CHECK(Capture(bin + " version") == want);
 }
 
 }  // namespace
