@@ -150,7 +150,8 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
     if (!args->html.empty())
       ok &= WriteOutput("HTML report", args->html, reports::render::RenderHtml(*data));
     if (!args->junit.empty())
-      ok &= WriteOutput("JUnit XML", args->junit, reports::render::RenderJUnit(*data));
+      ok &= WriteOutput("JUnit XML", args->junit,
+                        reports::render::RenderJUnit(*data, {args->db, args->html}));
     if (!args->md.empty())
       ok &= WriteOutput("Markdown summary", args->md, reports::render::RenderMarkdown(*data));
     if (!args->openmetrics.empty() || !args->pushgateway.empty()) {

@@ -18,7 +18,7 @@
 #include "common/ids.h"
 #include "common/json_util.h"
 #include "common/process.h"
-#include "harness/suite/junit.h"
+#include "reports/render/junit.h"
 
 namespace fl::harness::suite {
 namespace {
@@ -259,6 +259,8 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
         }
         auto v = (*reader)->Verdicts(o.run_id);
         if (v.ok()) o.verdicts = std::move(*v);
+        auto f = (*reader)->store().LoadFaults(o.run_id);
+        if (f.ok()) o.faults = std::move(*f);
       }
     }
     if (o.exit_code != 0 && o.exit_code != 1) {
@@ -332,7 +334,7 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
   result.seconds = static_cast<double>(MonoNowNs() - t0) / 1e9;
   result.exit_code = ExitCodeOf(result);
   if (!options.junit_path.empty()) {
-    Status st = WriteFileAtomic(options.junit_path, SuiteJUnit(suite, result));
+    Status st = WriteFileAtomic(options.junit_path, SuiteJUnit(suite, result, options.db_path));
     if (!st.ok()) {
       say("cannot write " + options.junit_path + ": " + st.ToUserString());
       if (result.exit_code == 0) result.exit_code = 3;
@@ -355,35 +357,47 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
   return result;
 }
 
-std::string SuiteJUnit(const Suite& suite, const SuiteResult& result) {
-  JUnitWriter w("faultline suite " + suite.name);
+std::string SuiteJUnit(const Suite& suite, const SuiteResult& result, const std::string& db_path) {
+  using Doc = reports::render::JUnitDocument;
+  Doc w("faultline suite " + suite.name);
   std::vector<std::string> groups;
   for (const auto& r : result.runs)
     if (std::find(groups.begin(), groups.end(), r.plan.group) == groups.end())
       groups.push_back(r.plan.group);
   for (const auto& g : groups) {
-    JUnitWriter::Suite& ts = w.AddSuite(g);
-    ts.properties["suite_run"] = result.suite_run;
+    Doc::Suite& ts = w.AddSuite(g);
+    ts.properties.emplace_back("suite_run", result.suite_run);
     for (const auto& r : result.runs) {
       if (r.plan.group != g) continue;
       std::string cls = "rep" + std::to_string(r.plan.rep);
       if (!r.run_id.empty()) cls += "." + r.run_id;
       if (r.verdicts.empty() || (r.exit_code != 0 && r.exit_code != 1)) {
-        JUnitWriter::Case c{cls, "run", r.seconds};
+        Doc::Case c;
+        c.classname = cls;
+        c.name = "run";
+        c.seconds = r.seconds;
         c.error = r.error.empty() ? "the run gave no verdicts" : r.error;
-        c.system_out = "run " + (r.run_id.empty() ? std::string("-") : r.run_id);
+        c.system_out = r.run_id.empty()
+                           ? "run -"
+                           : "run: " + r.run_id +
+                                 "\nreplay: " + reports::render::ReplayCommand(r.run_id, db_path);
         ts.cases.push_back(std::move(c));
+        if (r.verdicts.empty()) continue;
       }
-      for (const auto& v : r.verdicts) {
-        JUnitWriter::Case c{cls, v.expectation + (v.fault_id ? " " + *v.fault_id : ""), 0};
-        if (!v.passed) c.failure = v.message.empty() ? "failed" : v.message;
-        c.system_out = "run " + r.run_id + ": " + v.message;
-        ts.cases.push_back(std::move(c));
-      }
+      reports::RunData d;
+      if (r.run) d.run = *r.run;
+      d.run.id = r.run_id;
+      d.faults = r.faults;
+      d.verdicts = r.verdicts;
+      if (!r.run) d.run.status = reports::RunStatus::kFailed;  // no "run" case of its own
+      for (auto& c : reports::render::JUnitCasesForRun(d, cls, {db_path, {}}))
+        if (c.name != "run") ts.cases.push_back(std::move(c));
     }
     for (const auto& reg : result.regressions) {
       if (reg.group != g) continue;
-      JUnitWriter::Case c{"history", "regression", 0};
+      Doc::Case c;
+      c.classname = "history";
+      c.name = "regression";
       if (reg.baseline_runs.empty()) {
         c.skipped = "no earlier passing run with the same tags";
       } else {

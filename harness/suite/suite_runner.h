@@ -56,6 +56,7 @@ struct RunOutcome {
   std::string run_id;  // empty when the run never reached the store (bad input)
   std::optional<reports::RunRecord> run;
   std::vector<reports::VerdictRecord> verdicts;
+  std::vector<reports::FaultRecord> faults;  // for the JUnit cases' times and names
   double seconds = 0;
   std::string error;  // why it did not give verdicts (stderr tail), when it did not
 };
@@ -78,6 +79,7 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options);
 // of each run (a failed verdict is a <failure>), one per run that ended without verdicts
 // (an <error>), and one "regression" testcase per group (a <failure> listing the regressed
 // metrics, <skipped> when there was no baseline).
-std::string SuiteJUnit(const Suite& suite, const SuiteResult& result);
+std::string SuiteJUnit(const Suite& suite, const SuiteResult& result,
+                       const std::string& db_path = {});
 
 }  // namespace fl::harness::suite

@@ -422,29 +422,7 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
         {id, hosts.Text(0), hosts.Text(1), hosts.Int(2), hosts.Int(3), hosts.Text(4)});
   }
 
-  FL_ASSIGN_OR_RETURN(
-      auto faults,
-      db_->Prepare("SELECT fault_id, kind, target, params_json, scheduled_wall_ns, "
-                   "requested_wall_ns, effective_wall_ns, reverted_wall_ns, revert_verified "
-                   "FROM faults WHERE run_id = ?1 ORDER BY coalesce(effective_wall_ns, "
-                   "requested_wall_ns, scheduled_wall_ns), fault_id"));
-  faults.Bind(1, id);
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, faults.Step());
-    if (!row) break;
-    FaultRecord f;
-    f.run_id = id;
-    f.fault_id = faults.Text(0);
-    f.kind = faults.Text(1);
-    f.target = faults.Text(2);
-    f.params_json = faults.Text(3);
-    f.scheduled_wall_ns = faults.OptInt(4);
-    f.requested_wall_ns = faults.OptInt(5);
-    f.effective_wall_ns = faults.OptInt(6);
-    f.reverted_wall_ns = faults.OptInt(7);
-    f.revert_verified = OptBool(faults, 8);
-    d.faults.push_back(std::move(f));
-  }
+  FL_ASSIGN_OR_RETURN(d.faults, LoadFaultsLocked(id));
 
   uint64_t dropped = 0;
   FL_ASSIGN_OR_RETURN(auto samples,
@@ -494,6 +472,39 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
 StatusOr<std::vector<MetricRecord>> Store::LoadMetrics(const std::string& run_id) {
   std::lock_guard lock(mu_);
   return LoadMetricsLocked(run_id);
+}
+
+StatusOr<std::vector<FaultRecord>> Store::LoadFaults(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  return LoadFaultsLocked(run_id);
+}
+
+StatusOr<std::vector<FaultRecord>> Store::LoadFaultsLocked(const std::string& id) {
+  FL_ASSIGN_OR_RETURN(
+      auto faults,
+      db_->Prepare("SELECT fault_id, kind, target, params_json, scheduled_wall_ns, "
+                   "requested_wall_ns, effective_wall_ns, reverted_wall_ns, revert_verified "
+                   "FROM faults WHERE run_id = ?1 ORDER BY coalesce(effective_wall_ns, "
+                   "requested_wall_ns, scheduled_wall_ns), fault_id"));
+  faults.Bind(1, id);
+  std::vector<FaultRecord> out;
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, faults.Step());
+    if (!row) break;
+    FaultRecord f;
+    f.run_id = id;
+    f.fault_id = faults.Text(0);
+    f.kind = faults.Text(1);
+    f.target = faults.Text(2);
+    f.params_json = faults.Text(3);
+    f.scheduled_wall_ns = faults.OptInt(4);
+    f.requested_wall_ns = faults.OptInt(5);
+    f.effective_wall_ns = faults.OptInt(6);
+    f.reverted_wall_ns = faults.OptInt(7);
+    f.revert_verified = OptBool(faults, 8);
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 StatusOr<std::vector<VerdictRecord>> Store::LoadVerdicts(const std::string& run_id) {

@@ -95,6 +95,8 @@ class Store {
   // Only a run's metrics / verdicts (in insertion order), without its telemetry.
   [[nodiscard]] StatusOr<std::vector<MetricRecord>> LoadMetrics(const std::string& run_id);
   [[nodiscard]] StatusOr<std::vector<VerdictRecord>> LoadVerdicts(const std::string& run_id);
+  // A run's faults, by effective (else requested, else scheduled) time.
+  [[nodiscard]] StatusOr<std::vector<FaultRecord>> LoadFaults(const std::string& run_id);
 
   [[nodiscard]] StatusOr<int> SchemaVersion();
   const std::string& path() const { return db_->path(); }
@@ -107,6 +109,7 @@ class Store {
   Status LoadTagsLocked(RunRecord& run);
   StatusOr<std::vector<MetricRecord>> LoadMetricsLocked(const std::string& id);
   StatusOr<std::vector<VerdictRecord>> LoadVerdictsLocked(const std::string& id);
+  StatusOr<std::vector<FaultRecord>> LoadFaultsLocked(const std::string& id);
 
   std::mutex mu_;
   std::unique_ptr<sql::Db> db_;

@@ -6,8 +6,8 @@
 
 #include <regex>
 
-#include "harness/suite/junit.h"
 #include "harness/suite/suite_runner.h"
+#include "reports/render/escape.h"
 #include "reports/store/store.h"
 #include "tests/test_util.h"
 
@@ -213,13 +213,14 @@ TEST_CASE("suite JUnit: one case per verdict - errors for runs without verdicts 
   CHECK(xml.find("<testsuite name=\"b.yaml [gloo]\" tests=\"2\" failures=\"0\" errors=\"1\" "
                  "skipped=\"1\"") != std::string::npos);
   CHECK(Count(xml, "<testcase ") == 7);
-  CHECK(xml.find("<failure message=\"3000 ms &gt; 2000 ms &amp; &lt;more&gt;\">") !=
-        std::string::npos);
+  CHECK(xml.find("<failure type=\"max_detection_ms\" message=\"3000 ms &gt; 2000 ms &amp; "
+                 "&lt;more&gt;\">") != std::string::npos);
   CHECK(xml.find("<failure message=\"f0/detection_latency_ms: 300 -&gt; 900 ms") !=
         std::string::npos);
   CHECK(xml.find("classname=\"rep2.r2\" name=\"max_detection_ms f0\"") != std::string::npos);
   CHECK(xml.find("lab provisioning failed") != std::string::npos);
-  CHECK(JUnitWriter::Escape(std::string("a\x01z\"'")) == "a?z&quot;&#39;");
+  // Every case of a run that reached the store says how to replay it.
+  CHECK(xml.find("replay: faultline replay r2") != std::string::npos);
 }
 
 }  // namespace

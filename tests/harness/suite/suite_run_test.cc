@@ -132,7 +132,9 @@ TEST_CASE(
   CHECK(c.failure_elems == failed);
   CHECK(c.errors == 0);
   CHECK(c.skipped == 2);
-  CHECK(xml->find("<failure message=\"outcome survived") != std::string::npos);
+  CHECK(xml->find("<failure type=\"survives\" message=\"outcome survived") != std::string::npos);
+  CHECK(xml->find("replay: faultline replay " + runs->at(1).id + " --db " + db) !=
+        std::string::npos);
   CHECK(xml->find("classname=\"rep1." + runs->at(1).id + "\" name=\"survives\"") !=
         std::string::npos);
 }

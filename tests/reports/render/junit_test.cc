@@ -119,6 +119,14 @@ TEST_CASE("faultline report --junit: counts match the verdicts in the database",
     INFO(v.expectation << " " << v.fault_id);
     REQUIRE(match != nullptr);
     CHECK(*match->Attr("classname") == run.run.scenario_name);
+    // Its time: the run's for a run-level expectation, the fault's window for a per-fault one
+    // (the synthetic faults last fault_duration_s); its output: how to replay the run.
+    const double want_s = v.fault_id.empty() ? spec.duration_s : spec.fault_duration_s;
+    CHECK(std::stod(*match->Attr("time")) == Approx(want_s).margin(0.002));
+    auto out = match->Children("system-out");
+    REQUIRE(out.size() == 1);
+    CHECK(out[0]->text.find("replay: faultline replay " + run.run.id + " --db " + db) !=
+          std::string::npos);
     auto failure = match->Children("failure");
     CHECK(failure.size() == (v.passed ? 0u : 1u));
     if (!v.passed) {
