@@ -9,6 +9,7 @@
 #include "common/http_put.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/render/html.h"
+#include "reports/render/json_view.h"
 #include "reports/render/junit.h"
 #include "reports/render/markdown.h"
 #include "reports/render/openmetrics.h"
@@ -100,6 +101,7 @@ bool Push(const std::string& gateway, const reports::RunData& run, const std::st
 void AddReportCommands(CLI::App& app, int* exit_code) {
   struct Args {
     std::string run, db = "results.db", html, junit, md, openmetrics, pushgateway;
+    bool json = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -117,6 +119,9 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--html", args->html, "write the HTML report to this file");
   cmd->add_option("--junit", args->junit, "write JUnit XML to this file");
   cmd->add_option("--md", args->md, "write the Markdown summary to this file");
+  cmd->add_flag("--json", args->json,
+                "print the run as JSON (record, hosts, faults with their metrics, verdicts)\n"
+                "instead of the text summary");
   cmd->add_option("--openmetrics", args->openmetrics,
                   "write the metrics in the Prometheus text format to this file (for\n"
                   "node_exporter's textfile collector: name it *.prom in its directory)");
@@ -141,7 +146,8 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
     }
     if (args->html.empty() && args->junit.empty() && args->md.empty() &&
         args->openmetrics.empty() && args->pushgateway.empty()) {
-      std::string text = reports::render::RenderTextSummary(*data);
+      std::string text = args->json ? reports::render::RunJson(*data) + "\n"
+                                    : reports::render::RenderTextSummary(*data);
       std::fwrite(text.data(), 1, text.size(), stdout);
       *exit_code = 0;
       return;

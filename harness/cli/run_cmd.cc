@@ -11,6 +11,7 @@
 #include "common/yaml_util.h"
 #include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
+#include "reports/render/json_view.h"
 #include "reports/store/store.h"
 
 namespace fl::harness {
@@ -126,6 +127,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   auto* runs = app.add_subcommand("runs", "list the runs in the results database, newest first");
   runs->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
   runs->add_option("--limit", args->limit, "how many")->capture_default_str();
+  runs->add_flag("--json", args->json, "print the runs as a JSON array");
   runs->callback([args, exit_code] {
     CleanUpDeadRuns(args->db);
     auto store = reports::Store::Open(args->db, {.create = false});
@@ -145,6 +147,11 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     if (!list.ok()) {
       std::fprintf(stderr, "faultline runs: %s\n", list.status().ToUserString().c_str());
       *exit_code = 3;
+      return;
+    }
+    if (args->json) {
+      std::printf("%s\n", reports::render::RunListJson(*list).c_str());
+      *exit_code = 0;
       return;
     }
     std::printf("%-24s %-20s %-8s %-24s %8s  %s\n", "run", "scenario", "status", "started", "seed",

@@ -16,6 +16,7 @@
 #include "harness/suite/suite_runner.h"
 #include "reports/compare/compare.h"
 #include "reports/compare/history.h"
+#include "reports/compare/json.h"
 #include "reports/compare/run_metrics.h"
 
 namespace fl::harness {
@@ -37,7 +38,7 @@ bool WriteOut(const char* cmd, const std::string& path, const std::string& text)
                  st.ToUserString().c_str());
     return false;
   }
-  std::printf("wrote %s\n", path.c_str());
+  std::fprintf(stderr, "wrote %s\n", path.c_str());  // stdout stays clean for --json
   return true;
 }
 
@@ -46,6 +47,7 @@ void AddSuite(CLI::App& app, int* exit_code) {
     std::string file, db = "results.db", junit, policy, lab;
     uint32_t repeat = 0;
     std::vector<std::string> tags;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand(
@@ -61,6 +63,8 @@ void AddSuite(CLI::App& app, int* exit_code) {
   c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
   c->add_option("--tag", a->tags, "k=v tag on every run (repeatable), e.g. fw=22.41");
   c->add_option("--policy", a->policy, "agent policy file passed to every run");
+  c->add_flag("--json", a->json,
+              "print the result as JSON on stdout (progress lines go to stderr)");
   c->add_option("--lab", a->lab,
                 "run every scenario on this lab (a topology or an inventory of real hosts)\n"
                 "instead of each scenario's own `lab:`")
@@ -71,6 +75,7 @@ void AddSuite(CLI::App& app, int* exit_code) {
     o.db_path = a->db;
     o.repeat = a->repeat;
     o.junit_path = a->junit;
+    if (a->json) o.progress = stderr;
     if (!ParseKeyValues("suite", "--tag", a->tags, &o.tags)) {
       *exit_code = 2;
       return;
@@ -95,7 +100,9 @@ void AddSuite(CLI::App& app, int* exit_code) {
       return;
     }
     CleanUpDeadRuns(o.db_path);
-    *exit_code = suite::RunSuite(*s, o).exit_code;
+    suite::SuiteResult result = suite::RunSuite(*s, o);
+    if (a->json) std::printf("%s\n", suite::SuiteResultJson(*s, result).c_str());
+    *exit_code = result.exit_code;
   });
 }
 
@@ -103,6 +110,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
   struct Args {
     std::string a, b, db = "results.db", md, html, suite, scenario;
     std::vector<std::string> metrics, tolerances;
+    bool json = false;
     double confidence = 0.95;
     int resamples = 4000;
     uint64_t seed = 1;
@@ -119,6 +127,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
   c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
   c->add_option("--md", a->md, "also write a Markdown table to this file");
   c->add_option("--html", a->html, "also write a self-contained HTML page to this file");
+  c->add_flag("--json", a->json, "print the comparison as JSON instead of the table");
   c->add_option("--metric", a->metrics,
                 "only this metric (repeatable): a name (detection_latency_ms) or a key "
                 "(f0/detection_latency_ms)");
@@ -187,7 +196,11 @@ void AddCompare(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    std::fputs(cmp::RenderText(result).c_str(), stdout);
+    if (a->json) {
+      std::printf("%s\n", cmp::ComparisonJson(result).c_str());
+    } else {
+      std::fputs(cmp::RenderText(result).c_str(), stdout);
+    }
     bool ok = true;
     if (!a->md.empty()) ok = WriteOut("compare", a->md, cmp::RenderMarkdown(result)) && ok;
     if (!a->html.empty()) ok = WriteOut("compare", a->html, cmp::RenderHtml(result)) && ok;
@@ -200,6 +213,7 @@ void AddHistory(CLI::App& app, int* exit_code) {
     std::string scenario, db = "results.db", html;
     std::vector<std::string> metrics, tags;
     size_t limit = 50;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand(
@@ -212,6 +226,7 @@ void AddHistory(CLI::App& app, int* exit_code) {
   c->add_option("--html", a->html, "write a self-contained HTML page with an SVG chart per metric");
   c->add_option("--tag", a->tags, "only runs with this k=v tag (repeatable)");
   c->add_option("--limit", a->limit, "the newest N finished runs (0: all)")->capture_default_str();
+  c->add_flag("--json", a->json, "print the series as JSON instead of the table");
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
     cmp::HistoryOptions o;
@@ -231,7 +246,11 @@ void AddHistory(CLI::App& app, int* exit_code) {
       *exit_code = ErrorExit("history", series.status());
       return;
     }
-    std::fputs(cmp::RenderHistoryText(a->scenario, *series).c_str(), stdout);
+    if (a->json) {
+      std::printf("%s\n", cmp::HistoryJson(a->scenario, *series).c_str());
+    } else {
+      std::fputs(cmp::RenderHistoryText(a->scenario, *series).c_str(), stdout);
+    }
     if (!a->html.empty() &&
         !WriteOut("history", a->html, cmp::RenderHistoryHtml(a->scenario, *series))) {
       *exit_code = 3;

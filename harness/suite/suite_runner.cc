@@ -18,6 +18,8 @@
 #include "common/ids.h"
 #include "common/json_util.h"
 #include "common/process.h"
+#include "reports/compare/json.h"
+#include "reports/render/json_view.h"
 #include "reports/render/junit.h"
 
 namespace fl::harness::suite {
@@ -355,6 +357,44 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
                 result.interrupted ? ", interrupted" : "", result.seconds, result.exit_code);
   say(summary);
   return result;
+}
+
+std::string SuiteResultJson(const Suite& suite, const SuiteResult& result) {
+  using nlohmann::json;
+  json runs = json::array();
+  for (const auto& r : result.runs) {
+    json verdicts = json::parse(reports::render::VerdictListJson(r.verdicts));
+    json status = r.run ? json(std::string(reports::RunStatusName(r.run->status))) : json(nullptr);
+    runs.push_back({{"group", r.plan.group},
+                    {"rep", r.plan.rep},
+                    {"run_id", r.run_id.empty() ? json(nullptr) : json(r.run_id)},
+                    {"exit_code", r.exit_code},
+                    {"seconds", r.seconds},
+                    {"error", r.error},
+                    {"status", status},
+                    {"verdicts", verdicts}});
+  }
+  json regressions = json::array();
+  for (const auto& g : result.regressions) {
+    json keys = json::array();
+    for (const auto* m : g.Regressed()) keys.push_back(m->key);
+    json comparison = g.baseline_runs.empty()
+                          ? json(nullptr)
+                          : json::parse(reports::compare::ComparisonJson(g.comparison));
+    regressions.push_back({{"group", g.group},
+                           {"baseline_runs", g.baseline_runs},
+                           {"current_runs", g.current_runs},
+                           {"regressed", keys},
+                           {"comparison", comparison}});
+  }
+  json j = {{"suite", suite.name},
+            {"suite_run", result.suite_run},
+            {"seconds", result.seconds},
+            {"exit_code", result.exit_code},
+            {"interrupted", result.interrupted},
+            {"runs", runs},
+            {"regressions", regressions}};
+  return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 std::string SuiteJUnit(const Suite& suite, const SuiteResult& result, const std::string& db_path) {

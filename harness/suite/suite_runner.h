@@ -79,6 +79,11 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options);
 // of each run (a failed verdict is a <failure>), one per run that ended without verdicts
 // (an <error>), and one "regression" testcase per group (a <failure> listing the regressed
 // metrics, <skipped> when there was no baseline).
+// `faultline suite --json`: {"suite", "suite_run", "seconds", "exit_code", "interrupted",
+// "runs": [{group, rep, run_id, exit_code, seconds, error, status, verdicts: [...]}],
+// "regressions": [{group, baseline_runs, current_runs, regressed: [keys], comparison}]}.
+std::string SuiteResultJson(const Suite& suite, const SuiteResult& result);
+
 std::string SuiteJUnit(const Suite& suite, const SuiteResult& result,
                        const std::string& db_path = {});
 

@@ -6,7 +6,9 @@
 
 #include <regex>
 
+#include <nlohmann/json.hpp>
 #include "harness/suite/suite_runner.h"
+
 #include "reports/render/escape.h"
 #include "reports/store/store.h"
 #include "tests/test_util.h"
@@ -219,6 +221,14 @@ TEST_CASE("suite JUnit: one case per verdict - errors for runs without verdicts 
         std::string::npos);
   CHECK(xml.find("classname=\"rep2.r2\" name=\"max_detection_ms f0\"") != std::string::npos);
   CHECK(xml.find("lab provisioning failed") != std::string::npos);
+  // --json: the same runs and regressions.
+  auto j = nlohmann::json::parse(SuiteResultJson(s, r));
+  REQUIRE(j["runs"].size() == 3);
+  CHECK(j["runs"][2]["exit_code"] == 3);
+  CHECK(j["runs"][2]["error"] == crash.error);
+  REQUIRE(j["regressions"].size() == 2);
+  CHECK(j["regressions"][0]["regressed"][0] == "f0/detection_latency_ms");
+  CHECK(j["regressions"][1]["comparison"].is_null());  // no baseline
   // Every case of a run that reached the store says how to replay it.
   CHECK(xml.find("replay: faultline replay r2") != std::string::npos);
 }

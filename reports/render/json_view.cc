@@ -1,0 +1,129 @@
+#include "reports/render/json_view.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+
+namespace fl::reports::render {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+json Opt(const std::optional<Nanos>& v) { return v ? json(*v) : json(nullptr); }
+
+json RecordObject(const RunRecord& r) {
+  json j = {{"run_id", r.id},
+            {"scenario", r.scenario_name},
+            {"status", std::string(RunStatusName(r.status))},
+            {"seed", r.seed},
+            {"git_revision", r.git_revision},
+            {"started", FormatWallIso(r.start_wall_ns)},
+            {"start_wall_ns", r.start_wall_ns},
+            {"end_wall_ns", Opt(r.end_wall_ns)},
+            {"message", r.message},
+            {"tags", r.tags}};
+  j["duration_s"] = r.end_wall_ns && *r.end_wall_ns >= r.start_wall_ns
+                        ? json(static_cast<double>(*r.end_wall_ns - r.start_wall_ns) / 1e9)
+                        : json(nullptr);
+  return j;
+}
+
+// The object in text, or the text as a string when it is not JSON.
+json ParseOrString(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json(text) : j;
+}
+
+json VerdictArray(std::span<const VerdictRecord> verdicts) {
+  json a = json::array();
+  for (const auto& v : verdicts)
+    a.push_back({{"expectation", v.expectation},
+                 {"fault", v.fault_id ? json(*v.fault_id) : json(nullptr)},
+                 {"passed", v.passed},
+                 {"observed", v.observed ? json(*v.observed) : json(nullptr)},
+                 {"limit", v.limit ? json(*v.limit) : json(nullptr)},
+                 {"message", v.message}});
+  return a;
+}
+
+}  // namespace
+
+std::string VerdictListJson(std::span<const VerdictRecord> verdicts) {
+  return Dump(VerdictArray(verdicts));
+}
+
+std::string RunRecordJson(const RunRecord& run) { return Dump(RecordObject(run)); }
+
+std::string RunListJson(std::span<const RunRecord> runs) {
+  json a = json::array();
+  for (const auto& r : runs) a.push_back(RecordObject(r));
+  return Dump(a);
+}
+
+std::string RunJson(const RunData& d) {
+  json j = RecordObject(d.run);
+  json hosts = json::array();
+  for (const auto& h : d.hosts)
+    hosts.push_back({{"name", h.name},
+                     {"address", h.address},
+                     {"clock_offset_ns", h.clock_offset_ns},
+                     {"clock_uncertainty_ns", h.clock_uncertainty_ns},
+                     {"fingerprint", ParseOrString(h.fingerprint_json)}});
+  j["hosts"] = hosts;
+
+  std::map<std::string, json> fault_metrics;
+  json run_metrics = json::object();
+  for (const auto& m : d.metrics) {
+    if (m.fault_id) {
+      fault_metrics[*m.fault_id][m.name] = m.value;
+    } else {
+      run_metrics[m.name] = m.value;
+    }
+  }
+  static const std::pair<const char*, const char*> kFixed[] = {
+      {"detection_ms", "detection_latency_ms"},
+      {"first_progress_ms", "time_to_first_progress_ms"},
+      {"recovery_ms", "recovery_ms"},
+      {"degraded_ratio", "degraded_ratio"},
+      {"throughput_loss_s", "throughput_loss_s"}};
+  json faults = json::array();
+  for (const auto& f : d.faults) {
+    json m = fault_metrics.count(f.fault_id) ? fault_metrics[f.fault_id] : json::object();
+    json o = {{"fault", f.fault_id},
+              {"kind", f.kind},
+              {"target", f.target},
+              {"params", ParseOrString(f.params_json)},
+              {"scheduled_wall_ns", Opt(f.scheduled_wall_ns)},
+              {"requested_wall_ns", Opt(f.requested_wall_ns)},
+              {"effective_wall_ns", Opt(f.effective_wall_ns)},
+              {"reverted_wall_ns", Opt(f.reverted_wall_ns)},
+              {"revert_verified", f.revert_verified ? json(*f.revert_verified) : json(nullptr)}};
+    for (const auto& [field, name] : kFixed) o[field] = m.contains(name) ? m[name] : json(nullptr);
+    o["metrics"] = m;
+    faults.push_back(o);
+  }
+  j["faults"] = faults;
+  j["metrics"] = run_metrics;
+  static const char* kOutcomes[] = {"survived", "failed", "hung"};
+  if (run_metrics.contains("outcome") && run_metrics["outcome"].is_number()) {
+    int k = run_metrics["outcome"].get<int>();
+    j["outcome"] = k >= 0 && k < 3 ? json(kOutcomes[k]) : json(nullptr);
+  } else {
+    j["outcome"] = nullptr;
+  }
+  auto count = [&](const char* name) {
+    return run_metrics.contains(name) ? run_metrics[name] : json(nullptr);
+  };
+  j["correctness"] = {{"verified", count("verified_collectives")},
+                      {"mismatches", count("mismatches")},
+                      {"lost", count("lost_iterations")},
+                      {"duplicated", count("duplicated_iterations")}};
+  j["verdicts"] = VerdictArray(d.verdicts);
+  j["telemetry"] = {{"samples", d.samples.size()}, {"events", d.events.size()}};
+  return Dump(j);
+}
+
+}  // namespace fl::reports::render
