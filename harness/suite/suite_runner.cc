@@ -326,9 +326,9 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
             (regressed.empty() ? std::string("no metric regressed")
                                : std::to_string(regressed.size()) + " metric(s) REGRESSED"));
         for (const auto* m : regressed)
-          say("  " + m->key + ": " + reports::compare::FormatValue(m->median_a) + " -> " +
-              reports::compare::FormatValue(m->median_b) + " " + m->unit + " (allowed " +
-              reports::compare::FormatValue(m->allowed) + ")");
+          say("  " + m->key + ": " + reports::compare::FormatQuantity(m->median_a, m->unit) +
+              " -> " + reports::compare::FormatQuantity(m->median_b, m->unit) + " (allowed " +
+              reports::compare::FormatQuantity(m->allowed, m->unit) + ")");
       }
       result.regressions.push_back(std::move(*reg));
     }
@@ -443,9 +443,9 @@ std::string SuiteJUnit(const Suite& suite, const SuiteResult& result, const std:
       } else {
         std::string msg;
         for (const auto* m : reg.Regressed())
-          msg += m->key + ": " + reports::compare::FormatValue(m->median_a) + " -> " +
-                 reports::compare::FormatValue(m->median_b) + " " + m->unit + " (allowed " +
-                 reports::compare::FormatValue(m->allowed) + ")\n";
+          msg += m->key + ": " + reports::compare::FormatQuantity(m->median_a, m->unit) + " -> " +
+                 reports::compare::FormatQuantity(m->median_b, m->unit) + " (allowed " +
+                 reports::compare::FormatQuantity(m->allowed, m->unit) + ")\n";
         if (!msg.empty()) c.failure = msg;
         c.system_out = reports::compare::RenderText(reg.comparison);
       }

@@ -27,12 +27,14 @@ std::string Pct(std::optional<double> rel) {
   return buf;
 }
 
-std::string Signed(double v) {
-  std::string s = FormatValue(v);
+std::string Signed(double v, std::string_view unit) {
+  std::string s = FormatQuantity(v, unit);
   return v > 0 ? "+" + s : s;
 }
 
-std::string CiText(const Interval& ci) { return "[" + Signed(ci.lo) + ", " + Signed(ci.hi) + "]"; }
+std::string CiText(const Interval& ci, std::string_view unit) {
+  return "[" + Signed(ci.lo, unit) + ", " + Signed(ci.hi, unit) + "]";
+}
 
 std::string Label(const std::vector<std::string>& runs, const std::string& label) {
   return label + " (" + std::to_string(runs.size()) + " run" + (runs.size() == 1 ? "" : "s") + ")";
@@ -74,6 +76,35 @@ std::string FormatValue(double v) {
   else
     std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
+}
+
+std::string FormatQuantity(double v, std::string_view unit) {
+  char buf[48];
+  const double a = std::fabs(v);
+  auto plain = [&](double x, const char* suffix) {
+    const double ax = std::fabs(x);
+    if (ax != 0 && ax < 1e-3) {
+      std::snprintf(buf, sizeof buf, "%.3g%s", x, suffix);
+    } else if (ax >= 1e4) {
+      std::snprintf(buf, sizeof buf, "%.0f%s", x, suffix);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.4g%s", x, suffix);
+    }
+    return std::string(buf);
+  };
+  if (unit == "B/s") {
+    if (a >= 1e9) return plain(v / 1e9, " GB/s");
+    if (a >= 1e6) return plain(v / 1e6, " MB/s");
+    if (a >= 1e3) return plain(v / 1e3, " kB/s");
+    return plain(v, " B/s");
+  }
+  if (unit == "ms") {
+    if (a >= 1e4) return plain(v / 1e3, " s");
+    if (a != 0 && a < 1) return plain(v * 1e3, " µs");
+    return plain(v, " ms");
+  }
+  if (unit == "s" || unit == "GPU-s") return plain(v, unit == "s" ? " s" : " GPU-s");
+  return plain(v, "");  // ratios, counts, booleans: the metric's name says what it is
 }
 
 int Comparison::Count(Verdict v) const {
@@ -218,20 +249,22 @@ std::string RenderText(const Comparison& c) {
                     "interval", "tolerance", "verdict");
       out += line;
     }
-    auto med = [](size_t n, double m, double iqr) {
-      return n == 0 ? std::string("-") : FormatValue(m) + " (" + FormatValue(iqr) + ")";
+    auto med = [&](size_t n, double m, double iqr) {
+      return n == 0 ? std::string("-")
+                    : FormatQuantity(m, r.unit) + " (" + FormatQuantity(iqr, r.unit) + ")";
     };
     std::string worse = r.policy.direction == Direction::kLowerIsBetter    ? "higher"
                         : r.policy.direction == Direction::kHigherIsBetter ? "lower"
                                                                            : "-";
     bool both = !r.a.empty() && !r.b.empty();
-    std::string diff = both ? Signed(r.diff) + (r.rel_diff ? " " + Pct(r.rel_diff) : "") : "-";
+    std::string diff =
+        both ? Signed(r.diff, r.unit) + (r.rel_diff ? " " + Pct(r.rel_diff) : "") : "-";
     std::string key = r.key + (r.unit.empty() ? "" : " [" + r.unit + "]");
     std::snprintf(
         line, sizeof line, "  %-34s %-6s %3zu %-22s %3zu %-22s %-20s %-24s %-12s %s\n", key.c_str(),
         worse.c_str(), r.a.size(), med(r.a.size(), r.median_a, r.iqr_a).c_str(), r.b.size(),
         med(r.b.size(), r.median_b, r.iqr_b).c_str(), diff.c_str(),
-        both ? CiText(r.ci).c_str() : "-",
+        both ? CiText(r.ci, r.unit).c_str() : "-",
         r.policy.direction == Direction::kNeutral ? "-" : r.policy.tolerance.ToString().c_str(),
         std::string(VerdictName(r.verdict)).c_str());
     out += line;
@@ -239,9 +272,9 @@ std::string RenderText(const Comparison& c) {
   for (const auto& n : c.notes) out += "note: " + n + "\n";
   out += "\n" + Summary(c) + "\n";
   for (const auto* r : c.Regressions())
-    out += "REGRESSED " + r->group + " " + r->key + ": " + FormatValue(r->median_a) + " -> " +
-           FormatValue(r->median_b) + " " + r->unit + " (allowed " + FormatValue(r->allowed) +
-           ", interval " + CiText(r->ci) + ")\n";
+    out += "REGRESSED " + r->group + " " + r->key + ": " + FormatQuantity(r->median_a, r->unit) +
+           " -> " + FormatQuantity(r->median_b, r->unit) + " (allowed " +
+           FormatQuantity(r->allowed, r->unit) + ", interval " + CiText(r->ci, r->unit) + ")\n";
   return out;
 }
 
@@ -263,14 +296,19 @@ std::string RenderMarkdown(const Comparison& c) {
                                                                            : "";
     std::string verdict(VerdictName(r.verdict));
     if (r.verdict == Verdict::kRegressed) verdict = "**" + verdict + "**";
-    out += "| " + r.group + " | " + r.key + " | " + r.unit + " | " + worse + " | " +
-           (r.a.empty() ? "–" : FormatValue(r.median_a) + " (" + FormatValue(r.iqr_a) + ")") +
-           " | " +
-           (r.b.empty() ? "–" : FormatValue(r.median_b) + " (" + FormatValue(r.iqr_b) + ")") +
-           " | " + (both ? Signed(r.diff) + " " + Pct(r.rel_diff) : "–") + " | " +
-           (both ? CiText(r.ci) : "–") + " | " +
-           (r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) +
-           " | " + verdict + " |\n";
+    out +=
+        "| " + r.group + " | " + r.key + " | " + r.unit + " | " + worse + " | " +
+        (r.a.empty()
+             ? "–"
+             : FormatQuantity(r.median_a, r.unit) + " (" + FormatQuantity(r.iqr_a, r.unit) + ")") +
+        " | " +
+        (r.b.empty()
+             ? "–"
+             : FormatQuantity(r.median_b, r.unit) + " (" + FormatQuantity(r.iqr_b, r.unit) + ")") +
+        " | " + (both ? Signed(r.diff, r.unit) + " " + Pct(r.rel_diff) : "–") + " | " +
+        (both ? CiText(r.ci, r.unit) : "–") + " | " +
+        (r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) + " | " +
+        verdict + " |\n";
   }
   for (const auto& n : c.notes) out += "\n> " + n + "\n";
   return out;
@@ -314,11 +352,12 @@ std::string RenderHtml(const Comparison& c) {
     auto td = [](const std::string& s) { return "<td>" + HtmlEscape(s) + "</td>"; };
     out += "<tr class=\"" + std::string(VerdictName(r.verdict)) + "\"><td class=\"l\">" +
            HtmlEscape(r.key) + "</td>" + td(r.unit) + td(worse) + td(std::to_string(r.a.size())) +
-           td(r.a.empty() ? "" : FormatValue(r.median_a)) +
-           td(r.a.empty() ? "" : FormatValue(r.iqr_a)) + td(std::to_string(r.b.size())) +
-           td(r.b.empty() ? "" : FormatValue(r.median_b)) +
-           td(r.b.empty() ? "" : FormatValue(r.iqr_b)) + td(both ? Signed(r.diff) : "") +
-           td(both ? Pct(r.rel_diff) : "") + td(both ? CiText(r.ci) : "") +
+           td(r.a.empty() ? "" : FormatQuantity(r.median_a, r.unit)) +
+           td(r.a.empty() ? "" : FormatQuantity(r.iqr_a, r.unit)) + td(std::to_string(r.b.size())) +
+           td(r.b.empty() ? "" : FormatQuantity(r.median_b, r.unit)) +
+           td(r.b.empty() ? "" : FormatQuantity(r.iqr_b, r.unit)) +
+           td(both ? Signed(r.diff, r.unit) : "") + td(both ? Pct(r.rel_diff) : "") +
+           td(both ? CiText(r.ci, r.unit) : "") +
            td(r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) +
            td(std::string(VerdictName(r.verdict))) + "</tr>\n";
   }

@@ -79,7 +79,7 @@ std::string Svg(const HistorySeries& s) {
       out += "<circle class=\"pt\" cx=\"" + Num(x(i), "%.1f") + "\" cy=\"" +
              Num(y(*p.value), "%.1f") + "\" r=\"3.5\" fill=\"" + (failed ? "#d03030" : "#3060c0") +
              "\"><title>" +
-             HtmlEscape(p.run_id + ": " + FormatValue(*p.value) + " " + s.unit +
+             HtmlEscape(p.run_id + ": " + FormatQuantity(*p.value, s.unit) +
                         (failed ? " (failed)" : "")) +
              "</title></circle>";
     } else {
@@ -160,16 +160,17 @@ std::string RenderHistoryText(const std::string& scenario,
     std::vector<double> vals;
     for (const auto& p : s.points) {
       if (p.value) vals.push_back(*p.value);
-      std::snprintf(line, sizeof line, "  %-24s %-24s %-8s %12s  %s\n", p.run_id.c_str(),
-                    FormatWallIso(p.start_wall_ns).c_str(),
-                    std::string(RunStatusName(p.status)).c_str(),
-                    p.value ? FormatValue(*p.value).c_str() : "-", TagText(p.tags).c_str());
+      std::snprintf(
+          line, sizeof line, "  %-24s %-24s %-8s %12s  %s\n", p.run_id.c_str(),
+          FormatWallIso(p.start_wall_ns).c_str(), std::string(RunStatusName(p.status)).c_str(),
+          p.value ? FormatQuantity(*p.value, s.unit).c_str() : "-", TagText(p.tags).c_str());
       out += line;
     }
     if (!vals.empty()) {
       auto [mn, mx] = std::minmax_element(vals.begin(), vals.end());
-      out += "  " + std::to_string(vals.size()) + " value(s): min " + FormatValue(*mn) +
-             ", median " + FormatValue(Median(vals)) + ", max " + FormatValue(*mx) + "\n";
+      out += "  " + std::to_string(vals.size()) + " value(s): min " + FormatQuantity(*mn, s.unit) +
+             ", median " + FormatQuantity(Median(vals), s.unit) + ", max " +
+             FormatQuantity(*mx, s.unit) + "\n";
     }
   }
   return out;
@@ -196,7 +197,7 @@ std::string RenderHistoryHtml(const std::string& scenario,
              "\"><td>" + HtmlEscape(p.run_id) + "</td><td>" +
              HtmlEscape(FormatWallIso(p.start_wall_ns)) + "</td><td>" +
              HtmlEscape(RunStatusName(p.status)) + "</td><td class=\"v\">" +
-             (p.value ? HtmlEscape(FormatValue(*p.value)) : "&ndash;") + "</td><td>" +
+             (p.value ? HtmlEscape(FormatQuantity(*p.value, s.unit)) : "&ndash;") + "</td><td>" +
              HtmlEscape(TagText(p.tags)) + "</td></tr>\n";
     }
     out += "</table>\n";

@@ -217,7 +217,7 @@ TEST_CASE("suite JUnit: one case per verdict - errors for runs without verdicts 
   CHECK(Count(xml, "<testcase ") == 7);
   CHECK(xml.find("<failure type=\"max_detection_ms\" message=\"3000 ms &gt; 2000 ms &amp; "
                  "&lt;more&gt;\">") != std::string::npos);
-  CHECK(xml.find("<failure message=\"f0/detection_latency_ms: 300 -&gt; 900 ms") !=
+  CHECK(xml.find("<failure message=\"f0/detection_latency_ms: 300 ms -&gt; 900 ms") !=
         std::string::npos);
   CHECK(xml.find("classname=\"rep2.r2\" name=\"max_detection_ms f0\"") != std::string::npos);
   CHECK(xml.find("lab provisioning failed") != std::string::npos);

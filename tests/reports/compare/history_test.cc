@@ -118,7 +118,7 @@ TEST_CASE("history: oldest first - finished runs only - gaps where a run has no 
 
   std::string text = RenderHistoryText("blackhole", *h);
   CHECK(text.find("f0/detection_latency_ms [ms]") != std::string::npos);
-  CHECK(text.find("2 value(s): min 300, median 1400, max 2500") != std::string::npos);
+  CHECK(text.find("2 value(s): min 300 ms, median 1400 ms, max 2500 ms") != std::string::npos);
   std::string html = RenderHistoryHtml("blackhole", *h);
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(html.find("<path d=\"M") != std::string::npos);
@@ -129,6 +129,25 @@ TEST_CASE("history: oldest first - finished runs only - gaps where a run has no 
   CHECK(circles == 2);
   CHECK(html.find("#d03030\"><title>r2") != std::string::npos);
   CHECK(html.find("r4: no value") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace fl::reports::compare
+
+namespace fl::reports::compare {
+namespace {
+
+TEST_CASE("FormatQuantity prints values in their unit, never as an exponent", "[unit]") {
+  CHECK(FormatQuantity(7.553e7, "B/s") == "75.53 MB/s");
+  CHECK(FormatQuantity(1.2e9, "B/s") == "1.2 GB/s");
+  CHECK(FormatQuantity(512, "B/s") == "512 B/s");
+  CHECK(FormatQuantity(12.34, "ms") == "12.34 ms");
+  CHECK(FormatQuantity(0.04, "ms") == "40 µs");
+  CHECK(FormatQuantity(23456, "ms") == "23.46 s");
+  CHECK(FormatQuantity(2.7, "s") == "2.7 s");
+  CHECK(FormatQuantity(0.83, "ratio") == "0.83");
+  CHECK(FormatQuantity(123456, "count") == "123456");
+  CHECK(FormatQuantity(0, "ms") == "0 ms");
 }
 
 }  // namespace
