@@ -57,11 +57,12 @@ TEST_CASE("faultline-worker: ranks meet through a TCP store, rank from the launc
   std::vector<std::unique_ptr<fl::testing::ChildProcess>> ranks;
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> argv = {"/usr/bin/env",
-                                     "FTCCL_HOST_ID=none",
                                      "SLURM_PROCID=" + std::to_string(r),
                                      "SLURM_NTASKS=" + std::to_string(n),
                                      "SLURM_LOCALID=" + std::to_string(r),
                                      FL_WORKER_PATH,
+                                     "--ccl-option",
+                                     "host_id=none",
                                      "--store",
                                      "tcp://" + (*srv)->address(),
                                      "--store-token-file",
