@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/units.h"
+#include "common/yaml_util.h"
 
 namespace fl {
 namespace {
@@ -53,10 +54,11 @@ std::string OptionSpec::RangeText() const {
     case OptionType::kInt:
       return std::to_string(min) + ".." + std::to_string(max);
     case OptionType::kBytes:
-      return FormatBytes(static_cast<uint64_t>(min)) + ".." +
-             FormatBytes(static_cast<uint64_t>(max));
+      return FormatQuantity(static_cast<double>(min), Unit::kBytes) + ".." +
+             FormatQuantity(static_cast<double>(max), Unit::kBytes);
     case OptionType::kDurationMs:
-      return FormatDuration(min * kNsPerMs) + ".." + FormatDuration(max * kNsPerMs);
+      return FormatQuantity(static_cast<double>(min * kNsPerMs), Unit::kDuration) + ".." +
+             FormatQuantity(static_cast<double>(max * kNsPerMs), Unit::kDuration);
     case OptionType::kBool:
       return "true|false";
     case OptionType::kEnum:
@@ -137,7 +139,8 @@ std::string OptionSchema::Check(std::string_view name, std::string_view value) c
     case OptionType::kBytes: {
       auto v = ParseBytes(value);
       if (!v.ok() || *v > static_cast<uint64_t>(INT64_MAX)) return what + " wants a size" + got;
-      return bounded(static_cast<int64_t>(*v), FormatBytes(*v));
+      return bounded(static_cast<int64_t>(*v),
+                     FormatQuantity(static_cast<double>(*v), Unit::kBytes));
     }
     case OptionType::kDurationMs: {
       Nanos ns = 0;
@@ -151,7 +154,7 @@ std::string OptionSchema::Check(std::string_view name, std::string_view value) c
         ns = *v;
       }
       if (ns % kNsPerMs != 0) return what + " wants whole milliseconds" + got;
-      return bounded(ns / kNsPerMs, FormatDuration(ns));
+      return bounded(ns / kNsPerMs, FormatQuantity(static_cast<double>(ns), Unit::kDuration));
     }
     case OptionType::kBool:
       if (value == "true" || value == "false") return {};

@@ -87,7 +87,9 @@ CclTimeouts Timeouts(const OptionValues& o, const std::map<std::string, std::str
   };
   CclTimeouts t;
   t.timeouts.push_back(one(CclTimeout::Kind::kDetect, "dead_timeout_ms", d.dead_timeout));
-  t.timeouts.push_back(one(CclTimeout::Kind::kGiveUp, "peer_dead_ms", d.peer_dead_timeout));
+  // Fail-stop (failover off) fails on the first path fault: it rides nothing out.
+  if (failover)
+    t.timeouts.push_back(one(CclTimeout::Kind::kGiveUp, "peer_dead_ms", d.peer_dead_timeout));
   t.routes_around_path_faults = failover;
   return t;
 }
