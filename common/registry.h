@@ -5,6 +5,11 @@
 // its factories to a registry it owns. There is no static-initialiser registration, because
 // static libraries drop unreferenced objects and the registry would silently miss entries.
 //
+// A plug-in registers its factory and its option schema (common/options.h) together, in its
+// one registration line; Schema(name) hands the schema to whoever parses the plug-in's options
+// (the CCL's typed values then reach the factory in its config, never through the
+// environment).
+//
 // Thread-safety: Register() must finish before concurrent Create() calls begin (register at
 // start-up); Create() and Names() are safe to call concurrently afterwards.
 #pragma once
@@ -16,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/options.h"
 #include "common/status.h"
 
 namespace fl {
@@ -29,11 +35,19 @@ class Registry {
   explicit Registry(std::string kind) : kind_(std::move(kind)) {}
 
   // A second registration of the same name is FailedPrecondition: names must be unique.
-  Status Register(std::string name, Factory factory) {
+  Status Register(std::string name, Factory factory, OptionSchema schema = {}) {
     if (!factory) return InvalidArgumentError("null factory for " + kind_ + " '" + name + "'");
-    auto [it, inserted] = factories_.emplace(std::move(name), std::move(factory));
+    auto [it, inserted] =
+        factories_.emplace(std::move(name), Entry{std::move(factory), std::move(schema)});
     if (!inserted) return FailedPreconditionError(kind_ + " '" + it->first + "' registered twice");
     return OkStatus();
+  }
+
+  // The options `name` takes (an empty schema when it registered none); nullptr for unknown
+  // names.
+  const OptionSchema* Schema(std::string_view name) const {
+    auto it = factories_.find(name);
+    return it == factories_.end() ? nullptr : &it->second.schema;
   }
 
   bool Contains(std::string_view name) const { return factories_.find(name) != factories_.end(); }
@@ -48,7 +62,7 @@ class Registry {
       return NotFoundError("unknown " + kind_ + " '" + std::string(name) +
                            "' (known: " + (known.empty() ? "none" : known) + ")");
     }
-    return it->second(std::forward<Args>(args)...);
+    return it->second.factory(std::forward<Args>(args)...);
   }
 
   std::vector<std::string> Names() const {
@@ -60,8 +74,12 @@ class Registry {
   const std::string& kind() const { return kind_; }
 
  private:
+  struct Entry {
+    Factory factory;
+    OptionSchema schema;
+  };
   std::string kind_;
-  std::map<std::string, Factory, std::less<>> factories_;
+  std::map<std::string, Entry, std::less<>> factories_;
 };
 
 }  // namespace fl

@@ -12,11 +12,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "ccl_under_test/api/launch_env.h"
 #include "ccl_under_test/api/rendezvous.h"
 #include "ccl_under_test/tools/ccl_builtin.h"
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/log.h"
 #include "common/main_guard.h"
 #include "common/units.h"
@@ -97,8 +99,8 @@ int WorkerMain(int argc, char** argv) {
   app.add_option("--compute", compute, "training_step: compute time per step")
       ->capture_default_str();
   app.add_option("--ccl-option", ccl_options,
-                 "ftccl tuning key=value (repeatable): chunk_bytes, window_bytes, "
-                 "channels_per_nic, keepalive_ms, dead_timeout_ms, peer_dead_ms, algorithm");
+                 "the CCL's options, key=value (repeatable; `faultline ccls` lists them): " +
+                     ccl::CclOptionSummary());
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
@@ -181,18 +183,28 @@ int WorkerMain(int argc, char** argv) {
     return 2;
   }
 
-  // ftccl reads its tuning from FTCCL_<KEY> (ccl_under_test/ftccl/ftccl.h); the option names
-  // were checked by the coordinator (harness/scenario CheckCclOptions).
+  // The CCL's options, checked against the schema it registered with and handed to its
+  // factory typed (CommConfig::options).
+  const OptionSchema* schema = ccls.Schema(ccl_name);
+  if (!schema) {
+    std::fprintf(stderr, "faultline-worker: %s\n",
+                 ccls.Create(ccl_name, ccl::CommConfig{}).status().message().c_str());
+    return 2;
+  }
+  std::map<std::string, std::string> option_text;
   for (const auto& kv : ccl_options) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "faultline-worker: --ccl-option wants key=value, got '%s'\n",
-                   kv.c_str());
+    auto split = SplitKeyValue(kv);
+    if (!split.ok()) {
+      std::fprintf(stderr, "faultline-worker: --ccl-option %s\n", split.status().message().c_str());
       return 2;
     }
-    std::string env = "FTCCL_";
-    for (char c : kv.substr(0, eq)) env += static_cast<char>(std::toupper(c));
-    setenv(env.c_str(), kv.substr(eq + 1).c_str(), /*overwrite=*/1);
+    option_text[split->first] = split->second;
+  }
+  auto options = schema->Parse(option_text);
+  if (!options.ok()) {
+    std::fprintf(stderr, "faultline-worker: --ccl-option: %s\n",
+                 options.status().message().c_str());
+    return 2;
   }
 
   ccl::CommConfig cfg;
@@ -204,6 +216,7 @@ int WorkerMain(int argc, char** argv) {
   cfg.init_timeout = *it;
   cfg.failover = !no_failover;
   cfg.events = &sink;
+  cfg.options = *std::move(options);
   sink.OnWorkerEvent("worker_start", "{\"pid\":" + std::to_string(getpid()) + "}");
   auto comm = ccls.Create(ccl_name, cfg);
   if (!comm.ok()) {

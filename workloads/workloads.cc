@@ -7,6 +7,7 @@
 #include "workloads/data.h"
 #include "workloads/gpu_gemm.h"
 #include "workloads/workload.h"
+#include "workloads/workload_plugins.h"
 
 namespace fl::workloads {
 namespace {
@@ -196,9 +197,14 @@ WorkloadRegistry::Factory Make() {
 }  // namespace
 
 Status RegisterBuiltinWorkloads(WorkloadRegistry& registry) {
-  FL_RETURN_IF_ERROR(registry.Register("allreduce_loop", Make<AllReduceLoop>()));
-  FL_RETURN_IF_ERROR(registry.Register("training_step", Make<TrainingStep>()));
-  FL_RETURN_IF_ERROR(registry.Register("moe_alltoall", Make<MoeAllToAll>()));
+  // Each factory with its descriptor's schema (workload_plugins.h).
+  auto add = [&](std::string_view name, WorkloadRegistry::Factory f) -> Status {
+    FL_ASSIGN_OR_RETURN(const WorkloadPlugin* p, FindWorkloadPlugin(name));
+    return registry.Register(p->name, std::move(f), p->options);
+  };
+  FL_RETURN_IF_ERROR(add("allreduce_loop", Make<AllReduceLoop>()));
+  FL_RETURN_IF_ERROR(add("training_step", Make<TrainingStep>()));
+  FL_RETURN_IF_ERROR(add("moe_alltoall", Make<MoeAllToAll>()));
   return OkStatus();
 }
 

@@ -43,6 +43,7 @@
 #include "ccl_under_test/api/rendezvous.h"
 #include "ccl_under_test/api/types.h"
 #include "common/clock.h"
+#include "common/options.h"
 #include "common/registry.h"
 #include "common/status.h"
 
@@ -80,6 +81,9 @@ struct CommConfig {
   bool failover = true;
   // Borrowed; may be nullptr. Receives the library's events (see events.h).
   EventSink* events = nullptr;
+  // The library's own options, parsed and checked against the schema it registered with
+  // (CclRegistry::Schema, common/options.h); options not given take the library's defaults.
+  OptionValues options;
 };
 
 class Communicator {

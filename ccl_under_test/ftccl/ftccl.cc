@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ccl_under_test/ftccl/cuda/cuda_reduce.h"
+#include "ccl_under_test/ftccl/ftccl_plugin.h"
 #include "ccl_under_test/ftccl/host_reduce.h"
 #include "ccl_under_test/ftccl/transport/tcp/tcp_transport.h"
 #include "common/log.h"
@@ -739,14 +740,6 @@ class FtcclCommunicator : public Communicator {
   char* dev_out_ = nullptr;  // the user's device output buffer during a kCuda collective
 };
 
-long EnvLong(const char* name, long fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  return (end && *end == 0 && x > 0) ? x : fallback;
-}
-
 }  // namespace
 
 std::optional<EngineStats> GetStats(const Communicator& comm) {
@@ -755,16 +748,16 @@ std::optional<EngineStats> GetStats(const Communicator& comm) {
   return f->stats();
 }
 
-EngineOptions EngineOptionsFromEnv(EngineOptions o) {
-  o.chunk_bytes =
-      static_cast<size_t>(EnvLong("FTCCL_CHUNK_BYTES", static_cast<long>(o.chunk_bytes)));
-  o.window_bytes =
-      static_cast<size_t>(EnvLong("FTCCL_WINDOW_BYTES", static_cast<long>(o.window_bytes)));
-  o.channels_per_nic = static_cast<int>(EnvLong("FTCCL_CHANNELS_PER_NIC", o.channels_per_nic));
-  o.keepalive_interval = EnvLong("FTCCL_KEEPALIVE_MS", o.keepalive_interval / kNsPerMs) * kNsPerMs;
-  o.dead_timeout = EnvLong("FTCCL_DEAD_TIMEOUT_MS", o.dead_timeout / kNsPerMs) * kNsPerMs;
-  o.peer_dead_timeout = EnvLong("FTCCL_PEER_DEAD_MS", o.peer_dead_timeout / kNsPerMs) * kNsPerMs;
-  if (const char* h = std::getenv("FTCCL_HOST_ID")) o.host_id = std::string(h) == "none" ? "" : h;
+FtcclOptions FtcclOptionsFrom(const OptionValues& v, FtcclOptions o) {
+  EngineOptions& e = o.engine;
+  e.chunk_bytes = v.Bytes("chunk_bytes").value_or(e.chunk_bytes);
+  e.window_bytes = v.Bytes("window_bytes").value_or(e.window_bytes);
+  e.channels_per_nic = static_cast<int>(v.Int("channels_per_nic").value_or(e.channels_per_nic));
+  e.keepalive_interval = v.Duration("keepalive_ms").value_or(e.keepalive_interval);
+  e.dead_timeout = v.Duration("dead_timeout_ms").value_or(e.dead_timeout);
+  e.peer_dead_timeout = v.Duration("peer_dead_ms").value_or(e.peer_dead_timeout);
+  if (auto h = v.Text("host_id")) e.host_id = *h == "none" ? "" : *h;
+  o.algorithm = v.Text("algorithm").value_or(o.algorithm);
   return o;
 }
 
@@ -787,14 +780,15 @@ StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig
 }
 
 Status RegisterFtccl(CclRegistry& registry) {
-  return registry.Register("ftccl", [](const CommConfig& config) {
-    FtcclOptions o;
-    EngineOptions base;
-    base.host_id = "auto";  // host-local channels and relay between ranks of one host
-    o.engine = EngineOptionsFromEnv(base);
-    if (const char* a = std::getenv("FTCCL_ALGORITHM"); a && *a) o.algorithm = a;
-    return CreateFtcclCommunicator(config, o);
-  });
+  const CclPlugin& p = FtcclPlugin();
+  return registry.Register(
+      p.name,
+      [](const CommConfig& config) {
+        FtcclOptions base;
+        base.engine.host_id = "auto";  // host-local channels and relay between ranks of one host
+        return CreateFtcclCommunicator(config, FtcclOptionsFrom(config.options, base));
+      },
+      p.options);
 }
 
 }  // namespace fl::ccl::ftccl

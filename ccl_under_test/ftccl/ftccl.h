@@ -34,7 +34,8 @@ struct FtcclOptions {
   // (transport/unix). Tests pass a FaultyTransport over it.
   std::shared_ptr<transport::Transport> host_transport;
   // The AllReduce algorithm of calls whose CollectiveOptions::algorithm is "": auto, ring or
-  // hier (docs/ftccl.md, Collectives); the registered factory reads FTCCL_ALGORITHM.
+  // hier (docs/ftccl.md, Collectives); the registered factory takes it from the option
+  // algorithm.
   std::string algorithm = "auto";
 };
 
@@ -44,14 +45,13 @@ StatusOr<std::unique_ptr<Communicator>> CreateFtcclCommunicator(const CommConfig
 // The engine counters of an ftccl communicator; nullopt for other libraries.
 std::optional<EngineStats> GetStats(const Communicator& comm);
 
-// Registers "ftccl" (default options; FTCCL_* environment variables tune it, see
-// docs/ftccl.md; an FTCCL_ALGORITHM other than auto, ring or hier fails the creation).
+// Registers "ftccl" with its option schema (ftccl_plugin.h): the factory takes its tuning from
+// CommConfig::options (host_id defaults to "auto" there), never from the environment.
 Status RegisterFtccl(CclRegistry& registry);
 
-// EngineOptions from the environment: FTCCL_CHUNK_BYTES, FTCCL_WINDOW_BYTES,
-// FTCCL_CHANNELS_PER_NIC, FTCCL_KEEPALIVE_MS, FTCCL_DEAD_TIMEOUT_MS, FTCCL_PEER_DEAD_MS,
-// FTCCL_HOST_ID ("none" = no host-local channels and no relay; the registered factory
-// defaults to "auto").
-EngineOptions EngineOptionsFromEnv(EngineOptions base = {});
+// `base` with the options given in `values` (parsed against FtcclPlugin().options) applied:
+// chunk_bytes, window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms, peer_dead_ms,
+// host_id ("none" = no host-local channels and no relay), algorithm.
+FtcclOptions FtcclOptionsFrom(const OptionValues& values, FtcclOptions base = {});
 
 }  // namespace fl::ccl::ftccl

@@ -400,11 +400,12 @@ StatusOr<PerfResult> RunPerf(
   result.ccl = o.ccl;
   if (o.ranks > 0) {
     // All ranks share this machine's CPUs: a thread starved for a few hundred milliseconds
-    // must not look like a dead path (FTCCL_DEAD_TIMEOUT_MS still overrides this).
-    setenv("FTCCL_DEAD_TIMEOUT_MS", "2000", /*overwrite=*/0);
-    // Ranks as threads of one process share one "host": no host-local channels (they would
-    // be one more loopback path next to the loopback NICs) unless asked for.
-    setenv("FTCCL_HOST_ID", "none", /*overwrite=*/0);
+    // must not look like a dead path (FTCCL_DEAD_TIMEOUT_MS still overrides this). Ranks as
+    // threads of one process share one "host": no host-local channels (they would be one
+    // more loopback path next to the loopback NICs) unless asked for.
+    FL_ASSIGN_OR_RETURN(OptionValues threaded,
+                        CclOptionsFromEnvironment(
+                            registry, o.ccl, {{"dead_timeout_ms", "2000"}, {"host_id", "none"}}));
     MemoryStore store;
     const int n = o.ranks;
     result.world_size = n;
@@ -424,6 +425,7 @@ StatusOr<PerfResult> RunPerf(
         }
         cfg.failover = o.failover;
         cfg.events = sink.get();
+        cfg.options = threaded;
         auto comm = registry.Create(o.ccl, cfg);
         if (!comm.ok()) {
           status[r] = comm.status();
@@ -469,6 +471,7 @@ StatusOr<PerfResult> RunPerf(
   if (!o.nic_addrs.empty()) cfg.nics = o.nic_addrs;
   cfg.failover = o.failover;
   cfg.events = sink.get();
+  FL_ASSIGN_OR_RETURN(cfg.options, CclOptionsFromEnvironment(registry, o.ccl));
   result.world_size = o.world_size;
   FL_ASSIGN_OR_RETURN(auto comm, registry.Create(o.ccl, cfg));
   auto lines = GatherDeviceLines(*comm, o.memory, o.timeout);

@@ -1,5 +1,6 @@
 #include "harness/agent/fingerprint.h"
 
+#include <dlfcn.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -63,6 +65,25 @@ void FillDriverInfo(const std::string& ifname, faultline::v1::NicInfo* nic) {
 
 }  // namespace
 
+std::string NcclVersion() {
+  const char* name = std::getenv("FL_NCCL_LIBRARY");
+  void* h = dlopen(name && *name ? name : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return "";                 // no NCCL on this host: not recorded
+  using GetVersion = int (*)(int*);  // ncclResult_t ncclGetVersion(int*); 0 = ncclSuccess
+  auto get = reinterpret_cast<GetVersion>(dlsym(h, "ncclGetVersion"));
+  int code = 0;
+  std::string out;
+  if (get && get(&code) == 0 && code > 0) {
+    // NCCL_VERSION_CODE: X*10000 + Y*100 + Z since 2.9, X*1000 + Y*100 + Z before.
+    const int major = code >= 10000 ? code / 10000 : code / 1000;
+    const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+    out = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+    if (dlsym(h, "ncclCommShrink")) out += " +shrink";
+  }
+  dlclose(h);
+  return out;
+}
+
 faultline::v1::Fingerprint CollectFingerprint() {
   faultline::v1::Fingerprint fp;
   utsname u;
@@ -83,6 +104,7 @@ faultline::v1::Fingerprint CollectFingerprint() {
     fp.add_rdma_devices(r.name + " " + r.node_guid);
   for (const auto& g : ccl::ftccl::CudaDevices()) fp.add_gpus(g.name);
   fp.set_cuda_driver(ReadTrimmed("/sys/module/nvidia/version"));
+  fp.set_nccl_version(NcclVersion());
   fp.set_ccl_build(std::string("ftccl 0.1.0") + (ccl::ftccl::CudaBuilt() ? " +cuda" : "") +
                    " +verbs");
   return fp;

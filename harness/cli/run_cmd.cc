@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -53,13 +54,14 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_option("--seed", args->seed,
                   "seed for target draws and jitter (default: the scenario's)");
     c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
+    std::string ccl_names;
+    for (const auto& n : ccl::CclNames()) ccl_names += (ccl_names.empty() ? "" : " | ") + n;
     c->add_option("--ccl", args->ccl,
-                  "run the job on this CCL instead of the scenario's: ftccl | gloo | nccl");
+                  "run the job on this CCL instead of the scenario's: " + ccl_names);
     c->add_option("--ccl-option", args->ccl_options,
-                  "CCL tuning key=value (repeatable), e.g. dead_timeout_ms=900; ftccl takes\n"
-                  "chunk_bytes, window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms,\n"
-                  "peer_dead_ms (positive integers) and algorithm (auto, ring, hier). Stored as\n"
-                  "tags ccl=NAME and ccl.KEY=VALUE");
+                  "the CCL's option key=value (repeatable), checked against its schema\n"
+                  "(`faultline ccls` lists types, ranges and defaults): " +
+                      ccl::CclOptionSummary() + ".\nStored as tags ccl=NAME and ccl.KEY=VALUE");
     c->add_flag("--json", args->json, "print the summary as JSON");
     c->add_flag("--dry-run", args->dry_run,
                 "validate and print the seeded fault plan; create nothing");

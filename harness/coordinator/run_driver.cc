@@ -29,7 +29,9 @@
 #include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
 #include "harness/lab/lab.h"
+#include "harness/scenario/job_env.h"
 #include "harness/scenario/plan.h"
+#include "harness/scenario/timeout_lint.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
 #include "reports/metrics/metrics.h"
@@ -46,6 +48,18 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
+
+// What the lab tells a CCL's default environment: the first host's data NICs when the lab
+// names them by interface (NCCL_SOCKET_IFNAME); IPv4 addresses name no interface.
+ccl::CclEnvContext LabEnv(const std::vector<lab::JobHost>& hosts) {
+  ccl::CclEnvContext c;
+  if (hosts.empty()) return c;
+  for (const std::string& n : hosts.front().nics) {
+    bool address = !n.empty() && n.find_first_not_of("0123456789.") == std::string::npos;
+    if (!address) c.nic_names.push_back(n);
+  }
+  return c;
+}
 
 constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3,
               kExitInterrupted = 130;
@@ -381,6 +395,14 @@ Status Runner::RegisterAgents() {
                       {"mac", n.mac()},
                       {"speed_mbps", n.speed_mbps()}});
     fp["nics"] = nics;
+    // NCCL: its version where the host has one (absent otherwise), and the NCCL_* variables
+    // the ranks get.
+    if (!info.fingerprint.nccl_version().empty())
+      fp["nccl_version"] = info.fingerprint.nccl_version();
+    nlohmann::json nccl_env = nlohmann::json::object();
+    for (const auto& [k, v] : EffectiveJobEnv(scenario_, LabEnv(hosts_)))
+      if (k.rfind("NCCL_", 0) == 0) nccl_env[k] = v;
+    if (!nccl_env.empty()) fp["nccl_env"] = nccl_env;
     hr.fingerprint_json = fp.dump();
     FL_RETURN_IF_ERROR(store_->PutHost(hr));
   }
@@ -1025,6 +1047,8 @@ int Runner::Run() {
     std::printf("scenario %s: %d ranks on %d hosts, seed %llu, %zu fault firing(s)\n%s",
                 scenario_.name.c_str(), world_, static_cast<int>(hosts_.size()),
                 static_cast<unsigned long long>(seed_), plan_.faults.size(), plan->c_str());
+    for (const std::string& w : LintTimeouts(scenario_, EffectiveJobEnv(scenario_, LabEnv(hosts_))))
+      std::printf("warning: timeouts: %s\n", w.c_str());
     return kExitPass;
   }
   // Bad input must change nothing, not even create the results file: validate first (a
@@ -1079,6 +1103,8 @@ int Runner::Run() {
   // (faultline compare tag:ccl.dead_timeout_ms=900 ...).
   rr.tags["ccl"] = scenario_.job.ccl;
   for (const auto& [k, v] : scenario_.job.ccl_options) rr.tags["ccl." + k] = v;
+  // The ranks' environment (the CCL's defaults under job.env), as env.NAME=VALUE.
+  for (const auto& [k, v] : EffectiveJobEnv(scenario_, LabEnv(hosts_))) rr.tags["env." + k] = v;
   if (!opts_.replay_of.empty()) rr.tags["replay_of"] = opts_.replay_of;
   // The build's revision (a run from a git clone stores it); FAULTLINE_GIT_REVISION names
   // another (the revision of the user's stack under test, say).
@@ -1109,6 +1135,8 @@ int Runner::Run() {
                run_id_.c_str(), scenario_.name.c_str(), static_cast<unsigned long long>(seed_),
                world_, static_cast<int>(hosts_.size()), plan_.faults.size());
   std::fputs(DescribePlan(plan_).c_str(), stderr);
+  for (const std::string& w : LintTimeouts(scenario_, EffectiveJobEnv(scenario_, LabEnv(hosts_))))
+    std::fprintf(stderr, "warning: timeouts: %s\n", w.c_str());
 
   std::string failure;
   int rc = kExitPass;

@@ -39,8 +39,8 @@ struct JobSpec {
   uint64_t warmup_iterations = 20;
   uint64_t check_every = 1;  // verify the result every k iterations
   bool failover = true;      // ftccl: false = fail-stop mode
-  // Tuning of the CCL (ftccl: see CclOptionNames), e.g. dead_timeout_ms: "900". Values are
-  // positive integers; checked by CheckCclOptions.
+  // The CCL's options as text, e.g. dead_timeout_ms: "900": checked at load against the
+  // schema the CCL declares (`faultline ccls`), parsed into typed values by the rank.
   std::map<std::string, std::string> ccl_options;
   // training_step: the compute phase per step, and where it runs (cpu | gpu | auto).
   Nanos compute_ns = 20 * kNsPerMs;

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/file_util.h"
+#include "common/options.h"
 #include "common/yaml_util.h"
+#include "workloads/workload_plugins.h"
 
 namespace fl::harness {
 namespace {
@@ -56,15 +59,11 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
                      "hang_timeout", "ccl_options", "compute", "compute_device"},
                     "job"));
   FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
-  static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step",
-                                                      "moe_alltoall"};
-  if (std::find(kWorkloads.begin(), kWorkloads.end(), job->workload) == kWorkloads.end())
-    return doc.Error(n["workload"],
-                     "unknown workload '" + job->workload + "' (" + Join(kWorkloads) + ")");
+  auto workload = workloads::FindWorkloadPlugin(job->workload);
+  if (!workload.ok()) return doc.Error(n["workload"], workload.status().message());
   FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
-  static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
-  if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
-    return doc.Error(n["ccl"], "unknown ccl '" + job->ccl + "' (" + Join(kCcls) + ")");
+  auto ccl = ccl::FindCclPlugin(job->ccl);
+  if (!ccl.ok()) return doc.Error(n["ccl"], ccl.status().message());
   if (doc.Has(n, "size")) {
     FL_ASSIGN_OR_RETURN(job->size_bytes,
                         doc.AsBytesIn(n["size"], "size", 1, limits::kMaxSizeBytes));
@@ -99,18 +98,30 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
                       doc.GetOr<std::string>(n, "compute_device", job->compute_device));
   if (job->compute_device != "cpu" && job->compute_device != "gpu" && job->compute_device != "auto")
     return doc.Error(n["compute_device"], "compute_device must be cpu, gpu or auto");
-  if ((doc.Has(n, "compute") || doc.Has(n, "compute_device")) && job->workload != "training_step")
-    return doc.Error(n, "compute and compute_device apply to workload training_step only");
+  // The workload's own options are job keys; the workload's schema says which it takes.
+  for (const char* key : {"compute", "compute_device"}) {
+    if (!doc.Has(n, key) || (*workload)->options.Find(key)) continue;
+    std::vector<std::string> takers;
+    for (const workloads::WorkloadPlugin* w : workloads::WorkloadPlugins())
+      if (w->options.Find(key)) takers.push_back(w->name);
+    return doc.Error(
+        n[key], std::string(key) + " applies to workload " + Join(takers) + " only (" +
+                    job->workload + " takes " +
+                    ((*workload)->options.specs().empty() ? std::string("no options")
+                                                          : Join((*workload)->options.Names())) +
+                    ")");
+  }
   if (doc.Has(n, "ccl_options")) {
     const YAML::Node p = n["ccl_options"];
     FL_RETURN_IF_ERROR(doc.ExpectMap(p, "ccl_options"));
+    const OptionSchema& schema = (*ccl)->options;
     for (auto it = p.begin(); it != p.end(); ++it) {
       if (!it->second.IsScalar())
         return doc.Error(it->second, "ccl option values must be single values");
-      std::map<std::string, std::string> one = {{it->first.Scalar(), it->second.Scalar()}};
-      if (std::string why = CheckCclOptions(job->ccl, one); !why.empty())
-        return doc.Error(it->first, why);
-      job->ccl_options.merge(one);
+      const std::string k = it->first.Scalar();
+      if (std::string why = schema.Check(k, it->second.Scalar()); !why.empty())
+        return doc.Error(schema.Find(k) ? it->second : it->first, why);
+      job->ccl_options[k] = it->second.Scalar();
     }
   }
   return OkStatus();
@@ -207,38 +218,12 @@ Status FaultError(const std::string& where, const std::string& msg) {
 
 }  // namespace
 
-std::vector<std::string> CclOptionNames(const std::string& ccl) {
-  if (ccl == "ftccl")
-    return {"chunk_bytes",     "window_bytes", "channels_per_nic", "keepalive_ms",
-            "dead_timeout_ms", "peer_dead_ms", "algorithm"};
-  return {};
-}
-
 std::string CheckCclOptions(const std::string& ccl,
                             const std::map<std::string, std::string>& options) {
-  const std::vector<std::string> names = CclOptionNames(ccl);
-  for (const auto& [k, v] : options) {
-    if (std::find(names.begin(), names.end(), k) == names.end()) {
-      if (names.empty()) return "ccl " + ccl + " takes no options (got '" + k + "')";
-      return "unknown " + ccl + " option '" + k + "' (" + Join(names) + ")";
-    }
-    if (k == "algorithm") {  // ftccl's AllReduce algorithm, the one option that is a word
-      if (v != "auto" && v != "ring" && v != "hier")
-        return ccl + " option algorithm wants auto, ring or hier, got '" + v + "'";
-      continue;
-    }
-    bool digits = !v.empty() && v.size() <= 12 &&
-                  std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::stoull(v) == 0)
-      return ccl + " option " + k + " wants a positive integer, got '" + v + "'";
-    // Sizes up to 1 GiB, counts up to 64, times up to an hour.
-    const uint64_t hi = k == "chunk_bytes" || k == "window_bytes" ? (1ull << 30)
-                        : k == "channels_per_nic"                 ? 64
-                                                                  : 3600ull * 1000;
-    if (std::string p = BoundsProblem<uint64_t>(ccl + " option " + k, std::stoull(v), 1, hi);
-        !p.empty())
-      return p;
-  }
+  auto plugin = ccl::FindCclPlugin(ccl);
+  if (!plugin.ok()) return plugin.status().message();
+  for (const auto& [k, v] : options)
+    if (std::string why = (*plugin)->options.Check(k, v); !why.empty()) return why;
   return {};
 }
 
@@ -252,9 +237,8 @@ void ApplyLabOverride(Scenario& scenario, const std::string& lab_file) {
 Status ApplyCclOverrides(Scenario& scenario, const std::string& ccl,
                          const std::map<std::string, std::string>& options) {
   if (!ccl.empty() && ccl != scenario.job.ccl) {
-    static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
-    if (std::find(kCcls.begin(), kCcls.end(), ccl) == kCcls.end())
-      return InvalidArgumentError("--ccl: unknown ccl '" + ccl + "' (" + Join(kCcls) + ")");
+    if (auto plugin = ccl::FindCclPlugin(ccl); !plugin.ok())
+      return InvalidArgumentError("--ccl: " + plugin.status().message());
     scenario.job.ccl = ccl;
     scenario.job.ccl_options.clear();
   }

@@ -76,12 +76,9 @@ Status ValidateAgainstCatalog(const Scenario& scenario, const FaultCatalog& cata
 
 uint64_t Fnv1a64(std::string_view text);
 
-// The tuning options a CCL accepts in job.ccl_options / `faultline run --ccl-option`
-// (ftccl: chunk_bytes, window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms,
-// peer_dead_ms, algorithm; the baselines take none).
-std::vector<std::string> CclOptionNames(const std::string& ccl);
-// Empty when every option is known to `ccl` and its value is a positive integer (algorithm:
-// auto, ring or hier); otherwise the problem, e.g. "unknown ftccl option 'dead_ms' (...)".
+// Empty when every option is one `ccl` declares in its schema (its CclPlugin,
+// ccl_under_test/tools/ccl_plugins.h; `faultline ccls` lists them) with a valid value; otherwise
+// the problem, e.g. "unknown ftccl option 'dead_ms' (known: ...)".
 std::string CheckCclOptions(const std::string& ccl,
                             const std::map<std::string, std::string>& options);
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/file_util.h"
 #include "common/yaml_util.h"
 #include "harness/scenario/scenario_loader.h"
@@ -55,21 +56,22 @@ StatusOr<CclSpec> ParseCcl(const YamlDoc& doc, const YAML::Node& n) {
     FL_RETURN_IF_ERROR(doc.ExpectMap(n, "ccl"));
     FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "options"}, "ccl"));
     FL_ASSIGN_OR_RETURN(c.name, doc.Get<std::string>(n, "name"));
-    if (doc.Has(n, "options")) {
-      const YAML::Node o = n["options"];
-      FL_RETURN_IF_ERROR(doc.ExpectMap(o, "options"));
-      for (auto it = o.begin(); it != o.end(); ++it) {
-        if (!it->second.IsScalar())
-          return doc.Error(it->second, "option values must be single values");
-        c.options[it->first.Scalar()] = it->second.Scalar();
-      }
+  }
+  // Names and options are checked against the CCL's own descriptor (ccl_plugins.h).
+  auto plugin = ccl::FindCclPlugin(c.name);
+  if (!plugin.ok()) return doc.Error(n.IsMap() ? n["name"] : n, plugin.status().message());
+  if (n.IsMap() && doc.Has(n, "options")) {
+    const YAML::Node o = n["options"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(o, "options"));
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      if (!it->second.IsScalar())
+        return doc.Error(it->second, "option values must be single values");
+      const std::string k = it->first.Scalar();
+      if (std::string why = (*plugin)->options.Check(k, it->second.Scalar()); !why.empty())
+        return doc.Error((*plugin)->options.Find(k) ? it->second : it->first, why);
+      c.options[k] = it->second.Scalar();
     }
   }
-  if (c.name != "ftccl" && c.name != "gloo" && c.name != "nccl")
-    return doc.Error(n.IsMap() ? n["name"] : n, "unknown ccl '" + c.name + "' (ftccl, gloo, nccl)");
-  std::string problem = CheckCclOptions(c.name, c.options);
-  if (!problem.empty())
-    return doc.Error(n.IsMap() && doc.Has(n, "options") ? n["options"] : n, problem);
   return c;
 }
 

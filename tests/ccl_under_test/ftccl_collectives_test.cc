@@ -264,7 +264,7 @@ TEST_CASE("ftccl: an unknown algorithm - and hier without a host layout - are re
   const int n = 3;
   MemoryStore store;
   ftccl::FtcclOptions bad;
-  bad.algorithm = "tree";  // the communicator's default (FTCCL_ALGORITHM), checked at creation
+  bad.algorithm = "tree";  // the communicator's default (the option algorithm), checked at creation
   auto refused = ftccl::CreateFtcclCommunicator(testing::RankConfig(0, 1, 1, &store, "x"), bad);
   CHECK(refused.status().code() == Code::kInvalidArgument);
   CHECK(refused.status().message() == "ftccl: unknown algorithm 'tree' (auto, ring, hier)");

@@ -32,6 +32,23 @@ TEST_CASE("registry: create by name, with arguments", "[unit]") {
   CHECK(reg.Names() == std::vector<std::string>{"poly"});
 }
 
+TEST_CASE("registry: a factory registers with its option schema", "[unit]") {
+  Registry<Shape> reg("shape");
+  auto tri = []() -> StatusOr<std::unique_ptr<Shape>> {
+    return std::unique_ptr<Shape>(new Poly(3));
+  };
+  OptionSchema schema("triangle", {{"sides", OptionType::kInt, 3, 3, {}, "3", "always three"}});
+  REQUIRE(reg.Register("triangle", tri, schema).ok());
+  REQUIRE(reg.Register("plain", tri).ok());
+  REQUIRE(reg.Schema("triangle") != nullptr);
+  CHECK(reg.Schema("triangle")->Names() == std::vector<std::string>{"sides"});
+  CHECK(reg.Schema("triangle")->Check("sides", "4") ==
+        "triangle option sides must be within 3..3, not 4");
+  REQUIRE(reg.Schema("plain") != nullptr);  // registered without one: takes no options
+  CHECK(reg.Schema("plain")->specs().empty());
+  CHECK(reg.Schema("circle") == nullptr);
+}
+
 TEST_CASE("registry: unknown names list the known ones, duplicates are refused", "[unit]") {
   Registry<Shape> reg("injector");
   auto factory = []() -> StatusOr<std::unique_ptr<Shape>> {

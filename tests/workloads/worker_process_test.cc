@@ -57,11 +57,12 @@ TEST_CASE("faultline-worker: ranks meet through a TCP store, rank from the launc
   std::vector<std::unique_ptr<fl::testing::ChildProcess>> ranks;
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> argv = {"/usr/bin/env",
-                                     "FTCCL_HOST_ID=none",
                                      "SLURM_PROCID=" + std::to_string(r),
                                      "SLURM_NTASKS=" + std::to_string(n),
                                      "SLURM_LOCALID=" + std::to_string(r),
                                      FL_WORKER_PATH,
+                                     "--ccl-option",
+                                     "host_id=none",
                                      "--store",
                                      "tcp://" + (*srv)->address(),
                                      "--store-token-file",
@@ -123,6 +124,21 @@ TEST_CASE("faultline-worker: store and rank arguments are checked (exit 2)", "[i
   msg = ReadFile(out);
   REQUIRE(msg.ok());
   CHECK_THAT(*msg, Catch::Contains("--rank"));
+  // CCL options are checked against the CCL's schema before anything joins: an unknown name
+  // and an out-of-range value are exit 2, naming the flag and the option.
+  CHECK(RunWorker(with({"--store-dir", dir.path + "/rdv", "--ccl-option", "dead_ms=9"}), out) == 2);
+  msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg, Catch::Contains("--ccl-option: unknown ftccl option 'dead_ms' (known: "));
+  CHECK(RunWorker(with({"--store-dir", dir.path + "/rdv", "--ccl-option", "channels_per_nic=99"}),
+                  out) == 2);
+  msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg, Catch::Contains("channels_per_nic must be within 1..64, not 99"));
+  // A typed option reaches the factory: the run works with it.
+  CHECK(RunWorker(with({"--store-dir", dir.path + "/rdv", "--ccl-option", "dead_timeout_ms=2s",
+                        "--ccl-option", "host_id=none"}),
+                  out) == 0);
   // --store-dir alone still works (world of one).
   CHECK(RunWorker(with({"--store-dir", dir.path + "/rdv"}), out) == 0);
 }

@@ -1,5 +1,7 @@
 #include "ccl_under_test/adapters/gloo/gloo_communicator.h"
 
+#include "ccl_under_test/adapters/gloo/gloo_plugin.h"
+
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
@@ -281,7 +283,9 @@ StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(const CommConfig&
 }
 
 Status RegisterGloo(CclRegistry& registry) {
-  return registry.Register("gloo", [](const CommConfig& c) { return CreateGlooCommunicator(c); });
+  const CclPlugin& p = GlooPlugin();
+  return registry.Register(
+      p.name, [](const CommConfig& c) { return CreateGlooCommunicator(c); }, p.options);
 }
 
 }  // namespace fl::ccl::adapters

@@ -1,5 +1,7 @@
 #include "ccl_under_test/adapters/nccl/nccl_communicator.h"
 
+#include "ccl_under_test/adapters/nccl/nccl_plugin.h"
+
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -317,7 +319,9 @@ StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const CommConfig&
 }
 
 Status RegisterNccl(CclRegistry& registry) {
-  return registry.Register("nccl", [](const CommConfig& c) { return CreateNcclCommunicator(c); });
+  const CclPlugin& p = NcclPlugin();
+  return registry.Register(
+      p.name, [](const CommConfig& c) { return CreateNcclCommunicator(c); }, p.options);
 }
 
 }  // namespace fl::ccl::adapters

@@ -100,10 +100,14 @@ TEST_CASE("suite file: errors carry file:line:col", "[unit]") {
   CHECK(f.Error("name: x\nscenarios:\n  - nope.yaml\n")
             .rfind(p + ":3:5: scenario file 'nope.yaml' not found", 0) == 0);
   CHECK(f.Error("name: x\nccls: [mpi]\nscenarios: [a.yaml]\n") ==
-        p + ":2:8: unknown ccl 'mpi' (ftccl, gloo, nccl)");
+        p + ":2:8: unknown ccl 'mpi' (known: ftccl, gloo, nccl)");
+  // Options against the CCL's schema: an unknown name at the name, a bad value at the value.
   CHECK(f.Error("name: x\nccls:\n  - name: ftccl\n    options: {dead_ms: 5}\n"
                 "scenarios: [a.yaml]\n")
-            .rfind(p + ":4:14: ", 0) == 0);
+            .rfind(p + ":4:15: unknown ftccl option 'dead_ms' (known: chunk_bytes, ", 0) == 0);
+  CHECK(f.Error("name: x\nccls:\n  - name: ftccl\n    options: {channels_per_nic: 0}\n"
+                "scenarios: [a.yaml]\n") ==
+        p + ":4:33: ftccl option channels_per_nic must be within 1..64, not 0");
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\nrepeat: 0\n") ==
         p + ":3:9: repeat must be between 1 and 1000, not 0");
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\ntolerances:\n  ranks: 10%\n")

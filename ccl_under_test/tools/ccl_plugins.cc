@@ -1,0 +1,42 @@
+#include "ccl_under_test/tools/ccl_plugins.h"
+
+#include "ccl_under_test/adapters/gloo/gloo_plugin.h"
+#include "ccl_under_test/adapters/nccl/nccl_plugin.h"
+#include "ccl_under_test/ftccl/ftccl_plugin.h"
+
+namespace fl::ccl {
+
+const std::vector<const CclPlugin*>& CclPlugins() {
+  static const auto* all = new std::vector<const CclPlugin*>{
+      &ftccl::FtcclPlugin(),
+      &adapters::GlooPlugin(),
+      &adapters::NcclPlugin(),
+  };
+  return *all;
+}
+
+std::vector<std::string> CclNames() {
+  std::vector<std::string> names;
+  for (const CclPlugin* p : CclPlugins()) names.push_back(p->name);
+  return names;
+}
+
+std::string CclOptionSummary() {
+  std::string s;
+  for (const CclPlugin* p : CclPlugins()) {
+    std::string names;
+    for (const auto& n : p->options.Names()) names += (names.empty() ? "" : ", ") + n;
+    s += (s.empty() ? "" : "; ") + p->name + ": " + (names.empty() ? "none" : names);
+  }
+  return s;
+}
+
+StatusOr<const CclPlugin*> FindCclPlugin(std::string_view name) {
+  for (const CclPlugin* p : CclPlugins())
+    if (p->name == name) return p;
+  std::string known;
+  for (const auto& n : CclNames()) known += (known.empty() ? "" : ", ") + n;
+  return NotFoundError("unknown ccl '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace fl::ccl
