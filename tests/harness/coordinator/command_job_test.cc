@@ -161,6 +161,48 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "command job: a killed rank's container restarts the command job and the restart "
+    "cost is recorded",
+    "[.root][integration]") {
+  TempDir dir("fl_cmdjob");
+  const std::string script = dir.path() + "/loop.py";
+  REQUIRE(WriteFileAtomic(script, kLoop).ok());
+  const std::string scenario = dir.path() + "/restart.yaml";
+  REQUIRE(WriteFileAtomic(scenario,
+                          "name: cmd_restart\nseed: 3\nlab: {topology: " + WriteLab(dir.path()) +
+                              "}\njob:\n  command: [/usr/bin/python3, " + script +
+                              "]\n  duration: 3s\n  warmup_iterations: 5\n"
+                              "faults:\n  - kind: container_kill\n"
+                              "    target_class: container\n    after_iteration: 30\n"
+                              "restart: {enabled: true, max_restarts: 1}\n"
+                              "expectations:\n  survives: true\n")
+              .ok());
+  Faultline f({"run", scenario, "--db", dir.path() + "/r.db"}, dir.path());
+  auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
+  INFO(f.err());
+  INFO(f.out());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  CHECK(NamespacesLeft(f.err()) == 0);
+  CHECK(ProcessesWith(script) == 0);
+  reports::RunData data = OnlyRun(dir.path() + "/r.db");
+  int restarted = 0;
+  for (const auto& e : data.events) restarted += e.kind == "job_restarted";
+  CHECK(restarted == 1);
+  std::optional<double> cost;
+  for (const auto& m : data.metrics)
+    if (m.fault_id == std::optional<std::string>("f0") && m.name == "restart_cost_ms")
+      cost = m.value;
+  REQUIRE(cost);
+  CHECK(*cost > 0);
+  CHECK(*cost < 30000);
+  // The relaunched command numbers its progress from where the job resumed.
+  int64_t high = -1;
+  for (const auto& smp : data.samples) high = std::max(high, smp.iteration);
+  CHECK(high > 40);
+}
+
 // The figures of one fault from `faultline run --json`.
 struct FaultFigures {
   std::optional<double> detection_ms, first_progress_ms, recovery_ms;
