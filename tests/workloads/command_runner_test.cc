@@ -177,7 +177,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "command runner: a stop request ends the command; a relative or missing program is "
+    "command runner: a stop request ends the command, a relative or missing program is "
     "127",
     "[unit]") {
   testing::TempDir dir("fl_cmdrun");
