@@ -2,8 +2,15 @@
 // (a directory, or a TcpStoreServer: --store), runs a workload over a CCL, and streams one sample
 // per iteration plus the CCL's events as JSON lines to its agent (a Unix socket) or to stdout.
 //
+// Command mode (`-- PROGRAM ARGS...`): runs the command as this rank of a command job
+// instead of a workload (workloads/command_runner.h), with the rank's environment (RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, FAULTLINE_PROGRESS, ...,
+// then --env), and reports its progress the same way.
+//
 // Exit codes: 0 the loop completed (mismatches, if any, are in the samples), 1 a collective
 // failed (the communicator broke: fail-stop), 2 bad arguments, 3 could not join the group.
+// Command mode: the command's exit code (128 + signal), 0 when the worker ended it (its
+// iterations or duration reached), 127 when it could not be started.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -20,6 +27,7 @@
 #include "common/log.h"
 #include "common/main_guard.h"
 #include "common/units.h"
+#include "workloads/command_runner.h"
 #include "workloads/worker.h"
 
 namespace {
@@ -57,6 +65,10 @@ int WorkerMain(int argc, char** argv) {
   bool no_failover = false;
   std::string wc_device = "auto";
   std::vector<std::string> ccl_options;
+  std::vector<std::string> env_kv, command;
+  std::string progress_format = "lines", log_dir, master_addr;
+  int local_rank = -1, local_world = 0;
+  bool slurm_env = false;
   auto* rank_opt = app.add_option(
       "--rank", rank,
       "this rank (default: from the launcher: FL_RANK, RANK, OMPI_COMM_WORLD_RANK or "
@@ -102,6 +114,20 @@ int WorkerMain(int argc, char** argv) {
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
+  app.add_option("--env", env_kv,
+                 "NAME=VALUE for this rank's environment (repeatable; a command job's, or the "
+                 "worker's own)");
+  app.add_option("--progress-format", progress_format, "command mode: nccl-tests | lines | exit")
+      ->capture_default_str();
+  app.add_option("--log-dir", log_dir, "command mode: where rank-N.stdout/.stderr are kept");
+  app.add_option("--master-addr", master_addr, "command mode: MASTER_ADDR (rank 0's address)");
+  app.add_option("--local-rank", local_rank, "command mode: LOCAL_RANK");
+  app.add_option("--local-world-size", local_world, "command mode: LOCAL_WORLD_SIZE");
+  app.add_flag("--slurm-env", slurm_env,
+               "command mode: also set SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID");
+  app.add_option("command", command,
+                 "command mode: the program (absolute path) and its "
+                 "arguments, after --");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +152,72 @@ int WorkerMain(int argc, char** argv) {
   rank = who->rank;
   world = who->world_size;
   log::SetContext({"", "", rank});
+  std::map<std::string, std::string> job_env;
+  for (const auto& kv : env_kv) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return bad_args(InvalidArgumentError("--env wants NAME=VALUE, got '" + kv + "'"));
+    job_env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!command.empty()) {
+    auto dur = ParseDuration(duration);
+    if (!dur.ok()) return bad_args(dur.status());
+    workloads::CommandOptions co;
+    co.argv = command;
+    co.rank = rank;
+    co.progress_format = progress_format;
+    if (co.progress_format != "nccl-tests" && co.progress_format != "lines" &&
+        co.progress_format != "exit")
+      return bad_args(InvalidArgumentError("--progress-format nccl-tests|lines|exit"));
+    co.log_dir = log_dir;
+    co.iterations = iterations;
+    co.duration_ns = *dur;
+    co.first_iteration = first_iteration;
+    const int lr = local_rank >= 0 ? local_rank : 0;
+    const int lw = local_world > 0 ? local_world : 1;
+    std::string nic_csv;
+    for (const auto& n : nics) nic_csv += (nic_csv.empty() ? "" : ",") + n;
+    co.env = {{"RANK", std::to_string(rank)},
+              {"WORLD_SIZE", std::to_string(world)},
+              {"LOCAL_RANK", std::to_string(lr)},
+              {"LOCAL_WORLD_SIZE", std::to_string(lw)},
+              {"MASTER_ADDR", master_addr.empty() ? nics.front() : master_addr},
+              {"MASTER_PORT", "29500"},
+              {"FL_JOB_ID", job_id},
+              {"FL_NICS", nic_csv},
+              {"PYTHONUNBUFFERED", "1"}};
+    if (!store_dir.empty()) co.env["FL_RENDEZVOUS"] = store_dir;
+    if (store_opt->count() && store_spec.rfind("tcp://", 0) != 0)
+      co.env["FL_RENDEZVOUS"] = store_spec;
+    if (slurm_env) {
+      co.env["SLURM_PROCID"] = std::to_string(rank);
+      co.env["SLURM_NTASKS"] = std::to_string(world);
+      co.env["SLURM_NPROCS"] = std::to_string(world);
+      co.env["SLURM_LOCALID"] = std::to_string(lr);
+    }
+    for (const auto& [k, v] : job_env) co.env[k] = v;  // the job's env last (MASTER_PORT...)
+    int out_fd = 1;
+    if (!telemetry.empty()) {
+      out_fd = ConnectUnix(telemetry);
+      if (out_fd < 0) {
+        std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n",
+                     telemetry.c_str(), std::strerror(errno));
+        return 3;
+      }
+    }
+    workloads::JsonLinesSink sink(out_fd, rank);
+    signal(SIGTERM, OnSignal);
+    signal(SIGINT, OnSignal);
+    signal(SIGPIPE, SIG_IGN);
+    sink.OnWorkerEvent("worker_start",
+                       "{\"pid\":" + std::to_string(getpid()) + ",\"mode\":\"command\"}");
+    workloads::CommandResult r = workloads::RunCommand(co, sink, g_stop);
+    sink.OnWorkerEvent("worker_exit", "{\"code\":" + std::to_string(r.exit_code) +
+                                          ",\"iterations\":" + std::to_string(r.progress_units) +
+                                          "}");
+    return r.exit_code;
+  }
+  for (const auto& [k, v] : job_env) setenv(k.c_str(), v.c_str(), /*overwrite=*/1);
   if (store_opt->count() == 0 && dir_opt->count() == 0)
     return bad_args(InvalidArgumentError("give --store SPEC or --store-dir DIR"));
   auto store = ccl::OpenStore(store_opt->count() ? store_spec : store_dir, store_token_file);

@@ -15,13 +15,14 @@ using namespace std::string_view_literals;
 
 namespace {
 
-constexpr size_t kMaxWorkerArgs = 64;
+constexpr size_t kMaxWorkerArgs = 256;  // a command job carries its argv and env
 constexpr size_t kMaxWorkerArgBytes = 4096;
 constexpr size_t kMaxNics = 16;
 constexpr size_t kMaxNicBytes = 64;
 // Arguments the agent gives the worker itself; the coordinator may not override them.
-constexpr std::string_view kAgentOwnedArgs[] = {"--rank", "--world-size", "--nics", "--telemetry",
-                                                "--store-token-file"};
+constexpr std::string_view kAgentOwnedArgs[] = {
+    "--rank",       "--world-size",       "--nics",   "--telemetry", "--store-token-file",
+    "--local-rank", "--local-world-size", "--log-dir"};
 
 // An absolute path without "." or ".." components (so that a prefix check means something).
 bool IsPlainAbsolutePath(std::string_view p) {
@@ -62,6 +63,27 @@ bool IsSwitchPortsEntry(std::string_view v) {
   return true;
 }
 
+// The program of a command job against allow_commands (see agent_policy.h).
+Status CheckCommand(const AgentPolicy& p, const std::vector<std::string>& command,
+                    bool disposable_site) {
+  if (command.empty()) return InvalidArgumentError("a command job names no program after --");
+  const std::string& prog = command[0];
+  if (!IsPlainAbsolutePath(prog))
+    return InvalidArgumentError("command '" + prog.substr(0, 256) +
+                                "' must be an absolute path without . or ..");
+  if (p.allow_commands.empty()) {
+    if (disposable_site) return OkStatus();
+    return FailedPreconditionError(
+        "policy: this agent serves real hosts and runs no command jobs unless its policy file "
+        "lists allow_commands (refused: " +
+        prog + ")");
+  }
+  for (const auto& a : p.allow_commands) {
+    if (UnderDir(prog, a)) return OkStatus();  // the path itself, or under the directory
+  }
+  return FailedPreconditionError("policy: command " + prog + " is not under allow_commands");
+}
+
 }  // namespace
 
 Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::Port>& ports) {
@@ -84,25 +106,27 @@ Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::
 StatusOr<AgentPolicy> ParseAgentPolicy(std::string_view text, const std::string& name) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, name));
   const YAML::Node root = doc.root();
-  FL_RETURN_IF_ERROR(doc.CheckKeys(
-      root,
-      {"allow_kinds", "target_prefixes", "max_fault_duration", "max_lease", "allow_ranks",
-       "max_ranks", "max_world_size", "max_rank_bytes", "worker_dirs", "switch_ports"},
-      "agent policy"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(root,
+                    {"allow_kinds", "target_prefixes", "max_fault_duration", "max_lease",
+                     "allow_ranks", "max_ranks", "max_world_size", "max_rank_bytes", "worker_dirs",
+                     "switch_ports", "allow_commands"},
+                    "agent policy"));
   AgentPolicy p;
   p.source = name;
-  for (const char* key : {"allow_kinds", "target_prefixes", "worker_dirs"}) {
+  for (const char* key : {"allow_kinds", "target_prefixes", "worker_dirs", "allow_commands"}) {
     if (!doc.Has(root, key)) continue;
     FL_RETURN_IF_ERROR(doc.ExpectSequence(root[key], key));
     for (const auto& n : root[key]) {
       FL_ASSIGN_OR_RETURN(std::string v, doc.As<std::string>(n, key));
       const std::string k = key;
       if (v.empty()) return doc.Error(n, k + " entries must not be empty");
-      if (k == "worker_dirs" && !IsPlainAbsolutePath(v))
-        return doc.Error(n, "worker_dirs entries must be absolute paths without . or ..");
+      if ((k == "worker_dirs" || k == "allow_commands") && !IsPlainAbsolutePath(v))
+        return doc.Error(n, k + " entries must be absolute paths without . or ..");
       (k == "allow_kinds"       ? p.allow_kinds
        : k == "target_prefixes" ? p.target_prefixes
-                                : p.worker_dirs)
+       : k == "worker_dirs"     ? p.worker_dirs
+                                : p.allow_commands)
           .push_back(v);
     }
   }
@@ -193,8 +217,8 @@ InjectDecision DecideInject(const AgentPolicy& p, bool disposable_site, const st
 }
 
 Status CheckLaunch(const AgentPolicy& p, const pb::LaunchRanks& l,
-                   const std::vector<std::string>& args,
-                   const std::vector<std::string>& store_dirs) {
+                   const std::vector<std::string>& all_args,
+                   const std::vector<std::string>& store_dirs, bool disposable_site) {
   if (!p.allow_ranks) return FailedPreconditionError("policy: this agent does not start ranks");
   if (l.ranks_size() > p.max_ranks)
     return FailedPreconditionError("policy: at most " + std::to_string(p.max_ranks) +
@@ -208,9 +232,15 @@ Status CheckLaunch(const AgentPolicy& p, const pb::LaunchRanks& l,
       if (n.empty() || n.size() > kMaxNicBytes || n.find_first_of(",\0"sv) != std::string::npos)
         return InvalidArgumentError("NIC address '" + n.substr(0, kMaxNicBytes) + "' is not one");
   }
-  if (args.size() > kMaxWorkerArgs)
+  if (all_args.size() > kMaxWorkerArgs)
     return InvalidArgumentError("at most " + std::to_string(kMaxWorkerArgs) +
-                                " worker arguments, not " + std::to_string(args.size()));
+                                " worker arguments, not " + std::to_string(all_args.size()));
+  // A command job: the worker's arguments, "--", then the command (not worker flags).
+  const auto dashdash = std::find(all_args.begin(), all_args.end(), "--");
+  const std::vector<std::string> args(all_args.begin(), dashdash);
+  if (dashdash != all_args.end())
+    FL_RETURN_IF_ERROR(
+        CheckCommand(p, std::vector<std::string>(dashdash + 1, all_args.end()), disposable_site));
   const std::vector<std::string>& dirs = p.worker_dirs.empty() ? store_dirs : p.worker_dirs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -243,6 +273,15 @@ Status CheckLaunch(const AgentPolicy& p, const pb::LaunchRanks& l,
           inet_pton(AF_INET, v.substr(0, colon).c_str(), &addr) != 1)
         return InvalidArgumentError("worker --store '" + args[i + 1] + "' is not tcp://IPv4:PORT");
       continue;
+    }
+    if (a == "--env" && has_value) {
+      const std::string& kv = args[i + 1];
+      const std::string key = kv.substr(0, kv.find('='));
+      if (kv.find('=') == std::string::npos || key.empty())
+        return InvalidArgumentError("worker --env '" + kv.substr(0, 64) + "' is not NAME=VALUE");
+      if (!disposable_site && key.rfind("LD_", 0) == 0)
+        return FailedPreconditionError("policy: --env " + key +
+                                       " (the dynamic loader's) is refused on real hosts");
     }
     if ((a == "--store-dir" || a == "--store") && has_value) {
       const std::string& v = args[i + 1];

@@ -22,6 +22,9 @@
 //     site (a local lab's switches), where it may touch them all.
 //   - launches: ranks per command, world size, worker arguments (count, length, --size,
 //     --store-dir) are bounded; the arguments the agent sets itself cannot be given.
+//   - command jobs: the program (the first argument after "--") must be under
+//     allow_commands; without it only a disposable site runs commands. Environment given with
+//     --env may not name the dynamic loader's variables (LD_*) on real hosts.
 //
 // Thread-safety: values and pure functions.
 #pragma once
@@ -51,6 +54,11 @@ struct AgentPolicy {
   // Switch ports faults may act on: "leaf1" (all of leaf1's) or "leaf1:Ethernet12". Empty:
   // none (a disposable site: all).
   std::vector<std::string> switch_ports;
+  // Command jobs (a command as the job under test, after "--" in the worker arguments): the
+  // programs this agent may start, absolute paths or directory prefixes ("/usr/bin/python3",
+  // "/opt/nccl-tests/build/"). Empty: none, except on a disposable site (a local lab's own
+  // agents), where any absolute path may run.
+  std::vector<std::string> allow_commands;
 };
 
 // Bounds on the policy file's own numbers.
@@ -90,8 +98,9 @@ Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::
 // Checks a LaunchRanks and its decoded worker arguments. store_dirs: where --store-dir may
 // point when the policy names no worker_dirs (the agent's state dir, the site's
 // rendezvous dir).
+// disposable_site: the agent serves a local lab's namespaces (commands allowed by default).
 Status CheckLaunch(const AgentPolicy& policy, const faultline::v1::LaunchRanks& launch,
                    const std::vector<std::string>& worker_args,
-                   const std::vector<std::string>& store_dirs);
+                   const std::vector<std::string>& store_dirs, bool disposable_site = false);
 
 }  // namespace fl::harness

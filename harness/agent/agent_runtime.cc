@@ -371,10 +371,13 @@ class AgentRuntime::Impl {
           return Fail(InvalidArgumentError("launch: NIC name is not a safe name"));
     }
     {  // bounded by the policy before anything starts
-      if (Status st = CheckLaunch(opts_.policy, l, *extra, site_->WorkerDirs()); !st.ok())
+      if (Status st =
+              CheckLaunch(opts_.policy, l, *extra, site_->WorkerDirs(), site_->disposable());
+          !st.ok())
         return Fail(st);
     }
     std::lock_guard lock(mu_);
+    int local_index = 0;
     for (const auto& spec : l.ranks()) {
       std::vector<std::string> argv = {opts_.worker_binary, "--rank", std::to_string(spec.rank()),
                                        "--world-size", std::to_string(spec.world_size())};
@@ -384,11 +387,17 @@ class AgentRuntime::Impl {
         argv.insert(argv.end(), {"--nics", nics});
       }
       if (!socket_path_.empty()) argv.insert(argv.end(), {"--telemetry", socket_path_});
-      argv.insert(argv.end(), extra->begin(), extra->end());
-      // A TCP rendezvous store is authenticated with the control plane's token.
-      if (std::find(extra->begin(), extra->end(), "--store") != extra->end() &&
+      // The rank's place on this host, and where a command job's output is kept.
+      argv.insert(argv.end(), {"--local-rank", std::to_string(local_index++), "--local-world-size",
+                               std::to_string(l.ranks_size())});
+      if (!opts_.run_dir.empty()) argv.insert(argv.end(), {"--log-dir", opts_.run_dir + "/ranks"});
+      // A TCP rendezvous store is authenticated with the control plane's token. The
+      // coordinator's arguments come last: a command job's argv ends them, after "--".
+      const auto worker_end = std::find(extra->begin(), extra->end(), "--");
+      if (std::find(extra->begin(), worker_end, "--store") != worker_end &&
           !opts_.token_file.empty())
         argv.insert(argv.end(), {"--store-token-file", opts_.token_file});
+      argv.insert(argv.end(), extra->begin(), extra->end());
       int local = spec.rank() % std::max(1, site_->ranks());
       auto info = site_->StartRank(local, argv);
       if (!info.ok()) return Fail(info.status());

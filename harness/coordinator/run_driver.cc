@@ -1,5 +1,7 @@
 #include "harness/coordinator/run_driver.h"
 
+#include <arpa/inet.h>
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -132,6 +134,7 @@ class Runner {
   }
   Status Prepare();
   Status Provision();
+  Status ApplyRanksPerHost();
   Status StartAgents();
   Status StartControlServer(const std::string& listen, const std::string& token);
   Status AwaitAgents();
@@ -252,8 +255,7 @@ Status Runner::Prepare() {
   }
   lab_ = std::move(*opened);
   hosts_ = lab_->hosts();
-  world_ = 0;
-  for (const auto& h : hosts_) world_ += h.ranks;
+  FL_RETURN_IF_ERROR(ApplyRanksPerHost());
   const FaultCatalog* catalog = &lab_->catalog();
   FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, *catalog));
   FL_ASSIGN_OR_RETURN(plan_, MakePlan(scenario_, *catalog, seed_));
@@ -270,9 +272,25 @@ Status Runner::Prepare() {
   return OkStatus();
 }
 
+// A command job's ranks_per_host: at most the lab's ranks per host (its containers).
+Status Runner::ApplyRanksPerHost() {
+  const uint32_t n = scenario_.job.ranks_per_host;
+  for (auto& h : hosts_) {
+    if (n > 0 && static_cast<int>(n) > h.ranks)
+      return InvalidArgumentError(scenario_.path + ": job.ranks_per_host " + std::to_string(n) +
+                                  " is more than host " + h.name + " has rank slots (" +
+                                  std::to_string(h.ranks) + ")");
+    if (n > 0) h.ranks = static_cast<int>(n);
+  }
+  world_ = 0;
+  for (const auto& h : hosts_) world_ += h.ranks;
+  return OkStatus();
+}
+
 Status Runner::Provision() {
   FL_RETURN_IF_ERROR(lab_->Provision(LabRunInfo()));
   hosts_ = lab_->hosts();  // now with the NICs' addresses (and an allocation's node names)
+  FL_RETURN_IF_ERROR(ApplyRanksPerHost());
   // A lab whose names are known only now (a Slurm node count) validates and plans again: the
   // same seed picks the same positions, now with real names.
   FL_RETURN_IF_ERROR(ValidateAgainstCatalog(scenario_, lab_->catalog()));
@@ -508,6 +526,32 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
     args.insert(args.end(), {"--compute", std::to_string(j.compute_ns) + "ns", "--compute-device",
                              j.compute_device});
   for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
+  for (const auto& [k, v] : j.env) args.insert(args.end(), {"--env", k + "=" + v});
+  if (!j.command.empty()) {
+    // A command job: the worker runs the command (after "--") as each rank. The workload's
+    // arguments above are unused by it, but harmless; its own are these.
+    args = {"--job-id",
+            job_id_,
+            store_spec_.rfind("tcp://", 0) == 0 ? "--store" : "--store-dir",
+            store_spec_,
+            "--first-iteration",
+            std::to_string(first_iteration),
+            "--progress-format",
+            j.progress_format};
+    if (j.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(j.iterations)});
+    if (j.duration_ns > 0)
+      args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
+    // MASTER_ADDR: rank 0's data address (its first NIC), else its host's name.
+    const HostSlot& first = hosts_.front();
+    in_addr a;
+    const bool ipv4 =
+        !first.nics.empty() && inet_pton(AF_INET, first.nics.front().c_str(), &a) == 1;
+    args.insert(args.end(), {"--master-addr", ipv4 ? first.nics.front() : first.name});
+    if (lab_->kind() == "slurm") args.push_back("--slurm-env");
+    for (const auto& [k, v] : j.env) args.insert(args.end(), {"--env", k + "=" + v});
+    args.push_back("--");
+    args.insert(args.end(), j.command.begin(), j.command.end());
+  }
   nlohmann::json extra = args;
   int first_rank = 0;
   for (const HostSlot& slot : hosts_) {
@@ -644,7 +688,9 @@ int Runner::Timeline() {
                                      j.iterations ? j.iterations - 1 : j.warmup_iterations);
   Nanos start = MonoNowNs();
   Nanos limit = 120 * kNsPerSec + j.hang_timeout_ns;
-  while (progress_.MinIteration(world_) < static_cast<int64_t>(warm)) {
+  // A command job that reports no progress (progress.format exit) has no warm-up to wait for.
+  const bool no_progress = !j.command.empty() && j.progress_format == "exit";
+  while (!no_progress && progress_.MinIteration(world_) < static_cast<int64_t>(warm)) {
     if (g_interrupted) return kExitInterrupted;
     if (progress_.FirstFailure() || progress_.Exited() == world_) break;
     if (MonoNowNs() - start > limit) {
@@ -880,12 +926,17 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
   reports::AnalysisOptions ao;
   ao.warmup_iterations = static_cast<int64_t>(scenario_.job.warmup_iterations);
   ao.hang_timeout = scenario_.job.hang_timeout_ns;
+  ao.black_box = !scenario_.job.command.empty();
   auto metrics = reports::ComputeMetrics(in, ao);
   if (!metrics.ok()) {
     std::fprintf(stderr, "faultline run: analysis failed: %s\n",
                  metrics.status().ToUserString().c_str());
     return kExitInfra;
   }
+  // What a black box could not tell: stored with the run (the report shows it) and printed.
+  for (const auto& note : metrics->absent_notes) Event("black_box_note", {{"text", note}});
+  if (writer_ && !metrics->absent_notes.empty())
+    Keep(writer_->Flush(Deadline::After(30 * kNsPerSec)), "notes");
   std::vector<reports::MetricRecord> rows = metrics->ToRecords();
   rows.push_back({"", std::nullopt, "telemetry_dropped", static_cast<double>(dropped), "rows"});
   for (auto& r : rows) r.run_id = run_id_;
@@ -1010,6 +1061,7 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
       return kExitInfra;
     }
   }
+  for (const auto& note : m.absent_notes) std::fprintf(stderr, "not measured: %s\n", note.c_str());
   if (infra_status != reports::RunStatus::kRunning) return kExitInfra;
   return all_passed ? kExitPass : kExitExpectation;
 }

@@ -48,13 +48,119 @@ Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
   return OkStatus();
 }
 
+bool IsEnvKey(std::string_view k) {
+  if (k.empty() || k.size() > 128 || (k[0] >= '0' && k[0] <= '9')) return false;
+  for (char c : k)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// job.env: NAME: value for every rank (faultline-worker or a command).
+Status ParseJobEnv(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
+  if (!doc.Has(n, "env")) return OkStatus();
+  const YAML::Node e = n["env"];
+  FL_RETURN_IF_ERROR(doc.ExpectMap(e, "env"));
+  if (e.size() > limits::kMaxEnv)
+    return doc.Error(e, "job.env holds at most " + std::to_string(limits::kMaxEnv) + " variables");
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (!IsEnvKey(key))
+      return doc.Error(it->first, "env key '" + key +
+                                      "' is not a variable name ([A-Z_][A-Z0-9_]*, at most 128)");
+    if (!it->second.IsScalar())
+      return doc.Error(it->second, "env values must be single values (env." + key + ")");
+    const std::string value = it->second.Scalar();
+    if (value.size() > limits::kMaxEnvValueBytes || value.find('\0') != std::string::npos)
+      return doc.Error(it->second, "env." + key + " is longer than " +
+                                       std::to_string(limits::kMaxEnvValueBytes) +
+                                       " bytes or holds a NUL");
+    if (key.rfind("FAULTLINE_", 0) == 0 || key == "RANK" || key == "WORLD_SIZE" ||
+        key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" || key == "MASTER_ADDR")
+      return doc.Error(it->first, "env." + key + " is set by faultline for every rank");
+    job->env[key] = value;
+  }
+  return OkStatus();
+}
+
+// A command job: `command: [argv...]`, `ranks_per_host`, `progress: {format}`, `env`, and
+// the keys that bound any job (ccl as a label, iterations or duration or neither,
+// warmup_iterations, hang_timeout).
+Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      n,
+      {"command", "env", "ranks_per_host", "progress", "ccl", "iterations", "duration",
+       "warmup_iterations", "hang_timeout", "workload", "size", "dtype", "check_every", "failover",
+       "collective_timeout", "ccl_options", "compute", "compute_device"},
+      "job"));
+  for (const char* key : {"workload", "size", "dtype", "check_every", "failover",
+                          "collective_timeout", "ccl_options", "compute", "compute_device"})
+    if (doc.Has(n, key))
+      return doc.Error(n[key], std::string("'") + key +
+                                   "' configures faultline-worker's workload: a command job "
+                                   "sets it in its own arguments");
+  const YAML::Node c = n["command"];
+  FL_RETURN_IF_ERROR(doc.ExpectSequence(c, "command"));
+  if (c.size() == 0) return doc.Error(c, "command must name a program (an absolute path)");
+  if (c.size() > limits::kMaxCommandArgs)
+    return doc.Error(
+        c, "command takes at most " + std::to_string(limits::kMaxCommandArgs) + " arguments");
+  for (const auto& a : c) {
+    FL_ASSIGN_OR_RETURN(std::string v, doc.As<std::string>(a, "command argument"));
+    if (v.size() > 4096 || v.find('\0') != std::string::npos)
+      return doc.Error(a, "a command argument is longer than 4096 bytes or holds a NUL");
+    if (job->command.empty() && (v.empty() || v[0] != '/'))
+      return doc.Error(a, "command[0] must be an absolute path (no PATH lookup), not '" + v + "'");
+    job->command.push_back(std::move(v));
+  }
+  FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
+  static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
+  if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
+    return doc.Error(n["ccl"], "unknown ccl '" + job->ccl + "' (" + Join(kCcls) + ")");
+  FL_ASSIGN_OR_RETURN(job->ranks_per_host,
+                      doc.GetBoundedOr<uint32_t>(n, "ranks_per_host", 0, 1, 1024));
+  FL_ASSIGN_OR_RETURN(job->iterations,
+                      doc.GetBoundedOr<uint64_t>(n, "iterations", 0, 1, limits::kMaxIterations));
+  FL_ASSIGN_OR_RETURN(job->duration_ns,
+                      doc.GetDurationIn(n, "duration", 0, kNsPerMs, limits::kMaxJobDuration));
+  if (job->iterations > 0 && job->duration_ns > 0)
+    return doc.Error(n,
+                     "a command job takes 'iterations' or 'duration' (or neither: it runs "
+                     "until the command exits), not both");
+  FL_ASSIGN_OR_RETURN(job->warmup_iterations,
+                      doc.GetBoundedOr<uint64_t>(n, "warmup_iterations", job->warmup_iterations, 0,
+                                                 limits::kMaxWarmupIterations));
+  FL_ASSIGN_OR_RETURN(
+      job->hang_timeout_ns,
+      doc.GetDurationIn(n, "hang_timeout", job->hang_timeout_ns, kNsPerMs, limits::kMaxTimeout));
+  job->progress_format = "lines";
+  if (doc.Has(n, "progress")) {
+    const YAML::Node p = n["progress"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(p, "progress"));
+    FL_RETURN_IF_ERROR(doc.CheckKeys(p, {"format"}, "progress"));
+    FL_ASSIGN_OR_RETURN(job->progress_format,
+                        doc.GetOr<std::string>(p, "format", job->progress_format));
+    if (job->progress_format != "nccl-tests" && job->progress_format != "lines" &&
+        job->progress_format != "exit")
+      return doc.Error(p["format"], "progress.format must be nccl-tests, lines or exit, not '" +
+                                        job->progress_format + "'");
+  }
+  return ParseJobEnv(doc, n, job);
+}
+
 Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "job"));
+  if (doc.Has(n, "command")) return ParseCommandJob(doc, n, job);
+  for (const char* key : {"ranks_per_host", "progress"})
+    if (doc.Has(n, key))
+      return doc.Error(n[key],
+                       std::string("'") + key + "' applies to a command job (job.command) only");
   FL_RETURN_IF_ERROR(
       doc.CheckKeys(n,
                     {"workload", "ccl", "size", "dtype", "iterations", "duration",
                      "warmup_iterations", "check_every", "failover", "collective_timeout",
-                     "hang_timeout", "ccl_options", "compute", "compute_device"},
+                     "hang_timeout", "ccl_options", "compute", "compute_device", "env"},
                     "job"));
+  FL_RETURN_IF_ERROR(ParseJobEnv(doc, n, job));
   FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
   static const std::vector<std::string> kWorkloads = {"allreduce_loop", "training_step",
                                                       "moe_alltoall"};
@@ -315,8 +421,13 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
   }
   if (doc.Has(root, "expectations"))
     FL_RETURN_IF_ERROR(ParseExpect(doc, root["expectations"], &s.expect));
+  // A command job verifies nothing unless it says so (ok= in its progress lines): exact
+  // correctness is expected only when the scenario asks for it.
+  if (!s.job.command.empty() &&
+      !(doc.Has(root, "expectations") && doc.Has(root["expectations"], "exact_correctness")))
+    s.expect.exact_correctness = false;
   if (doc.Has(root, "restart")) FL_RETURN_IF_ERROR(ParseRestart(doc, root["restart"], &s.restart));
-  if (s.restart.enabled && s.job.failover && s.job.ccl == "ftccl")
+  if (s.restart.enabled && s.job.command.empty() && s.job.failover && s.job.ccl == "ftccl")
     return doc.Error(root["restart"],
                      "restart applies to fail-stop jobs: set job.failover: false or use ccl: gloo");
   return s;

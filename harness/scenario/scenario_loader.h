@@ -38,7 +38,10 @@ inline constexpr double kMaxExpectMs = 24 * 3600 * 1000.0;   // max_detection/re
 inline constexpr double kMaxThroughputLossS = 7 * 24 * 3600.0;
 inline constexpr uint32_t kMaxRestarts = 100;
 inline constexpr Nanos kMaxRestartDelay = 3600 * kNsPerSec;
-inline constexpr size_t kMaxParams = 64;  // params per fault
+inline constexpr size_t kMaxParams = 64;           // params per fault
+inline constexpr size_t kMaxEnv = 64;              // job.env entries
+inline constexpr size_t kMaxEnvValueBytes = 4096;  // one job.env value
+inline constexpr size_t kMaxCommandArgs = 48;      // job.command entries
 }  // namespace limits
 
 class FaultCatalog {

@@ -191,6 +191,17 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
     if (i > 0 && it.progress) base_progress.push_back(*it.progress);
   }
   m.baseline_iterations = static_cast<int64_t>(base_bw.size());
+  // The baseline's median iteration period (end to end), for a black box's gap detection.
+  std::optional<double> base_period;
+  {
+    std::vector<double> periods;
+    for (size_t i = 1; i < iters.size(); ++i) {
+      const Iteration& it = iters[i];
+      if (it.index < opt.warmup_iterations || it.end > first_fault) continue;
+      if (it.end > it.prev_end) periods.push_back(static_cast<double>(it.end - it.prev_end));
+    }
+    if (!periods.empty()) base_period = Median(periods);
+  }
   if (!base_bw.empty()) m.baseline_algbw = Median(base_bw);
   if (!base_progress.empty()) m.baseline_progress = Median(base_progress);
 
@@ -211,6 +222,30 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
 
     if (auto d = FirstEvent(in.events, kEventFaultDetected, T, E)) {
       fm.detection_latency_ms = ToMs(*d - T);
+      fm.detection_source = "event";
+    } else if (opt.black_box && base_period) {
+      // The first abnormal gap: completions (of whole iterations) from the last one before T.
+      const Nanos limit = static_cast<Nanos>(opt.gap_factor * *base_period);
+      Nanos prev = T;
+      for (const auto& it : iters)
+        if (it.end <= T) prev = it.end;
+      std::optional<Nanos> seen;
+      bool resumed = false;
+      for (const auto& it : iters) {
+        if (it.end <= T) continue;
+        resumed = true;
+        if (it.end - prev > limit && prev + limit <= E) {
+          seen = std::max(prev + limit, T);
+          break;
+        }
+        prev = it.end;
+        if (it.end > E) break;
+      }
+      if (!resumed && prev + limit <= E) seen = std::max(prev + limit, T);  // it never resumed
+      if (seen) {
+        fm.detection_latency_ms = ToMs(*seen - T);
+        fm.detection_source = "gap";
+      }
     }
     if (auto d = FirstEvent(in.events, kEventFailoverDone, T, E)) fm.failover_ms = ToMs(*d - T);
     if (fm.reverted_ns) {
@@ -323,6 +358,23 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
   for (int32_t r : ranks) m.correctness.lost_iterations += expected - present[r];
 
   // ---- Outcome ----
+  if (opt.black_box) {
+    if (m.correctness.verified_collectives == 0) {
+      m.correctness_measured = false;
+      m.absent_notes.push_back(
+          "correctness: the job verified nothing (no ok= in its progress lines, #wrong N/A), so "
+          "mismatches are not known");
+    }
+    for (const auto& fm : m.faults)
+      if (fm.applied && !fm.detection_latency_ms)
+        m.absent_notes.push_back("detection of " + fm.fault_id +
+                                 ": neither an error line from the job nor an abnormal gap in "
+                                 "its progress");
+    if (in.samples.empty())
+      m.absent_notes.push_back(
+          "progress: the job reported none (progress.format exit): only its "
+          "exit status is known");
+  }
   m.outcome.hang_timeout_ns = opt.hang_timeout;
   Nanos first_start = std::numeric_limits<Nanos>::max();
   for (const auto& s : in.samples) first_start = std::min(first_start, s.start_ns);
@@ -387,7 +439,8 @@ std::vector<MetricRecord> RunMetrics::ToRecords() const {
   add_opt(run_level, "baseline_progress", baseline_progress, "B/s");
   add(run_level, "verified_collectives", static_cast<double>(correctness.verified_collectives),
       "count");
-  add(run_level, "mismatches", static_cast<double>(correctness.mismatches), "count");
+  if (correctness_measured)
+    add(run_level, "mismatches", static_cast<double>(correctness.mismatches), "count");
   add(run_level, "lost_iterations", static_cast<double>(correctness.lost_iterations), "count");
   add(run_level, "duplicated_iterations", static_cast<double>(correctness.duplicated_iterations),
       "count");

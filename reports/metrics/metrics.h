@@ -52,6 +52,13 @@ struct AnalysisOptions {
   double tolerance = 0.10;        // "within 10%"
   Nanos hang_timeout = 30 * kNsPerSec;
   int gpus_per_rank = 1;
+  // A black-box job (a command job, docs/scenarios.md): what it does not tell is absent, not
+  // zero. Detection without a fault_detected event (the job's own error line) is the first
+  // abnormal gap: the moment after the fault at which no iteration has completed for
+  // gap_factor times the baseline's median iteration period; correctness (mismatches) is
+  // absent when nothing was verified.
+  bool black_box = false;
+  double gap_factor = 3.0;
 };
 
 struct FaultMetrics {
@@ -62,6 +69,7 @@ struct FaultMetrics {
   Nanos interval_end_ns = 0;  // E: next fault's T, else run end
   std::optional<double> injection_error_ms;
   std::optional<double> detection_latency_ms;
+  std::string detection_source;  // "event" (fault_detected), "gap" (black box), "" (none)
   std::optional<double> failover_ms;
   std::optional<double> time_to_first_progress_ms;
   int64_t fault_iterations = 0;          // |F|
@@ -110,6 +118,9 @@ struct RunMetrics {
   std::optional<double> baseline_progress;  // Bp, B/s
   std::vector<FaultMetrics> faults;         // in injection order
   Correctness correctness;
+  bool correctness_measured = true;  // false: a black box verified nothing (mismatches absent)
+  // What a black box could not tell, for the report ("correctness: ...").
+  std::vector<std::string> absent_notes;
   Outcome outcome;
 
   // The rows stored in the metrics table (names and units as in docs/metrics.md).

@@ -1,5 +1,7 @@
 #include "reports/render/markdown.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 
 #include "reports/render/escape.h"
@@ -129,6 +131,12 @@ std::string RenderTextSummary(const RunData& run) {
                   v.passed ? "PASS" : "FAIL", T(v.expectation).c_str(),
                   T(v.fault_id.value_or("")).c_str(), T(t.expected).c_str(), T(t.measured).c_str());
     o += line;
+  }
+  for (const auto& e : run.events) {  // what a black-box job could not tell (run_driver)
+    if (e.kind != "black_box_note") continue;
+    auto d = nlohmann::json::parse(e.detail_json, nullptr, /*allow_exceptions=*/false);
+    if (d.is_object() && d.contains("text") && d["text"].is_string())
+      o += "not measured: " + T(d["text"].get<std::string>()) + "\n";
   }
   if (!view.faults().empty()) {
     o += "faults:\n";

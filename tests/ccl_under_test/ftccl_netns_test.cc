@@ -5,6 +5,8 @@
 //   - a silent blackhole (bridge port stops forwarding, carrier up): keep-alive timeout,
 //     survived;
 //   - fail-stop ftccl and gloo: an error, not a hang, within their timeouts.
+// ftccl-perf -n N runs N out-of-place then N in-place iterations of each size (nccl-tests'
+// two columns): 2N progress lines per size.
 #include <catch2/catch.hpp>
 
 #include "lab_job.h"
@@ -35,7 +37,7 @@ TEST_CASE("ftccl lab: a NIC goes down mid-run and comes back", "[.root]") {
                     "ftccl",
                     2,
                     {},
-                    {"-b", "256KiB", "-e", "256KiB", "-n", "400", "-w", "1", "--check-all",
+                    {"-b", "256KiB", "-e", "256KiB", "-n", "200", "-w", "1", "--check-all",
                      "--timeout", "30s"},
                     {"FTCCL_DEAD_TIMEOUT_MS=1500"}});
   REQUIRE(job.Start().ok());
@@ -72,7 +74,7 @@ TEST_CASE("ftccl lab: a silent blackhole is found by keep-alives and survived", 
                     "ftccl",
                     2,
                     {},
-                    {"-b", "256KiB", "-e", "256KiB", "-n", "200", "-w", "1", "--check-all",
+                    {"-b", "256KiB", "-e", "256KiB", "-n", "100", "-w", "1", "--check-all",
                      "--timeout", "30s"},
                     {"FTCCL_DEAD_TIMEOUT_MS=400"}});
   REQUIRE(job.Start().ok());
@@ -105,7 +107,7 @@ TEST_CASE("ftccl lab: a rank with its only NIC down is reached through a rank of
       "ftccl",
       2,
       {},
-      {"-b", "256KiB", "-e", "256KiB", "-n", "300", "-w", "1", "--check-all", "--timeout", "30s"},
+      {"-b", "256KiB", "-e", "256KiB", "-n", "150", "-w", "1", "--check-all", "--timeout", "30s"},
       {"FTCCL_DEAD_TIMEOUT_MS=1000", "FTCCL_PEER_DEAD_MS=2000"}};
   spec.rail_per_rank = true;
   LabJob job(*lab, spec);

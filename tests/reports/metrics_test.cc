@@ -321,5 +321,54 @@ TEST_CASE("metrics: bad options and bad samples are InvalidArgument", "[unit]") 
   CHECK(ComputeMetrics(t.in, {}).status().code() == Code::kInvalidArgument);
 }
 
+TEST_CASE(
+    "metrics: a black box's detection is its first abnormal gap; what it cannot tell is "
+    "absent, not zero",
+    "[unit]") {
+  Trace t = Reference();
+  std::erase_if(t.in.events, [](const EventRecord& e) {
+    return e.kind == kEventFaultDetected && e.wall_ns >= At(10);
+  });
+  AnalysisOptions o;
+  o.black_box = true;
+  o.gap_factor = 2;  // baseline period 1 s: a gap is 2 s without a completed iteration
+  auto m = ComputeMetrics(t.in, o);
+  REQUIRE(m.ok());
+  // Iteration 9 ended at 10 s (the fault), iteration 10 at 13 s: the gap shows at 12 s.
+  REQUIRE(m->faults[0].detection_latency_ms);
+  CHECK(*m->faults[0].detection_latency_ms == Approx(2000));
+  CHECK(m->faults[0].detection_source == "gap");
+  CHECK(m->correctness_measured);  // the trace's samples are verified
+  CHECK(m->absent_notes.empty());
+
+  // The job's own error line wins over the gap.
+  t.Event(kEventFaultDetected, 10.1);
+  m = ComputeMetrics(t.in, o);
+  REQUIRE(m.ok());
+  CHECK(*m->faults[0].detection_latency_ms == Approx(100));
+  CHECK(m->faults[0].detection_source == "event");
+
+  // No gap as long as 3 periods and no error line: detection absent, and said so.
+  t.in.events.pop_back();
+  o.gap_factor = 3;
+  for (auto& smp : t.in.samples) smp.verified = false;
+  m = ComputeMetrics(t.in, o);
+  REQUIRE(m.ok());
+  CHECK_FALSE(m->faults[0].detection_latency_ms);
+  CHECK_FALSE(m->correctness_measured);
+  auto rows = m->ToRecords();
+  CHECK_FALSE(Find(rows, std::nullopt, "mismatches"));  // absent, not 0
+  CHECK(*Find(rows, std::nullopt, "verified_collectives") == 0);
+  REQUIRE(m->absent_notes.size() == 2);
+  CHECK(m->absent_notes[0].rfind("correctness:", 0) == 0);
+  CHECK(m->absent_notes[1].rfind("detection of f0:", 0) == 0);
+
+  // faultline-worker's runs are not black boxes: nothing changes for them.
+  m = ComputeMetrics(t.in, {});
+  REQUIRE(m.ok());
+  CHECK(m->correctness_measured);
+  CHECK(*Find(m->ToRecords(), std::nullopt, "mismatches") == 0);
+}
+
 }  // namespace
 }  // namespace fl::reports

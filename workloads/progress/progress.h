@@ -23,7 +23,8 @@ namespace fl::workloads::progress {
 // One unit of finished work: an nccl-tests result row (one size, one direction), or one line
 // of the progress protocol (one training iteration).
 struct Progress {
-  uint64_t iteration = 0;  // nccl-tests: rows completed so far (0, 1, ...); protocol: as written
+  uint64_t iteration = 0;  // nccl-tests: units (row halves) before this one (0, 1, ...);
+                           // protocol: as written
   uint64_t bytes = 0;      // bytes per rank of this unit (nccl-tests: the size column)
   Nanos duration_ns = 0;   // how long it took, when the source says (nccl-tests: the time
                            // column, µs; protocol: dur=); 0: unknown
@@ -39,13 +40,17 @@ struct Progress {
 // algbw busbw #wrong" (out-of-place then in-place; each half becomes one Progress, #wrong
 // "N/A" = not checked), "# Out of bounds values : N OK|FAILED", "# Avg bus bandwidth : X".
 // Rows repeat with -N (run cycles; 0 = forever). Malformed lines are counted, not fatal.
+// Also read: rows without the root column (old nccl-tests), a row with only its out-of-place
+// half, mpirun's "[1,0]<stdout>:" tags; nccl-tests' "Test ... failure" / "Test timeout" lines
+// and ftccl-perf's "ftccl-perf: ..." go to Summary::errors. Other lines (NCCL INFO/WARN) are
+// ignored here (ParseCclLogLine reads the WARN lines). Kept lines are bounded (256 each).
 class NcclTestsParser {
  public:
   struct Summary {
-    std::string command;               // the "# nThread ..." / first preamble line, if seen
-    std::vector<std::string> devices;  // the "#  Rank ..." lines, trimmed
-    uint64_t rows = 0;                 // result rows parsed
-    uint64_t malformed = 0;            // lines that looked like rows but did not parse
+    std::string command;                    // the "# nThread ..." / first preamble line, if seen
+    std::vector<std::string> devices;       // the "#  Rank ..." lines, trimmed
+    uint64_t rows = 0;                      // result rows parsed
+    uint64_t malformed = 0;                 // lines that looked like rows but did not parse
     std::optional<uint64_t> out_of_bounds;  // "# Out of bounds values : N"
     std::optional<double> avg_busbw_gbs;    // "# Avg bus bandwidth : X"
     std::vector<std::string> errors;        // lines that name a failure (e.g. "NCCL failure")
@@ -58,6 +63,7 @@ class NcclTestsParser {
  private:
   Summary summary_;
   uint64_t next_iteration_ = 0;
+  bool saw_nthread_ = false;
 };
 
 // The progress line protocol: a job appends one line per iteration to the file named by
