@@ -135,6 +135,12 @@ class Runner {
   Status Prepare();
   Status Provision();
   Status ApplyRanksPerHost();
+  // The ranks that report progress: all of them, except for nccl-tests output, which only
+  // rank 0 prints (nccl-tests and ftccl-perf alike).
+  int ProgressRanks() const {
+    const JobSpec& j = scenario_.job;
+    return !j.command.empty() && j.progress_format == "nccl-tests" ? 1 : world_;
+  }
   Status StartAgents();
   Status StartControlServer(const std::string& listen, const std::string& token);
   Status AwaitAgents();
@@ -653,7 +659,7 @@ void Runner::PrintProgress(const std::string& phase, bool force) {
       rate = static_cast<double>(progress_.samples - s0) / (static_cast<double>(now - t0) / 1e9) /
              std::max(1, world_);
   }
-  int64_t it = progress_.MinIteration(world_);
+  int64_t it = progress_.MinIteration(ProgressRanks());
   std::string next = "none";
   for (const auto& f : faults_) {
     if (f.injected) continue;
@@ -690,7 +696,7 @@ int Runner::Timeline() {
   Nanos limit = 120 * kNsPerSec + j.hang_timeout_ns;
   // A command job that reports no progress (progress.format exit) has no warm-up to wait for.
   const bool no_progress = !j.command.empty() && j.progress_format == "exit";
-  while (!no_progress && progress_.MinIteration(world_) < static_cast<int64_t>(warm)) {
+  while (!no_progress && progress_.MinIteration(ProgressRanks()) < static_cast<int64_t>(warm)) {
     if (g_interrupted) return kExitInterrupted;
     if (progress_.FirstFailure() || progress_.Exited() == world_) break;
     if (MonoNowNs() - start > limit) {
@@ -704,7 +710,7 @@ int Runner::Timeline() {
   }
   steady_mono_ = MonoNowNs();
   steady_wall_ = WallNowNs();
-  Event("steady_state", {{"iteration", progress_.MinIteration(world_)}});
+  Event("steady_state", {{"iteration", progress_.MinIteration(ProgressRanks())}});
   for (const PlannedFault& pf : plan_.faults) {
     ActiveFault f;
     f.plan = pf;
@@ -727,7 +733,7 @@ int Runner::Timeline() {
       return kExitInfra;
     }
     Nanos now = MonoNowNs();
-    int64_t min_it = progress_.MinIteration(world_);
+    int64_t min_it = progress_.MinIteration(ProgressRanks());
     for (auto& f : faults_) {
       if (f.injected) continue;
       bool due = f.plan.after_iteration_trigger
@@ -767,7 +773,7 @@ int Runner::Timeline() {
           WaitUntil([] { return g_interrupted.load(); },
                     Deadline::After(scenario_.restart.delay_ns), 10 * kNsPerMs))
         return kExitInterrupted;  // Ctrl-C during the delay
-      int64_t resume = progress_.MinIteration(world_) + 1;
+      int64_t resume = progress_.MinIteration(ProgressRanks()) + 1;
       restarts_++;
       Nanos relaunch = MonoNowNs();
       uint64_t samples_before;
@@ -914,7 +920,7 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
   in.samples = data->samples;
   in.events = data->events;
   in.faults = data->faults;
-  in.num_ranks = world_;
+  in.num_ranks = ProgressRanks();
   if (scenario_.job.iterations)
     in.expected_iterations = static_cast<int64_t>(scenario_.job.iterations);
   // Exit codes are cleared at each relaunch: a failure here is one of the last attempt.

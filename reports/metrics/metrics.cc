@@ -344,7 +344,14 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
   // ---- Correctness: lost iterations ----
   int64_t max_index = -1;
   for (const auto& [key, s] : latest) max_index = std::max(max_index, key.second);
-  const int64_t expected = in.expected_iterations ? *in.expected_iterations : max_index + 1;
+  int64_t expected = in.expected_iterations ? *in.expected_iterations : max_index + 1;
+  if (opt.black_box && !in.expected_iterations && !latest.empty()) {
+    // A black box stopped at a duration stops each rank where it stands: iterations beyond
+    // the one every rank reached are not lost.
+    std::map<int32_t, int64_t> high;
+    for (const auto& [key, smp] : latest) high[key.first] = std::max(high[key.first], key.second);
+    for (int32_t r : ranks) expected = std::min(expected, high.count(r) ? high[r] + 1 : 0);
+  }
   std::map<int32_t, int64_t> present;                      // iterations in [0, expected) per rank
   std::map<int32_t, std::pair<Nanos, int64_t>> last_done;  // latest end, its iteration
   for (const auto& [key, s] : latest) {

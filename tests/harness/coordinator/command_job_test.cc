@@ -5,12 +5,17 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "common/file_util.h"
-#include "injectors/sys.h"
+#include "injectors/journal.h"
 #include "tests/harness/run_testing.h"
 #include "tests/test_util.h"
 
@@ -65,22 +70,53 @@ TEST_CASE(
                           "name: cmd_lines\nseed: 3\nlab: {topology: " + WriteLab(dir.path()) +
                               "}\njob:\n  command: [/usr/bin/python3, " + script +
                               "]\n  env: {STEP_NOTE: hello, MASTER_PORT: \"29611\"}\n"
-                              "  duration: 3s\n  warmup_iterations: 5\n"
+                              "  duration: 4s\n  warmup_iterations: 5\n"
                               "  progress: {format: lines}\n"
                               "expectations:\n  survives: true\n")
               .ok());
   auto before = Netns();
-  Faultline f({"run", scenario, "--db", dir.path() + "/r.db", "--keep-run-dir"}, dir.path());
+  Faultline f({"run", scenario, "--db", dir.path() + "/r.db"}, dir.path());
+  // While it runs: the run's directory holds every rank's output, with the environment it
+  // got (the run directory goes with the run; the stderr tail stays in the results).
+  std::string run_id;
+  REQUIRE(WaitUntil(
+      [&] {
+        const std::string err = f.err();
+        auto p = err.find("faultline run r");
+        if (p == std::string::npos) return false;
+        auto e = err.find(':', p);
+        if (e == std::string::npos) return false;
+        run_id = err.substr(p + 14, e - p - 14);
+        return true;
+      },
+      Deadline::After(60 * kNsPerSec), 10 * kNsPerMs));
+  const std::string run_dir = injectors::StateDir() + "/runs/" + run_id;
+  std::vector<std::string> outs(4), errs(4);
+  const bool logs = WaitUntil(
+      [&] {
+        for (int r = 0; r < 4; ++r) {
+          const std::string base = run_dir + "/ranks/rank-" + std::to_string(r);
+          outs[r] = ReadFile(base + ".stdout").value_or("");
+          errs[r] = ReadFile(base + ".stderr").value_or("");
+          if (outs[r].find("STEP_NOTE") == std::string::npos ||
+              errs[r].find("stderr of rank") == std::string::npos)
+            return false;
+        }
+        return true;
+      },
+      Deadline::After(60 * kNsPerSec), 20 * kNsPerMs);
   auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
   INFO(f.err());
   INFO(f.out());
+  CHECK(logs);
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
   CHECK(Netns() == before);
   CHECK(ProcessesWith(script) == 0);
+  CHECK_FALSE(std::filesystem::exists(run_dir));
 
   reports::RunData data = OnlyRun(dir.path() + "/r.db");
-  const std::string run_dir = injectors::StateDir() + "/runs/" + data.run.id;
+  CHECK(data.run.id == run_id);
   CHECK(data.run.status == reports::RunStatus::kPassed);
   std::set<int> ranks;
   size_t verified = 0;
@@ -97,28 +133,118 @@ TEST_CASE(
     if (e.kind == "command_exit") {
       ++exits;
       CHECK(e.detail_json.find("\"stopped_by_runner\":true") != std::string::npos);
+      CHECK(e.detail_json.find("stderr of rank") != std::string::npos);  // the tail, kept
     }
   CHECK(exits == 4);
 
-  // The output of every rank, with the environment it got.
   for (int r = 0; r < 4; ++r) {
-    INFO("rank " << r);
-    auto out = ReadFile(run_dir + "/ranks/rank-" + std::to_string(r) + ".stdout");
-    REQUIRE(out.ok());
-    CHECK(out->find("RANK=" + std::to_string(r) + " ") != std::string::npos);
-    CHECK(out->find("WORLD_SIZE=4") != std::string::npos);
-    CHECK(out->find("LOCAL_RANK=" + std::to_string(r % 2)) != std::string::npos);
-    CHECK(out->find("LOCAL_WORLD_SIZE=2") != std::string::npos);
-    CHECK(out->find("MASTER_ADDR=198.") != std::string::npos);   // rank 0's first NIC
-    CHECK(out->find("MASTER_PORT=29611") != std::string::npos);  // the job's env wins
-    CHECK(out->find("STEP_NOTE=hello") != std::string::npos);
-    auto err = ReadFile(run_dir + "/ranks/rank-" + std::to_string(r) + ".stderr");
-    REQUIRE(err.ok());
-    CHECK(err->find("stderr of rank " + std::to_string(r)) != std::string::npos);
+    INFO("rank " << r << ": " << outs[r]);
+    CHECK(outs[r].find("RANK=" + std::to_string(r) + " ") != std::string::npos);
+    CHECK(outs[r].find("WORLD_SIZE=4") != std::string::npos);
+    CHECK(outs[r].find("LOCAL_RANK=" + std::to_string(r % 2)) != std::string::npos);
+    CHECK(outs[r].find("LOCAL_WORLD_SIZE=2") != std::string::npos);
+    CHECK(outs[r].find("MASTER_ADDR=198.18.") != std::string::npos);  // rank 0's first NIC
+    CHECK(outs[r].find("MASTER_PORT=29611") != std::string::npos);    // the job's env wins
+    CHECK(outs[r].find("STEP_NOTE=hello") != std::string::npos);
+    CHECK(outs[r].find("FAULTLINE_PROGRESS=" + run_dir + "/ranks/rank-" + std::to_string(r) +
+                       ".progress") != std::string::npos);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(run_dir, ec);  // kept for the checks above (--keep-run-dir)
-  CHECK_FALSE(std::filesystem::exists(run_dir));
+}
+
+// The figures of one fault from `faultline run --json`.
+struct FaultFigures {
+  std::optional<double> detection_ms, first_progress_ms, recovery_ms;
+};
+
+FaultFigures RunOnce(const std::string& dir, const std::string& scenario, const std::string& tag) {
+  auto before = Netns();
+  Faultline f({"run", scenario, "--db", dir + "/" + tag + ".db", "--json"}, dir, tag);
+  auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
+  INFO(tag << " stderr:\n" << f.err());
+  INFO(tag << " stdout:\n" << f.out());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  CHECK(Netns() == before);
+  const std::string out = f.out();
+  auto j = nlohmann::json::parse(out.substr(std::min(out.size(), out.find('{'))), nullptr, false);
+  REQUIRE(j.is_object());
+  REQUIRE(j["faults"].size() == 1);
+  auto get = [&](const char* k) -> std::optional<double> {
+    const auto& v = j["faults"][0][k];
+    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+  };
+  return {get("detection_ms"), get("first_progress_ms"), get("recovery_ms")};
+}
+
+std::optional<double> Median(std::vector<std::optional<double>> v) {
+  std::vector<double> x;
+  for (auto& e : v)
+    if (e) x.push_back(*e);
+  if (x.size() * 2 <= v.size()) return std::nullopt;  // absent in most runs
+  std::sort(x.begin(), x.end());
+  return x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+}
+
+// The acceptance test of command jobs: ftccl-perf as a black box (nccl-tests output, -N 0)
+// measures a NIC flap as faultline-worker does from inside, within 20% (or 20 ms).
+TEST_CASE(
+    "command job: ftccl-perf as a black box under a NIC flap measures detection, first "
+    "progress and recovery like faultline-worker",
+    "[.root][integration]") {
+  TempDir dir("fl_cmdjob");
+  const std::string lab = WriteLab(dir.path());
+  const std::string common_tail =
+      "  duration: 3s\n  warmup_iterations: 20\n"
+      "faults:\n  - kind: nic_port_flap\n    target: h1.nic0\n    at: 700ms\n"
+      "    duration: 1200ms\n"
+      "expectations:\n  survives: true\n";
+  const std::string worker = dir.path() + "/worker.yaml";
+  REQUIRE(WriteFileAtomic(worker, "name: flap_worker\nseed: 5\nlab: {topology: " + lab +
+                                      "}\njob:\n  workload: allreduce_loop\n  ccl: ftccl\n"
+                                      "  size: 64KiB\n  collective_timeout: 20s\n" +
+                                      common_tail)
+              .ok());
+  const std::string perf = std::string(FL_BUILD_DIR) + "/bin/ftccl-perf";
+  const std::string command = dir.path() + "/command.yaml";
+  REQUIRE(WriteFileAtomic(command, "name: flap_command\nseed: 5\nlab: {topology: " + lab +
+                                       "}\njob:\n  command: [" + perf +
+                                       ", -b, 64KiB, -e, 64KiB, -n, \"1\", -w, \"0\", -N, "
+                                       "\"0\", -c, \"1\"]\n"
+                                       "  ccl: ftccl\n  progress: {format: nccl-tests}\n" +
+                                       common_tail)
+              .ok());
+  std::vector<FaultFigures> w, c;
+  for (int i = 0; i < 3; ++i) {
+    w.push_back(RunOnce(dir.path(), worker, "worker" + std::to_string(i)));
+    c.push_back(RunOnce(dir.path(), command, "command" + std::to_string(i)));
+  }
+  auto column = [](const std::vector<FaultFigures>& v, auto member) {
+    std::vector<std::optional<double>> out;
+    for (const auto& f : v) out.push_back(f.*member);
+    return out;
+  };
+  struct Metric {
+    const char* name;
+    std::optional<double> FaultFigures::*member;
+  };
+  for (const Metric& m : {Metric{"detection_ms", &FaultFigures::detection_ms},
+                          Metric{"first_progress_ms", &FaultFigures::first_progress_ms},
+                          Metric{"recovery_ms", &FaultFigures::recovery_ms}}) {
+    auto show = [](const std::vector<std::optional<double>>& v) {
+      std::string s;
+      for (auto& e : v) s += (e ? std::to_string(static_cast<int>(std::lround(*e))) : "-") + " ";
+      return s;
+    };
+    const auto wv = column(w, m.member), cv = column(c, m.member);
+    const auto wm = Median(wv), cm = Median(cv);
+    std::printf("%-18s worker [%s] median %s   command [%s] median %s\n", m.name, show(wv).c_str(),
+                wm ? std::to_string(*wm).c_str() : "-", show(cv).c_str(),
+                cm ? std::to_string(*cm).c_str() : "-");
+    INFO(m.name << ": worker " << show(wv) << "command " << show(cv));
+    REQUIRE(wm);
+    REQUIRE(cm);
+    CHECK(std::fabs(*cm - *wm) <= std::max(20.0, 0.2 * *wm));
+  }
 }
 
 }  // namespace
