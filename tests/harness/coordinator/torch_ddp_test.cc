@@ -38,19 +38,21 @@ void RequireTorch(const std::string& dir) {
          "scripts/test.sh runs as root)");
 }
 
-// Pids of processes running ddp_train.py.
-std::set<int> TrainPids() {
-  std::set<int> pids;
+// Processes of the run `run_id` still alive: those whose environment names its run directory
+// (FAULTLINE_PROGRESS=RUN_DIR/ranks/rank-N.progress, RUN_DIR ending in the run id).
+int ProcessesOfRun(const std::string& run_id) {
+  int n = 0;
   DIR* d = opendir("/proc");
-  if (!d) return pids;
+  if (!d) return 0;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    auto cmd = ReadFile(std::string("/proc/") + e->d_name + "/cmdline");
-    if (cmd.ok() && cmd->find("ddp_train.py") != std::string::npos)
-      pids.insert(std::atoi(e->d_name));
+    auto env = ReadFile(std::string("/proc/") + e->d_name + "/environ");
+    if (env.ok() && env->find("FAULTLINE_PROGRESS=") != std::string::npos &&
+        env->find(run_id) != std::string::npos)
+      ++n;
   }
   closedir(d);
-  return pids;
+  return n;
 }
 
 // The metrics of the run's (only) fault, by name.
@@ -65,8 +67,6 @@ std::map<std::string, double> FaultMetrics(const reports::RunData& data) {
 // Runs a shipped scenario on a 2-host lab (one rank per host) and loads its run.
 reports::RunData RunShipped(const TempDir& dir, const std::string& scenario, int want_rc) {
   RequireTorch(dir.path());
-  auto before = Netns();
-  auto trainers = TrainPids();
   const std::string db = dir.path() + "/r.db";
   Faultline f({"run", scenario, "--lab", WriteLab(dir.path()), "--db", db}, dir.path());
   auto rc = f.Wait(Deadline::After(240 * kNsPerSec));
@@ -74,10 +74,14 @@ reports::RunData RunShipped(const TempDir& dir, const std::string& scenario, int
   INFO(f.out());
   REQUIRE(rc.has_value());
   CHECK(*rc == want_rc);
-  // Nothing left behind: the lab's namespaces and every rank of the job.
-  CHECK(Netns() == before);
-  CHECK(WaitUntil([&] { return TrainPids() == trainers; }, Deadline::After(10 * kNsPerSec)));
-  return OnlyRun(db);
+  reports::RunData data = OnlyRun(db);
+  // Nothing left behind: the run's lab ("fl" + the run id's last 6 characters; other tests'
+  // labs come and go meanwhile) and every rank of the job.
+  const std::string lab = "fl-fl" + data.run.id.substr(data.run.id.size() - 6) + "-";
+  for (const auto& ns : Netns()) CHECK(ns.rfind(lab, 0) != 0);
+  CHECK(
+      WaitUntil([&] { return ProcessesOfRun(data.run.id) == 0; }, Deadline::After(10 * kNsPerSec)));
+  return data;
 }
 
 TEST_CASE(
