@@ -107,16 +107,25 @@ TEST_CASE(
   CHECK(data.faults[0].kind == "nic_port_flap");
   CHECK(data.faults[0].revert_verified == std::optional<bool>(true));
   auto m = FaultMetrics(data);
+  std::string steps;  // rank 0's step times (ms), for a failure's message
+  for (const auto& s : data.samples)
+    if (s.rank == 0) steps += std::to_string((s.end_ns - s.start_ns) / kNsPerMs) + " ";
+  INFO("rank 0's steps (ms): " << steps);
+  INFO("fault effective at +" << (data.faults[0].effective_wall_ns.value_or(0) -
+                                  data.samples.front().start_ns) /
+                                     kNsPerMs
+                              << " ms");
   for (const char* name : {"detection_latency_ms", "time_to_first_progress_ms", "recovery_ms"}) {
     INFO(name);
     REQUIRE(m.count(name));
     CHECK(m[name] >= 0);
   }
-  // Gloo stalls for the flap (3 s) and resumes when TCP retransmits: first progress and
-  // recovery come after the link is back, detection well before.
+  // Gloo stalls for the flap (3 s) and resumes when TCP retransmits: first progress comes
+  // after the link is back, detection (the first abnormal gap) well before; recovery (the
+  // start of the first steady window under the fault) within the fault's 18 s window.
   CHECK(m["detection_latency_ms"] < 3000);
   CHECK(m["time_to_first_progress_ms"] >= 2500);
-  CHECK(m["recovery_ms"] >= m["time_to_first_progress_ms"]);
+  CHECK(m["recovery_ms"] < 18000);
 }
 
 TEST_CASE("torch DDP: the shipped rank-kill scenario restarts the job and records the restart cost",
