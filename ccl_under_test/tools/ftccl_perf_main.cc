@@ -238,7 +238,8 @@ int PerfMain(int argc, char** argv) {
     // nccl-tests' failure line on stdout (what its output's readers look for), the status on
     // stderr.
     if (print) {
-      std::printf("%s: Test CCL failure ftccl-perf '%s'\n", ShortHostName().c_str(),
+      std::printf("%s: Test CCL failure ftccl-perf '%s: %s'\n", ShortHostName().c_str(),
+                  std::string(fl::CodeName(res.status().code())).c_str(),
                   res.status().message().c_str());
       std::fflush(stdout);
     }

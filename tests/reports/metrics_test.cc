@@ -322,7 +322,7 @@ TEST_CASE("metrics: bad options and bad samples are InvalidArgument", "[unit]") 
 }
 
 TEST_CASE(
-    "metrics: a black box's detection is its first abnormal gap; what it cannot tell is "
+    "metrics: a black box's detection is its first abnormal gap, what it cannot tell is "
     "absent, not zero",
     "[unit]") {
   Trace t = Reference();

@@ -81,11 +81,21 @@ std::optional<CclLogEvent> ParseNccl(std::string_view line) {
 }
 
 std::optional<CclLogEvent> ParseFtccl(std::string_view line) {
-  if (StartsWith(line, "ftccl-perf:")) {
-    std::string_view detail = Trim(line.substr(11));
-    if (StartsWith(detail, "Unavailable:")) return Make("ftccl", "fault_detected", detail);
-    if (StartsWith(detail, "DeadlineExceeded:") || StartsWith(detail, "DataLoss:"))
-      return Make("ftccl", "ccl_error", detail);
+  // ftccl-perf's failure line on stdout (nccl-tests' form): "HOST: Test CCL failure
+  // ftccl-perf 'CODE: MESSAGE'"; on stderr: "ftccl-perf: CODE: MESSAGE".
+  constexpr std::string_view kStdout = "Test CCL failure ftccl-perf '";
+  std::string_view perf;
+  if (auto at = line.find(kStdout); at != std::string_view::npos) {
+    perf = line.substr(at + kStdout.size());
+    if (!perf.empty() && perf.back() == '\'') perf.remove_suffix(1);
+  } else if (StartsWith(line, "ftccl-perf:")) {
+    perf = line.substr(11);
+  }
+  perf = Trim(perf);
+  if (!perf.empty()) {
+    if (StartsWith(perf, "Unavailable:")) return Make("ftccl", "fault_detected", perf);
+    if (StartsWith(perf, "DeadlineExceeded:") || StartsWith(perf, "DataLoss:"))
+      return Make("ftccl", "ccl_error", perf);
     return std::nullopt;
   }
   size_t at = std::string_view::npos;

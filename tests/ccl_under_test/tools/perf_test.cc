@@ -258,6 +258,63 @@ TEST_CASE("ftccl-perf: -N 0 runs until SIGTERM, then prints the summary", "[inte
   CHECK(Slurp(dir.path + "/out.json").find("\"stopped\":true") != std::string::npos);
 }
 
+TEST_CASE("ftccl-perf: a lost peer is exit 3 with nccl-tests' failure line, read as a fault",
+          "[integration]") {
+  TempDir dir;
+  std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "FTCCL_HOST_ID=none",
+                                     FL_FTCCL_PERF_PATH,
+                                     "--rank",
+                                     std::to_string(r),
+                                     "--world-size",
+                                     "2",
+                                     "--rendezvous",
+                                     dir.path,
+                                     "--job-id",
+                                     "lost",
+                                     "--nic-addrs",
+                                     "127.0.0." + std::to_string(r + 1),
+                                     "-b",
+                                     "64K",
+                                     "-e",
+                                     "64K",
+                                     "-n",
+                                     "5",
+                                     "-w",
+                                     "0",
+                                     "-N",
+                                     "0",
+                                     "-T",
+                                     "10",
+                                     "--no-failover"};
+    testing::ChildProcess::Options po;
+    po.out = dir.path + "/out." + std::to_string(r);
+    po.err = dir.path + "/err." + std::to_string(r);
+    po.stop_signal = SIGKILL;
+    ranks.push_back(std::make_unique<testing::ChildProcess>(argv, po));
+    REQUIRE(ranks.back()->pid() > 0);
+  }
+  const std::string out0 = dir.path + "/out.0";
+  REQUIRE(WaitUntil([&] { return Parse(Slurp(out0)).summary.rows >= 3; },
+                    Deadline::After(60 * kNsPerSec), 10 * kNsPerMs));
+  REQUIRE(kill(ranks[1]->pid(), SIGKILL) == 0);
+  auto code = ranks[0]->Wait(Deadline::After(60 * kNsPerSec));
+  std::string text = Slurp(out0);
+  INFO(text << "\nstderr:\n" << Slurp(dir.path + "/err.0"));
+  REQUIRE(code.has_value());
+  CHECK(*code == 3);
+  Parsed p = Parse(text);
+  CHECK(p.summary.rows >= 3);
+  REQUIRE(p.summary.errors.size() == 1);
+  CHECK_FALSE(p.summary.avg_busbw_gbs.has_value());  // no summary after a failure
+  auto e = workloads::progress::ParseCclLogLine(p.summary.errors[0]);
+  REQUIRE(e.has_value());
+  CHECK(e->library == "ftccl");
+  CHECK(e->kind == "fault_detected");
+}
+
 TEST_CASE("ftccl-perf: nccl-tests' exit codes for what it cannot run", "[integration]") {
   TempDir dir;
   const std::string out = dir.path + "/out";

@@ -194,7 +194,7 @@ TEST_CASE("agent policy: launches are bounded", "[unit]") {
         Code::kFailedPrecondition);
   CHECK(CheckLaunch(p, launch(1, 4), args_with({"--rank=3"}), dirs).code() ==
         Code::kFailedPrecondition);
-  CHECK(CheckLaunch(p, launch(1, 4), std::vector<std::string>(65, "--x"), dirs).code() ==
+  CHECK(CheckLaunch(p, launch(1, 4), std::vector<std::string>(257, "--x"), dirs).code() ==
         Code::kInvalidArgument);
   CHECK(CheckLaunch(p, launch(1, 4), {std::string(5000, 'a')}, dirs).code() ==
         Code::kInvalidArgument);

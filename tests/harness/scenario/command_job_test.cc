@@ -47,7 +47,7 @@ TEST_CASE("command job: a command, its env, ranks per host and progress format l
 }
 
 TEST_CASE(
-    "command job: neither iterations nor duration runs until the command exits; the "
+    "command job: neither iterations nor duration runs until the command exits, the "
     "progress format defaults to lines",
     "[unit]") {
   auto s = ParseScenario(
@@ -82,7 +82,7 @@ TEST_CASE("command job: mistakes point at their file:line:col", "[unit]") {
             .rfind("x.yaml:8:3: unknown key 'cmd' in job", 0) == 0);
 }
 
-TEST_CASE("job.env applies to faultline-worker jobs too; command-only keys do not", "[unit]") {
+TEST_CASE("job.env applies to faultline-worker jobs too, command-only keys do not", "[unit]") {
   constexpr const char* kWorker = R"(name: w
 lab:
   topology: /labs/rail.yaml

@@ -83,6 +83,9 @@ TEST_CASE("ccl log: ftccl's path faults", "[unit]") {
        "fault_detected", "Unavailable: rank 0: ftccl: no healthy path to rank 1 for 2.0s"},
       {"ftccl-perf: DeadlineExceeded: ftccl: collective 3 timed out after 10s", "ccl_error",
        "DeadlineExceeded: ftccl: collective 3 timed out after 10s"},
+      {"vm: Test CCL failure ftccl-perf 'Unavailable: rank 0: ftccl (fail-stop): path to rank 1 "
+       "failed'",
+       "fault_detected", "Unavailable: rank 0: ftccl (fail-stop): path to rank 1 failed"},
   };
   for (const Case& c : cases) {
     INFO(c.line);
@@ -110,6 +113,7 @@ TEST_CASE("ccl log: lines that name no fault", "[unit]") {
       "only  (engine.cc:552)",
       "2026-11-30T01:02:03.456Z W lab path to rank 1 ch 0 eth1 failed (x): y  (lab.cc:1)",
       "ftccl-perf: InvalidArgument: -b must not exceed -e",
+      "vm: Test CCL failure ftccl-perf 'InvalidArgument: bad'",
       "     8   2  float  sum  -1  10.00  0.00  0.00  0  10.00  0.00  0.00  0",
   };
   for (const char* line : lines) {
