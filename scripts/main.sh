@@ -5,7 +5,14 @@
 # --db PATH); FL_SCENARIO picks another scenario. Exits with the run's exit code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh faultline faultline-agent faultline-worker
+scenario=${FL_SCENARIO:-configs/scenarios/nic_flap.yaml}
+# A scenario whose job runs Debian's PyTorch (its lines, comments aside, name /usr/bin/python3
+# or torch, e.g. configs/scenarios/torch_ddp_nic_flap.yaml) gets python3-torch installed.
+with_torch=0
+if [ -f "$scenario" ] && grep -v '^[[:space:]]*#' "$scenario" | grep -Eq '/usr/bin/python3|torch'; then
+  with_torch=1
+fi
+FL_WITH_TORCH=$with_torch scripts/setup.sh faultline faultline-agent faultline-worker
 BIN=${FL_BUILD_DIR:-$(pwd)/build}/bin
 db=results.db
 prev=
@@ -15,7 +22,7 @@ for a in "$@"; do
   prev=$a
 done
 rc=0
-"$BIN/faultline" run "${FL_SCENARIO:-configs/scenarios/nic_flap.yaml}" "$@" || rc=$?
+"$BIN/faultline" run "$scenario" "$@" || rc=$?
 # A run that ended with verdicts (0 passed, 1 an expectation failed) gets its report.
 if [ "$rc" -le 1 ] && [ -f "$db" ]; then
   if "$BIN/faultline" report latest --db "$db" --html results.html --md results.md; then

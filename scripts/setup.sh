@@ -2,7 +2,10 @@
 # Idempotent set-up used by the two Quick-start commands: installs the Debian packages that
 # are missing (nothing when all are there), configures once, and builds the requested targets.
 #   scripts/setup.sh [TARGET...]        default: all
-# Environment: FL_BUILD_DIR (default build), FL_CMAKE_ARGS (extra configure arguments).
+# Environment: FL_BUILD_DIR (default build), FL_CMAKE_ARGS (extra configure arguments),
+# FL_WITH_TORCH=1 (also install Debian's PyTorch, python3-torch, for /usr/bin/python3: the
+# shipped PyTorch DDP job, workloads/python/ddp_train.py; scripts/test.sh always asks for it,
+# scripts/main.sh when its scenario's job runs /usr/bin/python3 or names torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -23,6 +26,11 @@ PACKAGES=(
   iproute2 nftables ethtool iperf3 procps util-linux
   slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway
 )
+# PyTorch (CPU, 1.13 on Debian 12; about 200 packages, a minute) only when asked: most runs
+# never start a Python job.
+if [ "${FL_WITH_TORCH:-0}" = 1 ]; then
+  PACKAGES+=(python3-torch)
+fi
 if [ -f "$ROOT/scripts/packages.extra" ]; then
   mapfile -t -O "${#PACKAGES[@]}" PACKAGES < <(grep -v '^#' "$ROOT/scripts/packages.extra" | grep .)
 fi

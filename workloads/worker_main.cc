@@ -112,13 +112,17 @@ int WorkerMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ccl-option", ccl_options,
                  "the CCL's options, key=value (repeatable; `faultline ccls` lists them): " +
-                     ccl::CclOptionSummary());
+                     ccl::CclOptionSummary())
+      ->allow_extra_args(false);
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
+  // One value per --env / --ccl-option: CLI11 lets a vector option swallow the arguments
+  // after it, and with them a command job's "--" and the command's own options.
   app.add_option("--env", env_kv,
                  "NAME=VALUE for this rank's environment (repeatable; a command job's, or the "
-                 "worker's own)");
+                 "worker's own)")
+      ->allow_extra_args(false);
   app.add_option("--progress-format", progress_format, "command mode: nccl-tests | lines | exit")
       ->capture_default_str();
   app.add_option("--log-dir", log_dir, "command mode: where rank-N.stdout/.stderr are kept");

@@ -387,8 +387,11 @@ class AgentRuntime::Impl {
         argv.insert(argv.end(), {"--nics", nics});
       }
       if (!socket_path_.empty()) argv.insert(argv.end(), {"--telemetry", socket_path_});
-      // The rank's place on this host, and where a command job's output is kept.
-      argv.insert(argv.end(), {"--local-rank", std::to_string(local_index++), "--local-world-size",
+      // The rank's place on this host (also its container slot: with a command job's
+      // ranks_per_host below the lab's, rank % slots would name another host's slot), and
+      // where a command job's output is kept.
+      const int local = local_index++;
+      argv.insert(argv.end(), {"--local-rank", std::to_string(local), "--local-world-size",
                                std::to_string(l.ranks_size())});
       if (!opts_.run_dir.empty()) argv.insert(argv.end(), {"--log-dir", opts_.run_dir + "/ranks"});
       // A TCP rendezvous store is authenticated with the control plane's token. The
@@ -398,7 +401,6 @@ class AgentRuntime::Impl {
           !opts_.token_file.empty())
         argv.insert(argv.end(), {"--store-token-file", opts_.token_file});
       argv.insert(argv.end(), extra->begin(), extra->end());
-      int local = spec.rank() % std::max(1, site_->ranks());
       auto info = site_->StartRank(local, argv);
       if (!info.ok()) return Fail(info.status());
       auto r = std::make_unique<Rank>();
