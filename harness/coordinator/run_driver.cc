@@ -555,7 +555,9 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
     args.insert(args.end(), {"--compute", std::to_string(j.compute_ns) + "ns", "--compute-device",
                              j.compute_device});
   for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
-  for (const auto& [k, v] : j.env) args.insert(args.end(), {"--env", k + "=" + v});
+  // The ranks' environment: the CCL's defaults (NCCL_IB_TIMEOUT, ...) under job.env.
+  const std::map<std::string, std::string> env = EffectiveJobEnv(scenario_, LabEnv(hosts_));
+  for (const auto& [k, v] : env) args.insert(args.end(), {"--env", k + "=" + v});
   if (!j.command.empty()) {
     // A command job: the worker runs the command (after "--") as each rank. The workload's
     // arguments above are unused by it, but harmless; its own are these.
@@ -577,7 +579,7 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
         !first.nics.empty() && inet_pton(AF_INET, first.nics.front().c_str(), &a) == 1;
     args.insert(args.end(), {"--master-addr", ipv4 ? first.nics.front() : first.name});
     if (lab_->kind() == "slurm") args.push_back("--slurm-env");
-    for (const auto& [k, v] : j.env) args.insert(args.end(), {"--env", k + "=" + v});
+    for (const auto& [k, v] : env) args.insert(args.end(), {"--env", k + "=" + v});
     args.push_back("--");
     args.insert(args.end(), j.command.begin(), j.command.end());
   }
