@@ -182,6 +182,42 @@ def mutate(doc, path, value):
     return doc
 
 
+# Shapes the shipped files do not show, which both must accept: (kind, base, path, value,
+# whether the loader is asked too: suites and Slurm labs only by the schema).
+def positive_cases(root):
+    sc, cmd, topo, inv, su = (base_scenario(root), base_command_scenario(root), base_topology(),
+                              base_inventory(), base_suite(root))
+    worker_duration = dict(sc["job"], duration=30)
+    del worker_duration["iterations"]
+    return [
+        ("scenario", sc, ["job"], worker_duration, True),
+        ("scenario", sc, ["job", "size"], 4096, True),
+        ("scenario", sc, ["faults", 0], {"kind": "nic_port_flap", "target_class": "nic",
+                                         "every": "2 S", "count": 3, "jitter": "100ms",
+                                         "duration": 0.5}, True),
+        ("scenario", sc, ["job", "env"], {"NCCL_DEBUG": "INFO", "X_1": 2}, True),
+        ("scenario", cmd, ["job", "duration"], "1.5min", True),
+        ("scenario", cmd, ["job", "command"], ["/bin/echo", 28, "x"], True),
+        ("scenario", sc, ["lab"], {"slurm": {"nodes": ["gpu01", "gpu02"], "ranks_per_node": 2,
+                                             "nics": ["ib0"], "agent_wait": "2m",
+                                             "coordinator": {"listen": "10.0.0.1:0",
+                                                             "token_file": "token"}}}, False),
+        ("topology", topo, ["uplink"], {"rate": 0, "burst": "1 MiB"}, True),
+        ("topology", topo, ["link"], {"mtu": 9000}, True),
+        ("inventory", inv, ["launcher"], "slurm", True),
+        ("inventory", inv, ["hosts", 0, "containers"], [{"rank": 1, "runtime": "podman",
+                                                         "id": "train-1"}], True),
+        ("suite", su, ["scenarios", 0], {"path": "a.yaml", "repeat": 2, "seed": 7,
+                                         "tags": {"fw": 22.41},
+                                         "ccls": ["gloo", {"name": "ftccl",
+                                                           "options": {"k": 1}}]}, False),
+        ("suite", su, ["tolerances"], {"recovery_ms": "20%,50", "failover_ms": 30,
+                                       "baseline_algbw": "5%"}, False),
+        ("suite", su, ["regression"], {"enabled": False, "confidence": 0.99,
+                                       "resamples": 1000, "metrics": ["recovery_ms"]}, False),
+    ]
+
+
 # (kind, base, path, value, the loader's complaint)
 def negative_cases(root):
     sc, cmd, topo, inv, su = (base_scenario(root), base_command_scenario(root), base_topology(),
@@ -260,6 +296,21 @@ def check_negative(root, schemas, faultline):
             if rc != 0:
                 fail("base %s document: the loader should accept it, exit %d: %s" %
                      (kind, rc, out.strip()[:400]))
+        for i, (kind, base, keys, value, ask_loader) in enumerate(positive_cases(root)):
+            doc = mutate(base, keys, value)
+            what = "%s %s=%s" % (kind, ".".join(str(k) for k in keys), json.dumps(value))
+            for e in errors_of(schemas[kind], doc):
+                fail("%s: the schema should accept it: %s" % (what, describe(e)))
+            if not ask_loader or not faultline:
+                continue
+            path = os.path.join(tmp, "pos%02d.yaml" % i)
+            with open(path, "w", encoding="utf-8") as f:
+                yaml.safe_dump(doc, f)
+            rc, out = run_loader(faultline, root, kind, path, tmp)
+            if rc != 0:
+                fail("%s: the loader should accept it, exit %d: %s" % (what, rc, out.strip()[:400]))
+            else:
+                print("ok   accepted by schema and loader: " + what)
         for i, (kind, base, keys, value, complaint) in enumerate(negative_cases(root)):
             doc = mutate(base, keys, value)
             what = "%s %s=%s" % (kind, ".".join(str(k) for k in keys), json.dumps(value))
@@ -295,8 +346,10 @@ def main():
     if failures:
         print("%d failure(s)" % len(failures))
         return 1
-    print("all %d shipped files valid; %d negative cases rejected by schema%s" %
-          (n, len(negative_cases(root)), " and loader" if faultline else " (no loader given)"))
+    print("all %d shipped files valid; %d other valid shapes accepted, %d wrong documents "
+          "rejected, by the schemas%s" % (n, len(positive_cases(root)), len(negative_cases(root)),
+                                         " and the loaders" if faultline else
+                                         " (no --faultline: loaders not asked)"))
     return 0
 
 
