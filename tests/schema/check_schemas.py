@@ -65,8 +65,37 @@ def load_schemas(root):
             schema = json.load(f)
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
+        for where in undocumented(schema):
+            fail("%s: %s has no description" % (os.path.relpath(path, root), where))
         schemas[kind] = cls(schema)
     return schemas
+
+
+# Subschemas that only constrain (they add no key an editor would offer).
+CONSTRAINTS = ("if", "then", "else", "not", "allOf", "anyOf")
+
+
+def undocumented(schema, node=None, where=""):
+    """The properties of a schema without a description (editors show it as the key's help);
+    a bare local $ref takes its target's."""
+    node = schema if node is None else node
+    out = []
+    if isinstance(node, dict):
+        for key, sub in node.get("properties", {}).items():
+            if isinstance(sub, dict) and not sub.get("description") and "$ref" in sub:
+                target = schema
+                for part in sub["$ref"].lstrip("#/").split("/"):
+                    target = target.get(part, {})
+                sub = target
+            if not isinstance(sub, dict) or not sub.get("description"):
+                out.append(where + "/properties/" + key)
+        for key, sub in node.items():
+            if key not in CONSTRAINTS:
+                out += undocumented(schema, sub, where + "/" + key)
+    elif isinstance(node, list):
+        for i, sub in enumerate(node):
+            out += undocumented(schema, sub, "%s/%d" % (where, i))
+    return out
 
 
 def errors_of(validator, doc):
@@ -230,6 +259,8 @@ def negative_cases(root):
         ("scenario", sc, ["faults", 0, "when"], "2s", "unknown key 'when' in fault"),
         ("scenario", sc, ["faults", 0, "at"], "3 parsecs", "unknown duration unit"),
         ("scenario", sc, ["faults", 0, "every"], "5s", "exactly one of 'at', 'after_iteration'"),
+        ("scenario", sc, ["faults", 0, "count"], 3, "count > 1 needs 'every'"),
+        ("scenario", sc, ["faults", 0, "target"], None, "fault needs 'target'"),
         ("scenario", sc, ["job", "size"], "1 MiBs", "unknown size unit"),
         ("scenario", sc, ["expectations", "survives"], "maybe", "is not a valid survives"),
         ("scenario", sc, ["lab", "inventory"], "x.yaml", "lab needs exactly one of"),
