@@ -280,6 +280,7 @@ def negative_cases(root):
         ("inventory", inv, ["hosts", 0, "containers"], [{"runtime": "lxc", "id": "c0"}],
          "runtime must be docker or podman"),
         ("inventory", inv, ["coordinator", "listen"], "127.0.0.1", "listen wants IPv4:PORT"),
+        ("inventory", inv, ["coordinator", "listen"], "127.0.0.1:0", "listen wants IPv4:PORT"),
         ("suite", su, ["colour"], "red", "unknown key 'colour' in suite"),
         ("suite", su, ["repeat"], "often", "is not a valid repeat"),
         ("suite", su, ["tolerances", "recovery_ms"], {"relative": 0.5, "typo": 1},
