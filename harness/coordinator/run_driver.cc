@@ -37,6 +37,8 @@
 #include "injectors/injector.h"
 #include "injectors/journal.h"
 #include "reports/metrics/metrics.h"
+#include "reports/render/json_view.h"
+#include "reports/render/markdown.h"
 #include "reports/store/batch_writer.h"
 #include "reports/store/store.h"
 
@@ -117,16 +119,6 @@ struct ActiveFault {
 };
 
 using HostSlot = lab::JobHost;
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string Opt(const std::optional<double>& v, int digits = 1) {
-  return v ? Fixed(*v, digits) : "-";
-}
 
 class Runner {
  public:
@@ -1012,77 +1004,30 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
           : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
   Keep(store_->FinishRun(run_id_, status, WallNowNs(), end_reason), "the run's final status");
 
-  const reports::RunMetrics& m = *metrics;
+  // The summary is the stored run's, rendered as `faultline report RUN` does (text or JSON):
+  // one text summary of a run, whichever command prints it.
+  reports::RunData& view = *data;
+  view.run.status = status;
+  view.run.end_wall_ns = WallNowNs();
+  view.run.message = end_reason;
+  view.metrics = rows;
+  view.verdicts = verdicts;
+  for (const auto& note : metrics->absent_notes) {
+    reports::EventRecord e;
+    e.run_id = run_id_;
+    e.kind = "black_box_note";
+    e.detail_json = nlohmann::json({{"text", note}}).dump();
+    view.events.push_back(std::move(e));
+  }
   if (opts_.json) {
-    nlohmann::json out = {{"run_id", run_id_},
-                          {"scenario", scenario_.name},
-                          {"seed", seed_},
-                          {"outcome", std::string(reports::OutcomeName(m.outcome.kind))},
-                          {"status", all_passed ? "passed" : "failed"}};
-    nlohmann::json fs = nlohmann::json::array();
-    for (const auto& f : m.faults) {
-      auto o = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-      };
-      fs.push_back({{"fault", f.fault_id},
-                    {"detection_ms", o(f.detection_latency_ms)},
-                    {"first_progress_ms", o(f.time_to_first_progress_ms)},
-                    {"recovery_ms", o(f.recovery_ms)},
-                    {"degraded_ratio", o(f.degraded_ratio)},
-                    {"throughput_loss_s", o(f.throughput_loss_s)}});
-    }
-    out["faults"] = fs;
-    out["correctness"] = {{"verified", m.correctness.verified_collectives},
-                          {"mismatches", m.correctness.mismatches},
-                          {"lost", m.correctness.lost_iterations},
-                          {"duplicated", m.correctness.duplicated_iterations}};
-    nlohmann::json vs = nlohmann::json::array();
-    for (const auto& v : verdicts)
-      vs.push_back({{"expectation", v.expectation},
-                    {"fault", v.fault_id ? *v.fault_id : ""},
-                    {"passed", v.passed},
-                    {"message", v.message}});
-    out["verdicts"] = vs;
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", reports::render::RunJson(view).c_str());
   } else {
     if (tty_) std::fprintf(stderr, "\n");
-    std::printf("\nrun %s  scenario %s  seed %llu  outcome %s\n", run_id_.c_str(),
-                scenario_.name.c_str(), static_cast<unsigned long long>(seed_),
-                std::string(reports::OutcomeName(m.outcome.kind)).c_str());
-    if (m.baseline_algbw)
-      std::printf("baseline algbw %.1f MB/s over %lld iterations\n", *m.baseline_algbw / 1e6,
-                  static_cast<long long>(m.baseline_iterations));
-    std::printf("\n%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", "fault", "kind", "target",
-                "detect ms", "1st prog ms", "recover ms", "degraded", "loss s");
-    for (const auto& f : m.faults) {
-      const ActiveFault* af = nullptr;
-      for (const auto& x : faults_)
-        if (x.plan.id == f.fault_id) af = &x;
-      std::printf("%-6s %-18s %-14s %10s %12s %11s %9s %9s\n", f.fault_id.c_str(),
-                  af ? af->plan.kind.c_str() : "?", af ? af->plan.target.c_str() : "?",
-                  Opt(f.detection_latency_ms).c_str(), Opt(f.time_to_first_progress_ms).c_str(),
-                  Opt(f.recovery_ms).c_str(), Opt(f.degraded_ratio, 2).c_str(),
-                  Opt(f.throughput_loss_s, 2).c_str());
-    }
-    std::printf(
-        "\ncorrectness: %lld verified, %lld mismatches, %lld lost, %lld duplicated iterations\n",
-        static_cast<long long>(m.correctness.verified_collectives),
-        static_cast<long long>(m.correctness.mismatches),
-        static_cast<long long>(m.correctness.lost_iterations),
-        static_cast<long long>(m.correctness.duplicated_iterations));
-    for (const auto& f : m.faults)
-      if (f.restart_cost_ms)
-        std::printf("restarts: %d; fault %s cost %.0f ms until the job was past where it stood\n",
-                    restarts_, f.fault_id.c_str(), *f.restart_cost_ms);
-    if (!m.outcome.reason.empty()) std::printf("outcome: %s\n", m.outcome.reason.c_str());
-    std::printf("\nverdicts:\n");
-    for (const auto& v : verdicts)
-      std::printf("  %s %-24s %-4s %s\n", v.passed ? "PASS" : "FAIL", v.expectation.c_str(),
-                  v.fault_id ? v.fault_id->c_str() : "", v.message.c_str());
-    std::printf("telemetry: %llu samples, %llu dropped\n",
-                static_cast<unsigned long long>(in.samples.size()),
-                static_cast<unsigned long long>(dropped));
-    std::printf("\nresults in %s (run %s)\n", opts_.db_path.c_str(), run_id_.c_str());
+    std::printf("\n%s", reports::render::RenderTextSummary(view).c_str());
+    if (dropped > 0)
+      std::printf("telemetry: %llu row(s) dropped\n", static_cast<unsigned long long>(dropped));
+    std::printf("results in %s (run %s; faultline report %s --html FILE)\n", opts_.db_path.c_str(),
+                run_id_.c_str(), run_id_.c_str());
   }
   {
     std::lock_guard lock(lost_mu_);
@@ -1092,7 +1037,6 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
       return kExitInfra;
     }
   }
-  for (const auto& note : m.absent_notes) std::fprintf(stderr, "not measured: %s\n", note.c_str());
   if (infra_status != reports::RunStatus::kRunning) return kExitInfra;
   return all_passed ? kExitPass : kExitExpectation;
 }

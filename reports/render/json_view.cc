@@ -123,6 +123,14 @@ std::string RunJson(const RunData& d) {
                       {"duplicated", count("duplicated_iterations")}};
   j["verdicts"] = VerdictArray(d.verdicts);
   j["telemetry"] = {{"samples", d.samples.size()}, {"events", d.events.size()}};
+  // What a black-box job could not tell (the run driver's black_box_note events).
+  json notes = json::array();
+  for (const auto& e : d.events) {
+    if (e.kind != "black_box_note") continue;
+    json n = json::parse(e.detail_json, nullptr, /*allow_exceptions=*/false);
+    if (n.is_object() && n.contains("text") && n["text"].is_string()) notes.push_back(n["text"]);
+  }
+  j["not_measured"] = notes;
   return Dump(j);
 }
 

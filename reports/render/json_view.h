@@ -25,7 +25,8 @@ std::string RunListJson(std::span<const RunRecord> runs);
 // "metrics": {name: value}, and the fixed fields detection_ms, first_progress_ms, recovery_ms,
 // degraded_ratio, throughput_loss_s: null when absent), "metrics" (run-level {name: value}),
 // "correctness" {verified, mismatches, lost, duplicated}, "verdicts" [{expectation, fault,
-// passed, observed, limit, message}], "telemetry" {samples, events}.
+// passed, observed, limit, message}], "telemetry" {samples, events}, "not_measured" [what a
+// black-box job could not tell].
 std::string RunJson(const RunData& run);
 // [{expectation, fault (null: run-level), passed, observed, limit, message}], as in RunJson.
 std::string VerdictListJson(std::span<const VerdictRecord> verdicts);
