@@ -40,6 +40,7 @@
 #include "reports/render/json_view.h"
 #include "reports/render/markdown.h"
 #include "reports/store/batch_writer.h"
+#include "reports/store/fingerprint_tags.h"
 #include "reports/store/store.h"
 
 extern char** environ;
@@ -384,6 +385,7 @@ Status Runner::StartAgents() {
 
 // Clock offsets and fingerprints of the registered agents, into the store.
 Status Runner::RegisterAgents() {
+  std::vector<reports::HostRecord> registered;
   for (const auto& host : agent_hosts_) {
     FL_ASSIGN_OR_RETURN(ClockOffset off,
                         server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
@@ -421,7 +423,12 @@ Status Runner::RegisterAgents() {
     if (!nccl_env.empty()) fp["nccl_env"] = nccl_env;
     hr.fingerprint_json = fp.dump();
     FL_RETURN_IF_ERROR(store_->PutHost(hr));
+    registered.push_back(std::move(hr));
   }
+  // Firmware A/B without hand tagging: tags from what the hosts report (fw, nic.driver,
+  // kernel, ...); a tag given with --tag wins.
+  for (const auto& [k, v] : reports::FingerprintTags(registered))
+    if (!opts_.tags.count(k)) FL_RETURN_IF_ERROR(store_->SetTag(run_id_, k, v));
   return OkStatus();
 }
 
