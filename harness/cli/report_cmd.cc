@@ -110,10 +110,10 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       "throughput chart with fault windows and CCL events, detection/recovery per fault),\n"
       "JUnit XML (one testcase per expectation per fault) and a Markdown summary for CI\n"
       "comments, and the metrics for dashboards (Prometheus text format, as node_exporter's\n"
-      "textfile collector reads it, or pushed to a Pushgateway). Without an output option it "
-      "prints a short text summary. Several outputs\n"
-      "may be written at once; '-' writes to standard output. Exit 0 when the outputs were\n"
-      "written, whatever the verdicts (the run's own exit status carries those).");
+      "textfile collector reads it, or pushed to a Pushgateway), or JSON (--json).\n"
+      "Without an output option it prints a short text summary. Several outputs may be\n"
+      "written at once; '-' writes to standard output. Exit 0 when the outputs were written,\n"
+      "whatever the verdicts (the run's own exit status carries those).");
   cmd->add_option("run", args->run, "run id (see faultline runs) or 'latest'")->required();
   cmd->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
   cmd->add_option("--html", args->html, "write the HTML report to this file");
