@@ -499,8 +499,7 @@ TEST_CASE("switch driver: the EOS and NVUE presets read port state", "[unit]") {
   CHECK(nv->SetPortAdmin("swp8", false, Soon()).ok());
   // 2 s: room for the two commands under a loaded sanitizer build (about 180 ms each there),
   // then the read-back retries until the deadline and reports the mismatch.
-  CHECK(nv->SetPortAdmin("swp7", false, Soon(2 * kNsPerSec)).code() ==
-        Code::kFailedPrecondition);
+  CHECK(nv->SetPortAdmin("swp7", false, Soon(2 * kNsPerSec)).code() == Code::kFailedPrecondition);
   // EOS gets its CLI lines as one word, unquoted; NVUE's words are quoted for bash.
   auto cmds = ssh.Cmds();
   REQUIRE(cmds.size() > 6);

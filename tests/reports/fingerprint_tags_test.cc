@@ -15,13 +15,11 @@ HostRecord Host(const std::string& name, const std::string& fp) {
 
 TEST_CASE("FingerprintTags: agreed values as they are, differing ones listed", "[unit]") {
   std::vector<HostRecord> hosts = {
-      Host("h0",
-           R"({"kernel":"6.1.0-28-amd64","ccl_build":"ftccl 0.1.0","nics":[)"
-           R"({"name":"nic0","driver":"mlx5_core","firmware":"22.39"},)"
-           R"({"name":"nic1","driver":"mlx5_core","firmware":"22.39"}]})"),
-      Host("h1",
-           R"({"kernel":"6.1.0-28-amd64","ccl_build":"ftccl 0.1.0","nccl_version":"2.21.5",)"
-           R"("nics":[{"name":"nic0","driver":"mlx5_core","firmware":"22.41"}]})"),
+      Host("h0", R"({"kernel":"6.1.0-28-amd64","ccl_build":"ftccl 0.1.0","nics":[)"
+                 R"({"name":"nic0","driver":"mlx5_core","firmware":"22.39"},)"
+                 R"({"name":"nic1","driver":"mlx5_core","firmware":"22.39"}]})"),
+      Host("h1", R"({"kernel":"6.1.0-28-amd64","ccl_build":"ftccl 0.1.0","nccl_version":"2.21.5",)"
+                 R"("nics":[{"name":"nic0","driver":"mlx5_core","firmware":"22.41"}]})"),
       Host("h2", "not json"),                   // ignored
       Host("h3", R"({"kernel":"","nics":7})"),  // empty values and wrong shapes: ignored
   };
