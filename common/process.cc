@@ -543,4 +543,17 @@ bool ProcessAlive(int pid, unsigned long long start_time) {
   return start_time == 0 || ProcessStartTime(pid) == start_time;
 }
 
+std::string PosixShellQuote(std::string_view word) {
+  bool plain = !word.empty();
+  for (char c : word) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("_./:=@,+-").find(c) != std::string_view::npos;
+    plain = plain && ok;
+  }
+  if (plain) return std::string(word);
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace fl

@@ -148,4 +148,10 @@ unsigned long long ProcessStartTime(int pid);
 // 1..max_len characters from [a-zA-Z0-9_.-], not starting with '-' or '.'.
 bool IsSafeName(std::string_view name, size_t max_len = 64);
 
+// A word for a POSIX shell: as it is when every character is in [A-Za-z0-9_./:=@,+-] (and it is
+// not empty), else in single quotes (a ' inside becomes '\''). For command lines shown to
+// people (a replay command) or run by a remote shell (a switch's bash); never for our own
+// processes, which get argv arrays.
+std::string PosixShellQuote(std::string_view word);
+
 }  // namespace fl

@@ -1021,19 +1021,6 @@ class SshTemplateDriver : public SwitchDriver {
 
 }  // namespace
 
-std::string PosixShellQuote(std::string_view word) {
-  if (!word.empty() && CharsIn(word, "_./:=@,+-")) return std::string(word);
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 StatusOr<std::vector<std::string>> BuildSshArgv(const SwitchConn& c,
                                                 const std::string& known_hosts_file,
                                                 const std::vector<std::string>& remote_words) {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/process.h"
 #include "common/status.h"
 #include "injectors/switch_driver.h"
 
@@ -41,10 +42,8 @@ StatusOr<std::unique_ptr<SwitchDriver>> OpenSshTemplateDriver(const SwitchConn& 
 StatusOr<std::string> ResolveSwitchPreset(std::string_view name_or_path,
                                           const std::string& base_dir);
 
-// Building blocks, exposed for tests and docs.
-// A word for a POSIX shell: as it is when every character is in [A-Za-z0-9_./:=@,+-] (and it is
-// not empty), else in single quotes (a ' inside becomes '\'').
-std::string PosixShellQuote(std::string_view word);
+// Building blocks, exposed for tests and docs (words are quoted with fl::PosixShellQuote,
+// common/process.h).
 // The OpenSSH client's argv that runs remote_words on conn's switch (remote_words already
 // quoted as the preset says). known_hosts_file is the file for UserKnownHostsFile (conn's, or
 // the temporary one holding conn.host_key). InvalidArgument for a bad address, user or jump.

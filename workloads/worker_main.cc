@@ -50,6 +50,25 @@ int ConnectUnix(const std::string& path) {
   return fd;
 }
 
+// Where samples and events go: the agent's telemetry socket, else stdout (-1: cannot
+// connect, said on stderr). Also installs the stop handlers: from here on a SIGTERM or
+// SIGINT ends the job in order, and a closed socket is an error, not a signal.
+int OpenTelemetry(const std::string& telemetry) {
+  int out_fd = 1;
+  if (!telemetry.empty()) {
+    out_fd = ConnectUnix(telemetry);
+    if (out_fd < 0) {
+      std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n",
+                   telemetry.c_str(), std::strerror(errno));
+      return -1;
+    }
+  }
+  signal(SIGTERM, OnSignal);
+  signal(SIGINT, OnSignal);
+  signal(SIGPIPE, SIG_IGN);
+  return out_fd;
+}
+
 int WorkerMain(int argc, char** argv) {
   using namespace fl;
   log::ConfigureFromEnv();
@@ -202,19 +221,9 @@ int WorkerMain(int argc, char** argv) {
       co.env["SLURM_LOCALID"] = std::to_string(lr);
     }
     for (const auto& [k, v] : job_env) co.env[k] = v;  // the job's env last (MASTER_PORT...)
-    int out_fd = 1;
-    if (!telemetry.empty()) {
-      out_fd = ConnectUnix(telemetry);
-      if (out_fd < 0) {
-        std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n",
-                     telemetry.c_str(), std::strerror(errno));
-        return 3;
-      }
-    }
+    const int out_fd = OpenTelemetry(telemetry);
+    if (out_fd < 0) return 3;
     workloads::JsonLinesSink sink(out_fd, rank);
-    signal(SIGTERM, OnSignal);
-    signal(SIGINT, OnSignal);
-    signal(SIGPIPE, SIG_IGN);
     sink.OnWorkerEvent("worker_start",
                        "{\"pid\":" + std::to_string(getpid()) + ",\"mode\":\"command\"}");
     workloads::CommandResult r = workloads::RunCommand(co, sink, g_stop);
@@ -255,19 +264,9 @@ int WorkerMain(int argc, char** argv) {
   wc.compute_ns = *cp;
   wc.compute_device = wc_device;
 
-  int out_fd = 1;
-  if (!telemetry.empty()) {
-    out_fd = ConnectUnix(telemetry);
-    if (out_fd < 0) {
-      std::fprintf(stderr, "faultline-worker: cannot connect to telemetry socket %s: %s\n",
-                   telemetry.c_str(), std::strerror(errno));
-      return 3;
-    }
-  }
+  const int out_fd = OpenTelemetry(telemetry);
+  if (out_fd < 0) return 3;
   workloads::JsonLinesSink sink(out_fd, rank);
-  signal(SIGTERM, OnSignal);
-  signal(SIGINT, OnSignal);
-  signal(SIGPIPE, SIG_IGN);
 
   ccl::CclRegistry ccls("ccl");
   workloads::WorkloadRegistry wls("workload");

@@ -386,6 +386,9 @@ Status Runner::StartAgents() {
 // Clock offsets and fingerprints of the registered agents, into the store.
 Status Runner::RegisterAgents() {
   std::vector<reports::HostRecord> registered;
+  nlohmann::json nccl_env = nlohmann::json::object();  // the same for every host
+  for (const auto& [k, v] : EffectiveJobEnv(scenario_, LabEnv(hosts_)))
+    if (k.rfind("NCCL_", 0) == 0) nccl_env[k] = v;
   for (const auto& host : agent_hosts_) {
     FL_ASSIGN_OR_RETURN(ClockOffset off,
                         server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
@@ -417,9 +420,6 @@ Status Runner::RegisterAgents() {
     // the ranks get.
     if (!info.fingerprint.nccl_version().empty())
       fp["nccl_version"] = info.fingerprint.nccl_version();
-    nlohmann::json nccl_env = nlohmann::json::object();
-    for (const auto& [k, v] : EffectiveJobEnv(scenario_, LabEnv(hosts_)))
-      if (k.rfind("NCCL_", 0) == 0) nccl_env[k] = v;
     if (!nccl_env.empty()) fp["nccl_env"] = nccl_env;
     hr.fingerprint_json = fp.dump();
     FL_RETURN_IF_ERROR(store_->PutHost(hr));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/process.h"
 #include "reports/render/escape.h"
 #include "reports/render/run_view.h"
 
@@ -54,23 +55,6 @@ double FaultSeconds(const RunView& view, const std::string& fault_id, double run
   Nanos end = f->fault->reverted_wall_ns.value_or(view.data().run.end_wall_ns.value_or(*t));
   double s = static_cast<double>(end - *t) / kNsPerSec;
   return s < 0 ? 0 : std::min(s, run_seconds > 0 ? run_seconds : s);
-}
-
-bool ShellSafe(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    std::string_view("_./:=@%+-,").find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
-}
-
-std::string ShellQuote(const std::string& s) {
-  if (ShellSafe(s)) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 struct Counts {
@@ -143,8 +127,8 @@ std::string JUnitDocument::Xml() const {
 }
 
 std::string ReplayCommand(const std::string& run_id, const std::string& db_path) {
-  std::string cmd = "faultline replay " + ShellQuote(run_id);
-  if (!db_path.empty()) cmd += " --db " + ShellQuote(db_path);
+  std::string cmd = "faultline replay " + PosixShellQuote(run_id);
+  if (!db_path.empty()) cmd += " --db " + PosixShellQuote(db_path);
   return cmd;
 }
 

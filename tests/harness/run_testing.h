@@ -17,8 +17,23 @@
 
 namespace fl::testing {
 
-// The namespaces of labs made by `faultline run` ("fl-fl<6 hex>-<node>"); other tests'
-// namespaces come and go concurrently and are not ours to judge.
+// Processes alive now whose /proc/PID/FILE ("cmdline", "environ") holds every one of needles.
+inline int ProcessesWhose(const char* file, const std::vector<std::string>& needles) {
+  int n = 0;
+  DIR* d = opendir("/proc");
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    auto text = ReadFile(std::string("/proc/") + e->d_name + "/" + file);
+    if (!text.ok()) continue;
+    bool all = true;
+    for (const auto& needle : needles) all = all && text->find(needle) != std::string::npos;
+    n += all;
+  }
+  closedir(d);
+  return n;
+}
+
 // The one run a results file holds, loaded (fails the test when there is not exactly one).
 inline reports::RunData OnlyRun(const std::string& db) {
   auto store = reports::Store::Open(db, {.create = false});
@@ -31,6 +46,8 @@ inline reports::RunData OnlyRun(const std::string& db) {
   return std::move(*data);
 }
 
+// The namespaces of labs made by `faultline run` ("fl-fl<6 hex>-<node>"); other tests'
+// namespaces come and go concurrently and are not ours to judge.
 inline std::set<std::string> Netns() {
   std::set<std::string> out;
   if (DIR* d = opendir("/run/netns")) {

@@ -15,6 +15,7 @@
 #include "ccl_under_test/tools/perf.h"
 #include "common/file_util.h"
 #include "tests/child_process.h"
+#include "tests/workloads/progress/nccl_tests_text.h"
 #include "workloads/progress/progress.h"
 
 #ifndef FL_FTCCL_PERF_PATH
@@ -27,23 +28,10 @@ namespace {
 using workloads::progress::NcclTestsParser;
 using workloads::progress::Progress;
 
-struct Parsed {
-  std::vector<Progress> units;
-  NcclTestsParser::Summary summary;
-};
+using workloads::progress::testing::Parsed;
 
 Parsed Parse(const std::string& text) {
-  NcclTestsParser p;
-  Parsed out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    for (auto& u : p.Feed(std::string_view(text).substr(start, nl - start))) out.units.push_back(u);
-    start = nl + 1;
-  }
-  out.summary = p.summary();
-  return out;
+  return workloads::progress::testing::ParseNcclTestsText(text);
 }
 
 struct TempDir {

@@ -30,16 +30,7 @@ using testing::WriteLab;
 
 // Processes whose command line mentions `needle` (the test's own script path).
 int ProcessesWith(const std::string& needle) {
-  int n = 0;
-  DIR* d = opendir("/proc");
-  if (!d) return 0;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    auto cmd = ReadFile(std::string("/proc/") + e->d_name + "/cmdline");
-    if (cmd.ok() && cmd->find(needle) != std::string::npos) ++n;
-  }
-  closedir(d);
-  return n;
+  return testing::ProcessesWhose("cmdline", {needle});
 }
 
 // The namespaces of the lab this run made ("[provision] lab flXXXXXX" in its stderr) still

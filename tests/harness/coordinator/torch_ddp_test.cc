@@ -41,18 +41,7 @@ void RequireTorch(const std::string& dir) {
 // Processes of the run `run_id` still alive: those whose environment names its run directory
 // (FAULTLINE_PROGRESS=RUN_DIR/ranks/rank-N.progress, RUN_DIR ending in the run id).
 int ProcessesOfRun(const std::string& run_id) {
-  int n = 0;
-  DIR* d = opendir("/proc");
-  if (!d) return 0;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    auto env = ReadFile(std::string("/proc/") + e->d_name + "/environ");
-    if (env.ok() && env->find("FAULTLINE_PROGRESS=") != std::string::npos &&
-        env->find(run_id) != std::string::npos)
-      ++n;
-  }
-  closedir(d);
-  return n;
+  return testing::ProcessesWhose("environ", {"FAULTLINE_PROGRESS=", run_id});
 }
 
 // The metrics of the run's (only) fault, by name.

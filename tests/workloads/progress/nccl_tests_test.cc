@@ -7,29 +7,15 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "tests/workloads/progress/nccl_tests_text.h"
 #include "workloads/progress/progress.h"
 
 namespace fl::workloads::progress {
 namespace {
 
-struct Parsed {
-  std::vector<Progress> units;
-  NcclTestsParser::Summary summary;
-};
+using testing::Parsed;
 
-Parsed FeedText(const std::string& text) {
-  NcclTestsParser p;
-  Parsed out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    for (auto& u : p.Feed(std::string_view(text).substr(start, nl - start))) out.units.push_back(u);
-    start = nl + 1;
-  }
-  out.summary = p.summary();
-  return out;
-}
+Parsed FeedText(const std::string& text) { return testing::ParseNcclTestsText(text); }
 
 Parsed FeedFixture(const std::string& name) {
   auto text = ReadFile(std::string(FL_FIXTURES_DIR) + "/" + name);
