@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <vector>
 
+#include "common/process.h"
 #include "harness/lab/topology.h"
 #include "injectors/sys.h"
 
@@ -254,6 +256,27 @@ StatusOr<size_t> UdpDelivered(const std::string& src_netns, const std::string& d
   if (tx >= 0) close(tx);
   if (!s.ok()) return s;
   return got;
+}
+
+Status PinNeighbours(const std::string& netns) {
+  FL_ASSIGN_OR_RETURN(std::string ip, ResolveTool("ip"));
+  FL_ASSIGN_OR_RETURN(RunResult shown, Run({ip, "-n", netns, "-4", "neigh", "show"}));
+  if (shown.exit_code != 0) return InternalError("ip neigh show in " + netns + ": " + shown.err);
+  size_t pinned = 0;
+  std::istringstream lines(shown.out);
+  for (std::string line; std::getline(lines, line);) {
+    // "10.1.0.2 dev nic0 lladdr 02:00:00:00:00:01 REACHABLE"
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string word; words >> word;) w.push_back(word);
+    if (w.size() < 5 || w[1] != "dev" || w[3] != "lladdr") continue;
+    FL_ASSIGN_OR_RETURN(RunResult r, Run({ip, "-n", netns, "neigh", "replace", w[0], "dev", w[2],
+                                          "lladdr", w[4], "nud", "permanent"}));
+    if (r.exit_code != 0) return InternalError("ip neigh replace in " + netns + ": " + r.err);
+    ++pinned;
+  }
+  if (pinned == 0) return FailedPreconditionError("no resolved neighbour in " + netns);
+  return OkStatus();
 }
 
 }  // namespace fl::testing
