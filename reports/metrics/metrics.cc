@@ -68,6 +68,24 @@ std::optional<size_t> FirstWindow(const std::vector<const Iteration*>& iters, in
   return std::nullopt;
 }
 
+// The position of the first window of w consecutive iterations whose first iteration and
+// median algbw are within tol x D of D: the rate has settled from that iteration on, even
+// when single later iterations jitter by more than tol (a black box's iterations end when
+// their output line is read).
+std::optional<size_t> FirstSettledWindow(const std::vector<const Iteration*>& iters, int w,
+                                         double D, double tol) {
+  size_t W = static_cast<size_t>(w);
+  std::vector<double> bw;
+  for (size_t j = 0; j + W <= iters.size(); ++j) {
+    if (iters[j + W - 1]->index - iters[j]->index != w - 1) continue;
+    if (std::fabs(*iters[j]->algbw - D) > tol * D) continue;
+    bw.clear();
+    for (size_t k = j; k < j + W; ++k) bw.push_back(*iters[k]->algbw);
+    if (std::fabs(Median(bw) - D) <= tol * D) return j;
+  }
+  return std::nullopt;
+}
+
 std::string FormatRanks(const std::vector<StuckRank>& stuck) {
   std::ostringstream out;
   for (size_t i = 0; i < stuck.size(); ++i) {
@@ -220,8 +238,13 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
       fm.injection_error_ms = ToMs(*f.effective_wall_ns - *f.scheduled_wall_ns);
     }
 
-    if (auto d = FirstEvent(in.events, kEventFaultDetected, T, E)) {
-      fm.detection_latency_ms = ToMs(*d - T);
+    // The kernel applies a change before it acknowledges it, and a CCL that listens to the
+    // kernel (ftccl's rtnetlink monitor) can hear of it before the injector's clock reads T:
+    // an event after the request counts, its latency at least 0 (docs/metrics.md).
+    const Nanos heard_from =
+        f.requested_wall_ns && *f.requested_wall_ns < T ? *f.requested_wall_ns : T;
+    if (auto d = FirstEvent(in.events, kEventFaultDetected, heard_from, E)) {
+      fm.detection_latency_ms = ToMs(std::max<Nanos>(0, *d - T));
       fm.detection_source = "event";
     } else if (opt.black_box && base_period) {
       // The first abnormal gap: completions (of whole iterations) from the last one before T.
@@ -247,7 +270,8 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
         fm.detection_source = "gap";
       }
     }
-    if (auto d = FirstEvent(in.events, kEventFailoverDone, T, E)) fm.failover_ms = ToMs(*d - T);
+    if (auto d = FirstEvent(in.events, kEventFailoverDone, heard_from, E))
+      fm.failover_ms = ToMs(std::max<Nanos>(0, *d - T));
     if (fm.reverted_ns) {
       if (auto d = FirstEvent(in.events, kEventPathRestored, *fm.reverted_ns, E)) {
         fm.path_restored_ms = ToMs(*d - *fm.reverted_ns);
@@ -291,9 +315,7 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
       const double D = Median(tail);
       fm.degraded_algbw = D;
       if (m.baseline_algbw) fm.degraded_ratio = D / *m.baseline_algbw;
-      auto j = FirstWindow(under, opt.window, [&](const Iteration& it) {
-        return std::fabs(*it.algbw - D) <= opt.tolerance * D;
-      });
+      auto j = FirstSettledWindow(under, opt.window, D, opt.tolerance);
       if (j) fm.recovery_ms = ToMs(under[*j]->start - T);
     }
 

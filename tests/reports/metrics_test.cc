@@ -155,6 +155,51 @@ TEST_CASE("metrics: no fault_detected event leaves detection undefined", "[unit]
   CHECK(*m->faults[0].recovery_ms == Approx(3000));
 }
 
+TEST_CASE("metrics: a detection heard between the request and the acknowledgement counts as 0",
+          "[unit]") {
+  Trace t = Reference();  // requested at 9.95 s, effective (acknowledged) at 10.0 s
+  std::erase_if(t.in.events, [](const EventRecord& e) {
+    return e.kind == kEventFaultDetected || e.kind == kEventFailoverDone;
+  });
+  t.Event(kEventFaultDetected, 9.97, 1);  // the CCL heard of it before the ack came back
+  t.Event(kEventFailoverDone, 9.99, 1);
+  t.Event(kEventFaultDetected, 9.90, 0);  // before the request: not this fault's
+  auto m = ComputeMetrics(t.in, {});
+  REQUIRE(m.ok());
+  REQUIRE(m->faults[0].detection_latency_ms);
+  CHECK(*m->faults[0].detection_latency_ms == 0);
+  CHECK(*m->faults[0].failover_ms == 0);
+  // Without a requested time only events from T on count.
+  t.in.faults[0].requested_wall_ns.reset();
+  auto n = ComputeMetrics(t.in, {});
+  REQUIRE(n.ok());
+  CHECK_FALSE(n->faults[0].detection_latency_ms);
+}
+
+TEST_CASE("metrics: recovery is the first window settled from its first iteration, in median",
+          "[unit]") {
+  // Baseline 1 s; the fault at 10 s; iteration 10 stalls 3 s; then 2 s per iteration, except
+  // that every third one jitters to 1.5 s (more than 10% off D = 0.5e9 B/s).
+  Trace t;
+  t.Run(0, 10, 0, 1);
+  t.Iter(10, 10, 13);
+  double at = 13;
+  for (int64_t i = 11; i <= 30; ++i) {
+    const double d = i % 3 == 0 ? 1.5 : 2.0;
+    t.Iter(i, at, at + d);
+    at += d;
+  }
+  t.Fault("f0", 10.0, std::nullopt);
+  auto m = ComputeMetrics(t.in, {});
+  REQUIRE(m.ok());
+  REQUIRE(m->faults[0].degraded_algbw);
+  CHECK(*m->faults[0].degraded_algbw == Approx(0.5e9));
+  // Window 11..15 (11 is on D, the median of 11..15 is D): it starts at 13 s, 3000 ms after
+  // T. Asking every iteration to be within 10% would never find a window of 5.
+  REQUIRE(m->faults[0].recovery_ms);
+  CHECK(*m->faults[0].recovery_ms == Approx(3000));
+}
+
 TEST_CASE("metrics: a fault that never settles never recovers", "[unit]") {
   Trace t;
   double at = t.Run(0, 10, 0, 1);

@@ -228,7 +228,11 @@ std::optional<double> Median(std::vector<std::optional<double>> v) {
 }
 
 // The acceptance test of command jobs: ftccl-perf as a black box (nccl-tests output, -N 0)
-// measures a NIC flap as faultline-worker does from inside, within 20% (or 20 ms).
+// measures a NIC flap as faultline-worker does from inside, within 20% (or 20 ms). 1 MiB
+// AllReduces (about 8 ms each at the lab's 1 Gbit/s): a black box's iteration ends when its
+// row is read, so with sub-millisecond iterations (64 KiB) the read jitter alone spread the
+// per-iteration rate by more than the 10% a recovery window asks (docs/metrics.md), and the
+// black box never "recovered".
 TEST_CASE(
     "command job: ftccl-perf as a black box under a NIC flap measures detection, first "
     "progress and recovery like faultline-worker",
@@ -241,22 +245,26 @@ TEST_CASE(
       "    duration: 1200ms\n"
       "expectations:\n  survives: true\n";
   const std::string worker = dir.path() + "/worker.yaml";
-  REQUIRE(WriteFileAtomic(worker, "name: flap_worker\nseed: 5\nlab: {topology: " + lab +
-                                      "}\njob:\n  workload: allreduce_loop\n  ccl: ftccl\n"
-                                      "  size: 64KiB\n  collective_timeout: 20s\n" +
-                                      common_tail)
-              .ok());
+  REQUIRE(
+      WriteFileAtomic(worker, "name: flap_worker\nseed: 5\nlab: {topology: " + lab +
+                                  "}\njob:\n  workload: allreduce_loop\n  ccl: ftccl\n"
+                                  "  size: 1MiB\n  check_every: 100\n  collective_timeout: 20s\n" +
+                                  common_tail)
+          .ok());
   const std::string perf = std::string(FL_BUILD_DIR) + "/bin/ftccl-perf";
   const std::string command = dir.path() + "/command.yaml";
   REQUIRE(WriteFileAtomic(command, "name: flap_command\nseed: 5\nlab: {topology: " + lab +
                                        "}\njob:\n  command: [" + perf +
-                                       ", -b, 64KiB, -e, 64KiB, -n, \"1\", -w, \"0\", -N, "
-                                       "\"0\", -c, \"1\"]\n"
+                                       ", -b, 1MiB, -e, 1MiB, -n, \"1\", -w, \"0\", -N, "
+                                       "\"0\", -c, \"0\"]\n"
                                        "  ccl: ftccl\n  progress: {format: nccl-tests}\n" +
                                        common_tail)
               .ok());
   std::vector<FaultFigures> w, c;
-  for (int i = 0; i < 3; ++i) {
+  // The issue asks for 3 runs each; 5 keep the medians steady: a failover that catches a
+  // segment in flight on the downed NIC waits for TCP's 200 ms minimum RTO, so single
+  // recoveries are bimodal (~10-60 ms or ~250 ms) for both jobs.
+  for (int i = 0; i < 5; ++i) {
     w.push_back(RunOnce(dir.path(), worker, "worker" + std::to_string(i)));
     c.push_back(RunOnce(dir.path(), command, "command" + std::to_string(i)));
   }
@@ -283,12 +291,6 @@ TEST_CASE(
                 wm ? std::to_string(*wm).c_str() : "-", show(cv).c_str(),
                 cm ? std::to_string(*cm).c_str() : "-");
     INFO(m.name << ": worker " << show(wv) << "command " << show(cv));
-    if (m.member == &FaultFigures::recovery_ms) {
-      // Recovery (W iterations within 10% of the degraded rate, docs/metrics.md) is decided by
-      // the per-iteration noise of a 64 KiB AllReduce here: faultline-worker's own runs spread
-      // by more than 20% (or have none). Printed, not compared (see the report of issue 15).
-      continue;
-    }
     REQUIRE(wm);
     REQUIRE(cm);
     CHECK(std::fabs(*cm - *wm) <= std::max(20.0, 0.2 * *wm));
