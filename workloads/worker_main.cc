@@ -11,12 +11,15 @@
 // failed (the communicator broke: fail-stop), 2 bad arguments, 3 could not join the group.
 // Command mode: the command's exit code (128 + signal), 0 when the worker ended it (its
 // iterations or duration reached), 127 when it could not be started.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -144,7 +147,9 @@ int WorkerMain(int argc, char** argv) {
       ->allow_extra_args(false);
   app.add_option("--progress-format", progress_format, "command mode: nccl-tests | lines | exit")
       ->capture_default_str();
-  app.add_option("--log-dir", log_dir, "command mode: where rank-N.stdout/.stderr are kept");
+  app.add_option("--log-dir", log_dir,
+                 "where this rank's log (rank-N.log) and a command job's rank-N.stdout/.stderr "
+                 "are kept (default: stderr)");
   app.add_option("--master-addr", master_addr, "command mode: MASTER_ADDR (rank 0's address)");
   app.add_option("--local-rank", local_rank, "command mode: LOCAL_RANK");
   app.add_option("--local-world-size", local_world, "command mode: LOCAL_WORLD_SIZE");
@@ -177,6 +182,21 @@ int WorkerMain(int argc, char** argv) {
   rank = who->rank;
   world = who->world_size;
   log::SetContext({"", "", rank});
+  // With --log-dir (every rank an agent starts), what this rank logs -- its own lines and the
+  // CCL's warnings -- goes to rank-N.log there instead of the agent's terminal; the agent
+  // sends its tail to the coordinator when the rank exits badly (docs/operations.md).
+  if (!log_dir.empty()) {
+    mkdir(log_dir.c_str(), 0755);  // EEXIST is fine
+    const std::string path = workloads::RankLogPath(log_dir, rank, "log");
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      std::fprintf(stderr, "faultline-worker: cannot open %s: %s\n", path.c_str(),
+                   std::strerror(errno));
+      return 3;
+    }
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+  }
   std::map<std::string, std::string> job_env;
   for (const auto& kv : env_kv) {
     auto eq = kv.find('=');

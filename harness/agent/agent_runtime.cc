@@ -1,5 +1,6 @@
 #include "harness/agent/agent_runtime.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,24 @@ struct ExpiredFault {
   std::string handle_id;
   Nanos reverted_wall_ns = 0;
 };
+
+// The last lines of a rank's log (at most max_bytes, from a line start when cut); "" when
+// there is none. The log can be large (a CCL that warns per retry): only the end is read.
+std::string LogTail(const std::string& path, size_t max_bytes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const off_t size = lseek(fd, 0, SEEK_END);
+  const off_t from = size > static_cast<off_t>(max_bytes) ? size - max_bytes : 0;
+  std::string out(static_cast<size_t>(size > 0 ? size - from : 0), '\0');
+  const ssize_t n = out.empty() ? 0 : pread(fd, out.data(), out.size(), from);
+  close(fd);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  if (from > 0) {
+    const size_t nl = out.find('\n');
+    out.erase(0, nl == std::string::npos ? 0 : nl + 1);
+  }
+  return out;
+}
 
 struct Rank {
   int rank = 0;
@@ -425,6 +444,15 @@ class AgentRuntime::Impl {
     nlohmann::json d = {{"container", r->container.name}};
     if (WIFEXITED(status)) d["code"] = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) d["signal"] = WTERMSIG(status);
+    // A rank that ended badly brings the end of its log (rank-N.log, written by the worker
+    // under --log-dir): the coordinator shows it, the store keeps it after the run directory
+    // is gone.
+    const bool bad = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
+    if (bad && !opts_.run_dir.empty()) {
+      std::string tail = LogTail(opts_.run_dir + "/ranks/rank-" + std::to_string(r->rank) + ".log",
+                                 kRankLogTailBytes);
+      if (!tail.empty()) d["log_tail"] = std::move(tail);
+    }
     AddEvent(r->rank, "rank_exit", d);
   }
 

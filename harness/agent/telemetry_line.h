@@ -25,6 +25,8 @@ namespace fl::harness {
 inline constexpr size_t kMaxTelemetryLineBytes = 64 * 1024;  // newline excluded
 inline constexpr int kMaxTelemetryRank = (1 << 20) - 1;
 inline constexpr size_t kMaxEventKindBytes = 64;
+// The end of a rank's log that a rank_exit event carries ("log_tail") for a bad exit.
+inline constexpr size_t kRankLogTailBytes = 4 * 1024;
 
 struct TelemetrySample {
   int rank = 0;

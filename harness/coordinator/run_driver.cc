@@ -88,6 +88,9 @@ struct Progress {
   uint64_t bad_telemetry = 0;                   // records dropped by OnTelemetry
   std::set<std::string> bad_telemetry_hosts;    // agents already logged for it
   std::deque<std::pair<Nanos, uint64_t>> rate;  // (mono, samples) for iterations/s
+  // Events the terminal tells of (a fault's detection, failover and restored path; a rank
+  // that exited badly), until the timeline prints them.
+  std::vector<reports::EventRecord> notable;
 
   int64_t MinIteration(int world) {
     std::lock_guard lock(mu);
@@ -115,8 +118,9 @@ struct ActiveFault {
   bool injected = false;
   bool reverted = false;
   bool failed = false;
-  Nanos revert_at_mono = 0;  // 0: at the end of the job
-  std::string handle_id;     // the agent's journal entry for it
+  Nanos revert_at_mono = 0;    // 0: at the end of the job
+  std::string handle_id;       // the agent's journal entry for it
+  std::set<std::string> told;  // event kinds already printed for it (the first rank's only)
 };
 
 using HostSlot = lab::JobHost;
@@ -174,6 +178,12 @@ class Runner {
   int Analyse(const std::string& end_reason, reports::RunStatus infra_status);
   void OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch);
   void PrintProgress(const std::string& phase, bool force = false);
+  // One line for a person, above the progress line (which the next PrintProgress redraws).
+  void Say(const std::string& line);
+  // The fault lines of the events that happened at least kSettle ago (all of them: `all`),
+  // in the order they happened: agents send in batches, so the first to arrive is not always
+  // the first to have happened.
+  void PrintFaultEvents(bool all = false);
   void Event(const std::string& kind, nlohmann::json detail, int rank = -1);
 
   RunOptions opts_;
@@ -204,6 +214,8 @@ class Runner {
   int restarts_ = 0;
   std::optional<double> restart_cost_ms_;
   Nanos last_progress_print_ = 0;
+  bool stopping_ = false;                     // the run stops its ranks (PrintFaultEvents)
+  std::vector<reports::EventRecord> unsaid_;  // arrived, not yet printed
   bool tty_ = isatty(2);
   std::string job_id_;
   // Nothing is lost silently: telemetry rows the writer would not take (queue full past its
@@ -510,6 +522,11 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
       r.wall_ns = e.wall_ns() - off;
       r.kind = e.kind();
       r.detail_json = e.detail().empty() ? "{}" : e.detail();
+      const bool bad_exit = code && *code != 0;
+      if ((bad_exit || r.kind == reports::kEventFaultDetected ||
+           r.kind == reports::kEventFailoverDone || r.kind == reports::kEventPathRestored) &&
+          progress_.notable.size() < 4096)
+        progress_.notable.push_back(r);
       events.push_back(r);
       if (code) progress_.exit_code[e.rank()] = *code;
     }
@@ -665,7 +682,88 @@ Status Runner::RevertFault(ActiveFault& f) {
                                   ? ack->effective_wall_ns() - offsets_[f.agent].offset_ns
                                   : WallNowNs();
   Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
+  if (st.ok())
+    Say("[fault] " + f.plan.id + " reverted after " +
+        FormatDuration(*f.record.reverted_wall_ns -
+                       f.record.effective_wall_ns.value_or(*f.record.reverted_wall_ns)));
   return st.Prepend("reverting fault " + f.plan.id);
+}
+
+void Runner::Say(const std::string& line) {
+  if (tty_)
+    std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
+  last_progress_print_ = 0;  // redraw the progress line at once
+}
+
+void Runner::PrintFaultEvents(bool all) {
+  {
+    std::lock_guard lock(progress_.mu);
+    for (auto& n : progress_.notable) unsaid_.push_back(std::move(n));
+    progress_.notable.clear();
+  }
+  // Events reach us some 10-50 ms after they happen (the agents flush every 50 ms): whatever
+  // happened before an event 300 ms old has arrived, so it can be judged first or not.
+  constexpr Nanos kSettle = 300 * kNsPerMs;
+  const Nanos settled = WallNowNs() - kSettle;
+  std::vector<reports::EventRecord> events;
+  for (auto it = unsaid_.begin(); it != unsaid_.end();) {
+    if (all || it->wall_ns <= settled) {
+      events.push_back(std::move(*it));
+      it = unsaid_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto& a, const auto& b) { return a.wall_ns < b.wall_ns; });
+  for (const reports::EventRecord& e : events) {
+    if (e.kind == "rank_exit") {
+      if (stopping_) continue;
+      auto d = nlohmann::json::parse(e.detail_json, nullptr, false);
+      std::string how = d.contains("signal")
+                            ? "was killed by signal " + d["signal"].dump()
+                            : "exited with code " + d.value("code", nlohmann::json(0)).dump();
+      Say("[rank] rank " + std::to_string(e.rank) + " " + how);
+      // The end of its log (rank-N.log): at most the last 8 lines here; the store keeps 4 KiB.
+      if (d.contains("log_tail") && d["log_tail"].is_string()) {
+        std::vector<std::string> lines;
+        std::string t = d["log_tail"].get<std::string>();
+        for (size_t at = 0; at < t.size();) {
+          size_t nl = t.find('\n', at);
+          if (nl == std::string::npos) nl = t.size();
+          if (nl > at) lines.push_back(t.substr(at, std::min<size_t>(nl - at, 200)));
+          at = nl + 1;
+        }
+        for (size_t i = lines.size() > 8 ? lines.size() - 8 : 0; i < lines.size(); ++i)
+          Say("  | " + lines[i]);
+      }
+      continue;
+    }
+    // The fault it answers: the latest one in effect (reverted, for a restored path) by then.
+    const bool restored = e.kind == reports::kEventPathRestored;
+    ActiveFault* owner = nullptr;
+    for (auto& f : faults_) {
+      if (!f.injected || f.failed || !f.record.effective_wall_ns) continue;
+      const Nanos t =
+          restored ? f.record.reverted_wall_ns.value_or(INT64_MAX) : *f.record.effective_wall_ns;
+      if (t <= e.wall_ns && (!owner || t >= (restored ? *owner->record.reverted_wall_ns
+                                                      : *owner->record.effective_wall_ns)))
+        owner = &f;
+    }
+    if (!owner || !owner->told.insert(e.kind).second) continue;
+    const Nanos since =
+        e.wall_ns - (restored ? *owner->record.reverted_wall_ns : *owner->record.effective_wall_ns);
+    const std::string who = "rank " + std::to_string(e.rank);
+    if (e.kind == reports::kEventFaultDetected)
+      Say("[fault] " + owner->plan.id + " detected by " + who + " after " + FormatDuration(since));
+    else if (e.kind == reports::kEventFailoverDone)
+      Say("[fault] " + owner->plan.id + " " + who + " failed over after " + FormatDuration(since));
+    else
+      Say("[fault] " + owner->plan.id + " path restored (" + who + ") " + FormatDuration(since) +
+          " after the revert");
+  }
 }
 
 void Runner::PrintProgress(const std::string& phase, bool force) {
@@ -771,9 +869,16 @@ int Runner::Timeline() {
         Event("inject_failed", {{"fault", f.plan.id}, {"error", st.ToUserString()}});
         return kExitInfra;
       }
-      FL_LOG(kInfo, "coord") << "injected " << f.plan.id << " " << f.plan.kind << " on "
-                             << f.plan.target;
+      Say("[fault] " + f.plan.id + " " + f.plan.kind + " on " + f.plan.target + ": injected" +
+          (f.record.scheduled_wall_ns
+               ? " " +
+                     FormatDuration(std::max<Nanos>(
+                         0, *f.record.effective_wall_ns - *f.record.scheduled_wall_ns)) +
+                     " after its time"
+               : "") +
+          (f.plan.duration_ns > 0 ? ", for " + FormatDuration(f.plan.duration_ns) : ""));
     }
+    PrintFaultEvents();
     for (auto& f : faults_) {
       if (f.injected && !f.reverted && f.revert_at_mono > 0 && now >= f.revert_at_mono) {
         Status st = RevertFault(f);
@@ -1178,13 +1283,18 @@ int Runner::Run() {
     rc = kExitInterrupted;
     failure = "interrupted";
   }
-  if (server_) StopRanks().IgnoreError();
+  // Faults are reverted before the ranks stop: a job is never ended under a fault still
+  // applied (a revert that needs the job, e.g. a path check, still sees it).
   while (LostAgent()) {
   }
   for (auto& f : faults_) {
     Status st = RevertFault(f);
     if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
   }
+  PrintFaultEvents(/*all=*/true);
+  stopping_ = true;  // the ranks' exits from here on are ours, not news
+  if (server_) StopRanks().IgnoreError();
+  PrintFaultEvents(/*all=*/true);
   int exit_code;
   if (rc == kExitPass) {
     exit_code = Analyse("", reports::RunStatus::kRunning);

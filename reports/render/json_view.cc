@@ -131,6 +131,22 @@ std::string RunJson(const RunData& d) {
     if (n.is_object() && n.contains("text") && n["text"].is_string()) notes.push_back(n["text"]);
   }
   j["not_measured"] = notes;
+  // Ranks that exited badly (rank_exit with a non-zero code or a signal), with the end of
+  // their log when their agent sent it (docs/scenarios.md, "What faultline run prints").
+  json bad = json::array();
+  for (const auto& e : d.events) {
+    if (e.kind != "rank_exit") continue;
+    json x = json::parse(e.detail_json, nullptr, /*allow_exceptions=*/false);
+    if (!x.is_object()) continue;
+    const bool failed =
+        (x.contains("code") && x["code"].is_number() && x["code"] != 0) || x.contains("signal");
+    if (!failed) continue;
+    json r = {{"rank", e.rank}};
+    for (const char* k : {"code", "signal", "log_tail"})
+      if (x.contains(k)) r[k] = x[k];
+    bad.push_back(r);
+  }
+  j["failed_ranks"] = bad;
   return Dump(j);
 }
 

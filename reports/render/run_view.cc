@@ -114,7 +114,11 @@ std::string_view OutcomeName(double value) {
 std::string FormatMetric(double value, std::string_view unit) {
   char buf[64];
   if (unit == "ms") {
-    std::snprintf(buf, sizeof buf, std::fabs(value) >= 100 ? "%.0f ms" : "%.1f ms", value);
+    // Under a millisecond in microseconds: a detection of 0.04 ms is "40 us", not "0.0 ms".
+    if (value != 0 && std::fabs(value) < 1)
+      std::snprintf(buf, sizeof buf, "%.0f us", value * 1000);
+    else
+      std::snprintf(buf, sizeof buf, std::fabs(value) >= 100 ? "%.0f ms" : "%.1f ms", value);
   } else if (unit == "s" || unit == "GPU-s") {
     std::snprintf(buf, sizeof buf, "%.2f %s", value, std::string(unit).c_str());
   } else if (unit == "ratio") {

@@ -148,6 +148,46 @@ TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cle
   CHECK(f.out().find("PASS") != std::string::npos);
 }
 
+// What a person reads of the main job (scripts/main.sh runs this scenario): a short account,
+// with a line for each thing that happened to the fault, and nothing the ranks logged (their
+// logs are RUN_DIR/ranks/rank-N.log; ftccl warns once per path retry).
+TEST_CASE(
+    "faultline run: the default scenario's terminal output is at most 40 lines, tells of its "
+    "fault and holds no line logged by a rank",
+    "[.root][integration]") {
+  TempDir dir("fl_run");
+  auto before = Netns();
+  Faultline f({"run", "configs/scenarios/nic_flap.yaml", "--db", dir.path() + "/r.db"}, dir.path());
+  auto rc = f.Wait(Deadline::After(300 * kNsPerSec));
+  const std::string all = f.err() + f.out();
+  INFO(all);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  CHECK(Netns() == before);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < all.size();) {
+    size_t nl = all.find('\n', at);
+    if (nl == std::string::npos) nl = all.size();
+    lines.push_back(all.substr(at, nl - at));
+    at = nl + 1;
+  }
+  CHECK(lines.size() <= 40);
+  auto has = [&](const std::string& needle) {
+    for (const auto& l : lines)
+      if (l.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has("[fault] f0 nic_port_flap on h1.nic0: injected"));
+  CHECK(has("[fault] f0 detected by rank "));
+  CHECK(has("[fault] f0 reverted after "));
+  CHECK(has("recovery "));  // the summary's line for the fault
+  for (const auto& l : lines) {
+    INFO(l);
+    CHECK(l.find("rank=") == std::string::npos);  // a rank's log context (common/log.cc)
+    CHECK(l.find(" W ftccl ") == std::string::npos);
+  }
+}
+
 // Waits until the run's first fault is in place (its effective time is in the results file).
 bool WaitFaultApplied(const std::string& db, std::string* run_id) {
   return WaitUntil(

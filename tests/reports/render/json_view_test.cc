@@ -65,6 +65,31 @@ TEST_CASE("RunJson: the record, faults with metrics (absent = null), verdicts", 
   CHECK_FALSE(k["faults"][0]["metrics"].contains("detection_latency_ms"));
 }
 
+TEST_CASE("RunJson: failed_ranks lists the ranks that exited badly, with their log tail",
+          "[unit]") {
+  RunData run = testing::MakeSyntheticRun(SyntheticRunSpec{});
+  auto exit_event = [&](int rank, const std::string& detail) {
+    EventRecord e;
+    e.run_id = run.run.id;
+    e.rank = rank;
+    e.kind = "rank_exit";
+    e.detail_json = detail;
+    run.events.push_back(e);
+  };
+  exit_event(0, R"({"container":"c0","code":0})");
+  exit_event(1, R"({"container":"c1","code":3,"log_tail":"E ftccl no path left\n"})");
+  exit_event(2, R"({"container":"c2","signal":9})");
+  exit_event(3, "not json");
+  json j = json::parse(RunJson(run));
+  REQUIRE(j["failed_ranks"].size() == 2);
+  CHECK(j["failed_ranks"][0]["rank"] == 1);
+  CHECK(j["failed_ranks"][0]["code"] == 3);
+  CHECK(j["failed_ranks"][0]["log_tail"] == "E ftccl no path left\n");
+  CHECK(j["failed_ranks"][1]["rank"] == 2);
+  CHECK(j["failed_ranks"][1]["signal"] == 9);
+  CHECK_FALSE(j["failed_ranks"][1].contains("log_tail"));
+}
+
 TEST_CASE("faultline runs/report/compare/history --json print what the store holds", "[unit]") {
   testing::TempDir dir;
   const std::string db = dir.File("results.db");

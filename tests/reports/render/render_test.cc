@@ -235,5 +235,13 @@ TEST_CASE("Text summary lists verdicts and faults", "[unit]") {
   CHECK(text.find("f0 nic_flap h0/nic0: detection 40.0 ms") != std::string::npos);
 }
 
+TEST_CASE("FormatMetric: milliseconds under one print in microseconds", "[unit]") {
+  CHECK(FormatMetric(0.04, "ms") == "40 us");
+  CHECK(FormatMetric(0.5704, "ms") == "570 us");
+  CHECK(FormatMetric(0, "ms") == "0.0 ms");
+  CHECK(FormatMetric(1.25, "ms") == "1.2 ms");
+  CHECK(FormatMetric(320.4, "ms") == "320 ms");
+}
+
 }  // namespace
 }  // namespace fl::reports::render
