@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <filesystem>
 
 #include "common/file_util.h"
 #include "common/log.h"
@@ -120,13 +121,15 @@ int AgentMain(int argc, char** argv) {
   }
   opts.max_lease_ns = rt.policy.max_lease_ns;  // the coordinator's lease is capped by it
   rt.host = opts.host;
-  // A host of a lab that is not run from here: the workers' telemetry socket lives in this
-  // host's state dir,
-  // removed again when the agent exits (declared before the runtime, so it goes after it).
+  // A host of a lab that is not run from here: the workers' telemetry socket and the ranks'
+  // logs (ranks/rank-N.log; a bad exit's tail has gone to the coordinator) live in this
+  // host's state dir, removed with them when the agent exits (declared before the runtime,
+  // so it goes after it).
   struct RunDirGuard {
     std::string path;
     ~RunDirGuard() {
-      if (!path.empty()) rmdir(path.c_str());
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
     }
   } run_dir_guard;
   if (rt.run_dir.empty() && rt.site.named()) {
