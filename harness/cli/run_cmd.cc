@@ -8,6 +8,7 @@
 #include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/narrate.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
 #include "harness/cli/cli.h"
@@ -30,6 +31,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     bool json = false;
     bool dry_run = false;
     bool keep_run_dir = false;
+    bool quiet = false, verbose = false;
     double lease_s = 3;
     size_t limit = 20;
   };
@@ -78,10 +80,22 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     c->add_flag("--no-tls", args->no_tls, "labs of real hosts: plaintext with the token only");
     c->add_flag("--keep-run-dir", args->keep_run_dir,
                 "keep a failed run's directory (/run/faultline/runs/ID) for inspection");
+    auto* q =
+        c->add_flag("-q,--quiet", args->quiet,
+                    "print only the summary (and errors): no phases, fault lines or progress");
+    c->add_flag("-v,--verbose", args->verbose,
+                "also the coordinator's and agents' log lines at info (FAULTLINE_LOG=info)")
+        ->excludes(q);
   };
   add_common(run);
   // run and replay share every option; replay takes the scenario and seed from the store.
   auto run_with = [args, exit_code](CLI::App* cmd, bool replay) {
+    if (args->verbose) {
+      setenv("FAULTLINE_LOG", "info", /*overwrite=*/0);  // the agents it starts inherit it
+      log::Configure(std::getenv("FAULTLINE_LOG")).IgnoreError();
+      SetVerbosity(Verbosity::kVerbose);
+    }
+    if (args->quiet) SetVerbosity(Verbosity::kQuiet);
     QuietLogsUnlessAsked();
     // Numbers from the command line are bounded before anything is read, created or stored:
     // a lease of 0 would lapse at once (every fault reverted as applied), one of hours would

@@ -24,6 +24,7 @@
 #include "common/ids.h"
 #include "common/json_util.h"
 #include "common/log.h"
+#include "common/narrate.h"
 #include "common/process.h"
 #include "common/units.h"
 #include "harness/agent/telemetry_line.h"
@@ -344,8 +345,8 @@ Status Runner::StartControlServer(const std::string& listen, const std::string& 
 Status Runner::AwaitAgents() {
   agent_hosts_ = lab_->agent_names();
   const Nanos wait = lab_->agent_wait();
-  std::fprintf(stderr, "[agents] waiting up to %.0f s for %zu agents to dial in at %s\n",
-               static_cast<double>(wait) / 1e9, agent_hosts_.size(), server_->address().c_str());
+  Narrate("[agents] waiting up to %.0f s for %zu agents to dial in at %s",
+          static_cast<double>(wait) / 1e9, agent_hosts_.size(), server_->address().c_str());
   Deadline end = Deadline::After(wait);
   for (;;) {
     Status st = server_->WaitForAgents(agent_hosts_, Deadline::After(200 * kNsPerMs));
@@ -379,8 +380,7 @@ Status Runner::StartAgents() {
   } else {
     FL_ASSIGN_OR_RETURN(rendezvous_, ccl::TcpStoreServer::Start(rdv.listen, token));
     store_spec_ = "tcp://" + rendezvous_->address();
-    std::fprintf(stderr, "[rendezvous] ranks meet through the TCP store at %s\n",
-                 rendezvous_->address().c_str());
+    Narrate("[rendezvous] ranks meet through the TCP store at %s", rendezvous_->address().c_str());
   }
   lab::AgentLaunch launch;
   launch.coordinator = server_->address();
@@ -690,6 +690,7 @@ Status Runner::RevertFault(ActiveFault& f) {
 }
 
 void Runner::Say(const std::string& line) {
+  if (GetVerbosity() == Verbosity::kQuiet) return;
   if (tty_)
     std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
   else
@@ -767,6 +768,7 @@ void Runner::PrintFaultEvents(bool all) {
 }
 
 void Runner::PrintProgress(const std::string& phase, bool force) {
+  if (GetVerbosity() == Verbosity::kQuiet) return;
   Nanos now = MonoNowNs();
   if (!force && now - last_progress_print_ < (tty_ ? 250 * kNsPerMs : 5 * kNsPerSec)) return;
   last_progress_print_ = now;
@@ -1018,8 +1020,7 @@ void Runner::Teardown(bool keep_run_dir) {
   if (!run_dir_.empty()) {
     unlink((run_dir_ + "/token").c_str());
     if (keep_run_dir)
-      std::fprintf(stderr, "[teardown] kept the run directory %s (--keep-run-dir)\n",
-                   run_dir_.c_str());
+      Narrate("[teardown] kept the run directory %s (--keep-run-dir)", run_dir_.c_str());
     else
       remove_tree(run_dir_);
   }
@@ -1246,11 +1247,10 @@ int Runner::Run() {
   }
   writer_ = std::move(*writer);
   log::SetContext({run_id_, "", -1});
-  std::fprintf(stderr,
-               "faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)\n",
-               run_id_.c_str(), scenario_.name.c_str(), static_cast<unsigned long long>(seed_),
-               world_, static_cast<int>(hosts_.size()), plan_.faults.size());
-  std::fputs(DescribePlan(plan_).c_str(), stderr);
+  Narrate("faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)",
+          run_id_.c_str(), scenario_.name.c_str(), static_cast<unsigned long long>(seed_), world_,
+          static_cast<int>(hosts_.size()), plan_.faults.size());
+  if (GetVerbosity() != Verbosity::kQuiet) std::fputs(DescribePlan(plan_).c_str(), stderr);
   for (const std::string& w : LintTimeouts(scenario_, EffectiveJobEnv(scenario_, LabEnv(hosts_))))
     std::fprintf(stderr, "warning: timeouts: %s\n", w.c_str());
 
@@ -1309,8 +1309,8 @@ int Runner::Run() {
     for (const auto& l : lost_) std::fprintf(stderr, "faultline run: lost %s\n", l.c_str());
     exit_code = rc;
   }
-  std::fprintf(stderr, "[teardown] reverting, stopping ranks and agents, releasing %s lab %s\n",
-               std::string(lab_->kind()).c_str(), lab_->name().c_str());
+  Narrate("[teardown] reverting, stopping ranks and agents, releasing %s lab %s",
+          std::string(lab_->kind()).c_str(), lab_->name().c_str());
   Teardown(opts_.keep_run_dir && exit_code != kExitPass);
   if (writer_) {
     if (Status st = writer_->Close(Deadline::After(30 * kNsPerSec)); !st.ok()) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/narrate.h"
 #include "common/yaml_util.h"
 #include "harness/control/certs.h"
 #include "harness/lab/lab_catalog.h"
@@ -637,8 +638,8 @@ Status InventoryLab::Provision(const LabRun& run) {
     switches = ", " + std::to_string(inv_.switches.size()) +
                " switches (their agent 'fabric' dials in" +
                (inv_.fabric_agent_host.empty() ? "" : " from " + inv_.fabric_agent_host) + ")";
-  std::fprintf(stderr, "[provision] inventory %s from %s: %zu real hosts%s, nothing to build\n",
-               inv_.name.c_str(), inv_.source.c_str(), inv_.hosts.size(), switches.c_str());
+  Narrate("[provision] inventory %s from %s: %zu real hosts%s, nothing to build", inv_.name.c_str(),
+          inv_.source.c_str(), inv_.hosts.size(), switches.c_str());
   return OkStatus();
 }
 

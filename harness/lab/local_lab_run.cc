@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "common/narrate.h"
 #include "common/process.h"
 #include "harness/control/auth.h"
 #include "harness/lab/lab_catalog.h"
@@ -65,7 +66,7 @@ Status LocalLab::Provision(const LabRun& run) {
                                   "' must be 1-10 characters [a-z0-9]");
     plan_ = PlanLab(topology_, run.lab_name, mgmt_index_);
   }
-  std::fprintf(stderr, "[provision] lab %s from %s\n", plan_.lab.c_str(), topology_.source.c_str());
+  Narrate("[provision] lab %s from %s", plan_.lab.c_str(), topology_.source.c_str());
   return Provision();
 }
 
@@ -89,7 +90,7 @@ std::vector<std::string> LocalLab::agent_names() const {
 }
 
 Status LocalLab::StartAgents(const AgentLaunch& launch) {
-  std::fprintf(stderr, "[agents] starting %d agents\n", topology_.hosts + 1);
+  Narrate("[agents] starting %d agents", topology_.hosts + 1);
   for (const std::string& host : agent_names()) {
     const bool fabric = host == "fabric";
     ProcessSpec spec;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/narrate.h"
 #include "harness/control/certs.h"
 #include "harness/lab/topology.h"
 
@@ -334,9 +335,9 @@ StatusOr<std::string> SlurmLab::Allocate(const LabRun& run) {
                                    job_name};
   if (!cfg_.partition.empty()) argv.insert(argv.end(), {"-p", cfg_.partition});
   if (!cfg_.nodes.empty()) argv.insert(argv.end(), {"-w", Join(cfg_.nodes)});
-  std::fprintf(stderr, "[provision] slurm: asking for %d node(s)%s%s (up to %lld s)\n",
-               cfg_.node_count, cfg_.partition.empty() ? "" : " in partition ",
-               cfg_.partition.c_str(), static_cast<long long>(wait_s));
+  Narrate("[provision] slurm: asking for %d node(s)%s%s (up to %lld s)", cfg_.node_count,
+          cfg_.partition.empty() ? "" : " in partition ", cfg_.partition.c_str(),
+          static_cast<long long>(wait_s));
   auto r = Tool(argv, cfg_.allocation_wait_ns + 30 * kNsPerSec);
   if (!r.ok()) {
     // salloc was killed while it waited: a job it queued under our name must not stay.
@@ -399,8 +400,8 @@ Status SlurmLab::Provision(const LabRun& run) {
       return names.status();
     }
     allocated = std::move(*names);
-    std::fprintf(stderr, "[provision] slurm: inside allocation %s (%s)\n", job_id_.c_str(),
-                 Join(allocated).c_str());
+    Narrate("[provision] slurm: inside allocation %s (%s)", job_id_.c_str(),
+            Join(allocated).c_str());
   } else {
     FL_ASSIGN_OR_RETURN(job_id_, Allocate(run));
     owns_allocation_ = true;
@@ -415,8 +416,8 @@ Status SlurmLab::Provision(const LabRun& run) {
       return st;
     }
     allocated = std::move(*names);
-    std::fprintf(stderr, "[provision] slurm: allocation %s granted (%s)\n", job_id_.c_str(),
-                 Join(allocated).c_str());
+    Narrate("[provision] slurm: allocation %s granted (%s)", job_id_.c_str(),
+            Join(allocated).c_str());
   }
 
   // The nodes this run uses: the listed ones (all in the allocation), or the first N.
@@ -538,8 +539,8 @@ Status SlurmLab::StartAgents(const AgentLaunch& launch) {
   // agents in order; StopAgents signals the group.
   spec.new_process_group = true;
   FL_ASSIGN_OR_RETURN(Process proc, Spawn(spec));
-  std::fprintf(stderr, "[agents] srun step %s on %zu node(s) of job %s (%s)\n", step_name_.c_str(),
-               nodes_.size(), job_id_.c_str(), Join(nodes_).c_str());
+  Narrate("[agents] srun step %s on %zu node(s) of job %s (%s)", step_name_.c_str(), nodes_.size(),
+          job_id_.c_str(), Join(nodes_).c_str());
   std::lock_guard<std::mutex> lock(mu_);
   srun_pid_ = proc.pid();
   srun_exit_.reset();
@@ -630,7 +631,7 @@ Status SlurmLab::Teardown() {
   if (!WaitUntil([&] { return !JobListed(id); }, Deadline::After(kCancelWait), 200 * kNsPerMs))
     return DeadlineExceededError("slurm: allocation " + id + " is still in squeue " +
                                  std::to_string(kCancelWait / kNsPerSec) + " s after scancel");
-  std::fprintf(stderr, "[teardown] slurm: allocation %s cancelled\n", id.c_str());
+  Narrate("[teardown] slurm: allocation %s cancelled", id.c_str());
   job_id_.clear();
   owns_allocation_ = false;
   return OkStatus();

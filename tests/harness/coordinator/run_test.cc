@@ -186,6 +186,15 @@ TEST_CASE(
     CHECK(l.find("rank=") == std::string::npos);  // a rank's log context (common/log.cc)
     CHECK(l.find(" W ftccl ") == std::string::npos);
   }
+  // -q: the summary only.
+  Faultline q({"run", "configs/scenarios/nic_flap.yaml", "--db", dir.path() + "/q.db", "-q"},
+              dir.path(), "quiet");
+  rc = q.Wait(Deadline::After(300 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  CHECK(q.err().empty());
+  CHECK(q.out().find("verdicts: 3 passed, 0 failed") != std::string::npos);
+  CHECK(q.out().find("recovery ") != std::string::npos);
 }
 
 // Waits until the run's first fault is in place (its effective time is in the results file).
