@@ -568,6 +568,10 @@ class AgentRuntime::Impl {
                          std::move(*inj), std::move(*prepared), decision};
       }
       fire_cv_.notify_all();
+      const Nanos lead = f.due_agent_wall_ns() - WallNowNs();
+      if (lead <= kFireMarginNs)
+        FL_LOG(kWarn, "agent") << "fault " << f.fault_id() << " prepared only " << lead / kNsPerUs
+                               << " us before its time";
       return std::nullopt;
     }
     Nanos requested = WallNowNs();
@@ -622,6 +626,10 @@ class AgentRuntime::Impl {
       lock.unlock();
       SleepUntilWall(p.due_wall_ns);
       const Nanos requested = WallNowNs();
+      if (requested - p.due_wall_ns > kNsPerMs)
+        FL_LOG(kWarn, "agent") << "fault " << p.fault_id << " fires "
+                               << (requested - p.due_wall_ns) / kNsPerUs
+                               << " us after its time (the fire thread woke late)";
       Status st = injectors::FireFault(*p.injector, p.handle, &journal_);
       pb::Ack ack;
       if (st.ok()) {
@@ -814,7 +822,10 @@ StatusOr<std::unique_ptr<AgentRuntime>> AgentRuntime::Create(AgentRuntimeOptions
 }
 
 AgentRuntime::AgentRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-AgentRuntime::~AgentRuntime() { impl_->session_ = nullptr; }
+AgentRuntime::~AgentRuntime() {
+  impl_->session_ = nullptr;
+  SetAckSink({});  // the session may be gone: cancellations at exit are not acked
+}
 void AgentRuntime::AttachSession(AgentSession* session) {
   impl_->session_ = session;
   if (session)

@@ -649,7 +649,7 @@ Status Runner::StopRanks() {
 
 namespace {
 
-constexpr Nanos kSendAheadNs = 200 * kNsPerMs;
+constexpr Nanos kSendAheadNs = 500 * kNsPerMs;
 
 pb::CoordinatorMessage InjectMessage(const ActiveFault& f) {
   pb::CoordinatorMessage m;
@@ -691,6 +691,10 @@ void Runner::SendAhead(ActiveFault& f) {
   const Nanos off = offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0;
   m.mutable_inject()->set_due_agent_wall_ns(*f.record.scheduled_wall_ns + off);
   f.record.requested_wall_ns = WallNowNs();
+  if (*f.record.requested_wall_ns > *f.record.scheduled_wall_ns - kNsPerMs)
+    FL_LOG(kWarn, "coord") << "fault " << f.plan.id << " sent "
+                           << (*f.record.requested_wall_ns - *f.record.scheduled_wall_ns) / kNsPerUs
+                           << " us after its time (the timeline loop was late)";
   ControlServer* server = server_.get();
   const std::string agent = f.agent;
   f.ahead = std::make_shared<std::future<StatusOr<pb::Ack>>>(std::async(
