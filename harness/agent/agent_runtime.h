@@ -22,8 +22,10 @@
 // FailedPrecondition. Every applied fault has an agent-side deadline (agent_policy.h
 // DecideInject): a deadline thread reverts it then, even while the coordinator is alive.
 //
-// Thread-safety: Handle() is called on the session's reader thread; OnLeaseLapsed() on its
-// timer thread; both take the runtime's lock. Telemetry runs on the Asio thread.
+// Thread-safety: Handle() is called on the session's command thread; OnLeaseLapsed() on its
+// timer thread; both take the runtime's lock. Telemetry runs on the Asio thread; faults sent
+// ahead fire on the runtime's fire thread (a revert of one being fired waits for it), which
+// sends their acks through the ack sink.
 #pragma once
 
 #include <functional>
