@@ -2,19 +2,32 @@
 # Injection time error of `faultline run`: for every fault of a run, effective minus scheduled
 # time (scheduled = the timeline's time; effective = when the kernel acknowledged it, on the
 # coordinator's clock). Runs bench/configs/injection_timing.yaml (30 flaps) REPEAT times and
-# prints the median and p99 over all faults. Root; run from the repository root.
+# prints the median and p99 over all faults, split into the agent's wake-up (requested -
+# scheduled: when it started to act) and the injector's own time (effective - requested: the
+# netlink round trip), with the machine's load (uptime) before and after. Root; run from the
+# repository root. FL_TIMING_KEEP=DIR keeps the runs' store there.
 #   bench/injection_timing.sh [REPEAT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${1:-3}
-db=$(mktemp -d)/timing.db
+tmp=$(mktemp -d)
+db=${FL_TIMING_KEEP:-$tmp}/timing.db
+echo "load before: $(uptime)"
 for i in $(seq "$repeat"); do
   build/bin/faultline run bench/configs/injection_timing.yaml --db "$db" >/dev/null
 done
-sqlite3 "$db" "SELECT (effective_wall_ns - scheduled_wall_ns) / 1000.0 FROM faults
-               WHERE effective_wall_ns IS NOT NULL AND scheduled_wall_ns IS NOT NULL ORDER BY 1;" > "$db.us"
-n=$(wc -l < "$db.us")
-median=$(awk -v n="$n" 'NR == int((n + 1) / 2) {print}' "$db.us")
-p99=$(awk -v n="$n" 'BEGIN {k = int(n * 0.99); if (k < 1) k = 1} NR == k {print}' "$db.us")
-echo "injection time error (effective - scheduled) over $n faults in $repeat runs: median ${median} us, p99 ${p99} us"
-rm -rf "$(dirname "$db")"
+echo "load after:  $(uptime)"
+# stat COLUMN-EXPRESSION NAME: median, p99 and max in us over the faults with all three times.
+stat() {
+  sqlite3 "$db" "SELECT ($1) / 1000.0 FROM faults WHERE effective_wall_ns IS NOT NULL
+                 AND scheduled_wall_ns IS NOT NULL AND requested_wall_ns IS NOT NULL
+                 ORDER BY 1;" > "$tmp/v"
+  awk -v name="$2" '{v[NR] = $1} END {
+      n = NR; k = int(n * 0.99); if (k < 1) k = 1
+      printf "%s over %d faults in '"$repeat"' runs: median %s us, p99 %s us, max %s us\n",
+             name, n, v[int((n + 1) / 2)], v[k], v[n]}' "$tmp/v"
+}
+stat "effective_wall_ns - scheduled_wall_ns" "injection time error (effective - scheduled)"
+stat "requested_wall_ns - scheduled_wall_ns" "  agent start (requested - scheduled)"
+stat "effective_wall_ns - requested_wall_ns" "  injector (effective - requested)"
+rm -rf "$tmp"

@@ -89,9 +89,9 @@ StatusOr<FaultHandle> DryRunFault(Injector& injector, const FaultSpec& spec, con
   return injector.Prepare(spec, fabric);
 }
 
-StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric,
-                                  FaultJournal* journal,
-                                  const std::function<Status(const FaultHandle&)>& admit) {
+StatusOr<FaultHandle> PrepareFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric,
+                                   FaultJournal* journal,
+                                   const std::function<Status(const FaultHandle&)>& admit) {
   FL_ASSIGN_OR_RETURN(FaultHandle handle, DryRunFault(injector, spec, fabric));
   if (admit) FL_RETURN_IF_ERROR(admit(handle));
   if (handle.id.empty()) handle.id = spec.kind + "-" + RandomHex(6);
@@ -102,6 +102,10 @@ StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, con
     FL_RETURN_IF_ERROR(CheckNoOverlap(handle, *journal));
     FL_RETURN_IF_ERROR(journal->Record(handle, "applying"));
   }
+  return handle;
+}
+
+Status FireFault(Injector& injector, FaultHandle& handle, FaultJournal* journal) {
   Status s = injector.Apply(handle);
   if (s.ok()) s = injector.Verify(handle, Expect::kPresent);
   if (!s.ok()) {
@@ -115,8 +119,21 @@ StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, con
     return s;
   }
   if (journal) FL_RETURN_IF_ERROR(journal->Record(handle, "applied"));
-  FL_LOG(kInfo, "inject") << spec.kind << " on " << spec.target << " effective after "
+  FL_LOG(kInfo, "inject") << handle.spec.kind << " on " << handle.spec.target << " effective after "
                           << (handle.effective_wall_ns - handle.requested_wall_ns) / 1000 << " us";
+  return OkStatus();
+}
+
+Status CancelPrepared(const FaultHandle& handle, FaultJournal* journal) {
+  if (journal) return journal->Remove(handle.id);
+  return OkStatus();
+}
+
+StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric,
+                                  FaultJournal* journal,
+                                  const std::function<Status(const FaultHandle&)>& admit) {
+  FL_ASSIGN_OR_RETURN(FaultHandle handle, PrepareFault(injector, spec, fabric, journal, admit));
+  FL_RETURN_IF_ERROR(FireFault(injector, handle, journal));
   return handle;
 }
 

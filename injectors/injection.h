@@ -49,6 +49,17 @@ StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, con
                                   const std::function<Status(const FaultHandle&)>& admit = {});
 Status RevertFault(Injector& injector, FaultHandle& handle, FaultJournal* journal);
 
+// InjectFault in two steps, for a fault prepared ahead of its time (the agent's faults sent
+// ahead): PrepareFault does all of it but Apply (Validate, Prepare, admit, the overlap check
+// and the "applying" record); FireFault then applies, verifies and records "applied" (on a
+// failure it reverts and returns the error, as InjectFault). A prepared fault that is not to
+// fire is given to CancelPrepared: nothing was applied, and its journal entry is removed.
+StatusOr<FaultHandle> PrepareFault(Injector& injector, const FaultSpec& spec, const Fabric& fabric,
+                                   FaultJournal* journal,
+                                   const std::function<Status(const FaultHandle&)>& admit = {});
+Status FireFault(Injector& injector, FaultHandle& handle, FaultJournal* journal);
+Status CancelPrepared(const FaultHandle& handle, FaultJournal* journal);
+
 // Reverts when it goes out of scope unless Release()d; for tests and the CLI's hold loop.
 class ScopedFault {
  public:

@@ -156,7 +156,7 @@ int AgentMain(int argc, char** argv) {
     // stopping here, before the ack went out, would leave the coordinator without it.
     if (m.has_shutdown())
       FL_LOG(kInfo, "agent") << "coordinator asked to shut down: " << m.shutdown().reason();
-    return (*runtime)->Handle(m);
+    return (*runtime)->HandleCommand(m);
   };
   handlers.on_lease_lapsed = [&] { (*runtime)->RevertAllAndStop("lease lapsed"); };
   handlers.heartbeat = [&] { return (*runtime)->Heartbeat(); };

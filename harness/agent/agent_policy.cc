@@ -86,6 +86,22 @@ Status CheckCommand(const AgentPolicy& p, const std::vector<std::string>& comman
 
 }  // namespace
 
+AheadMode ClassifyDue(Nanos now_wall, Nanos due_wall) {
+  if (due_wall <= 0 || due_wall - now_wall <= kFireAtOnceNs) return AheadMode::kNow;
+  if (due_wall - now_wall > kMaxAheadNs) return AheadMode::kTooFar;
+  return AheadMode::kAhead;
+}
+
+FireStep NextFireStep(Nanos now_wall, Nanos due_wall, Nanos margin) {
+  FireStep step;
+  if (due_wall - now_wall <= margin) {
+    step.fire = true;
+    return step;
+  }
+  step.wait_ns = due_wall - now_wall - margin;
+  return step;
+}
+
 Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::Port>& ports) {
   for (const auto& port : ports) {
     if (!port.sw) continue;  // a kernel port: the policy's other rules apply

@@ -95,6 +95,26 @@ InjectDecision DecideInject(const AgentPolicy& policy, bool disposable_site,
 // disposable site whose policy names no switch_ports).
 Status CheckSwitchPorts(const AgentPolicy& policy, const std::vector<injectors::Port>& ports);
 
+// Faults sent ahead (InjectFault.due_agent_wall_ns, agent clock). A due time at most
+// kFireAtOnceNs ahead (or past) is fired at once, as an immediate inject; one more than
+// kMaxAheadNs ahead is refused (InvalidArgument): a prepared fault holds its journal entry
+// and its objects until it fires.
+inline constexpr Nanos kFireAtOnceNs = kNsPerMs;
+inline constexpr Nanos kMaxAheadNs = 60 * kNsPerSec;
+enum class AheadMode { kNow, kAhead, kTooFar };
+AheadMode ClassifyDue(Nanos now_wall, Nanos due_wall);
+
+// The fire thread's next step for the earliest prepared fault: while more than margin is
+// left it waits on its condition variable (cancellable: a revert, the lease, a new earlier
+// fault) for wait_ns; then it sleeps exactly to the due time (clock_nanosleep TIMER_ABSTIME
+// on CLOCK_REALTIME) and fires.
+struct FireStep {
+  bool fire = false;  // sleep to the due time and fire
+  Nanos wait_ns = 0;  // otherwise: wait this long, then look again
+};
+inline constexpr Nanos kFireMarginNs = 3 * kNsPerMs;
+FireStep NextFireStep(Nanos now_wall, Nanos due_wall, Nanos margin = kFireMarginNs);
+
 // Checks a LaunchRanks and its decoded worker arguments. store_dirs: where --store-dir may
 // point when the policy names no worker_dirs (the agent's state dir, the site's
 // rendezvous dir).

@@ -1,8 +1,11 @@
 #include "harness/agent/agent_runtime.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -45,6 +48,26 @@ struct AppliedFault {
   Nanos deadline_mono = 0;  // the agent reverts it then (policy); 0: only on revert or lease
   bool capped = false;      // the deadline is the policy's cap, not the declared duration
 };
+
+// A fault sent ahead: prepared (policy, target, injector, "applying" journal entry), waiting
+// for the fire thread to apply it at due_wall_ns (agent clock).
+struct PendingFault {
+  std::string fault_id;
+  uint64_t command_id = 0;  // its inject's ack is sent when it fired
+  Nanos due_wall_ns = 0;
+  std::unique_ptr<injectors::Injector> injector;
+  injectors::FaultHandle handle;
+  InjectDecision decision;
+};
+
+// Sleeps to an absolute CLOCK_REALTIME time (the agent's wall clock, as due times are).
+void SleepUntilWall(Nanos wall_ns) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(wall_ns / kNsPerSec);
+  ts.tv_nsec = static_cast<long>(wall_ns % kNsPerSec);
+  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
 
 // A fault the agent reverted at its deadline: what a later RevertFault is answered with.
 struct ExpiredFault {
@@ -160,6 +183,7 @@ class AgentRuntime::Impl {
     ScheduleFlush();
     io_thread_ = std::thread([this] { io_.run(); });
     deadline_thread_ = std::thread([this] { DeadlineLoop(); });
+    fire_thread_ = std::thread([this] { FireLoop(); });
     return OkStatus();
   }
 
@@ -172,7 +196,9 @@ class AgentRuntime::Impl {
       stopping_ = true;
     }
     deadline_cv_.notify_all();
+    fire_cv_.notify_all();
     if (deadline_thread_.joinable()) deadline_thread_.join();
+    if (fire_thread_.joinable()) fire_thread_.join();
     io_.stop();
     if (io_thread_.joinable()) io_thread_.join();
     if (!socket_path_.empty()) unlink(socket_path_.c_str());
@@ -317,7 +343,7 @@ class AgentRuntime::Impl {
 
   // Commands come from the peer: checked before anything acts on them, and nothing that
   // escapes a handler may end the agent (it would leave its faults to the lease alone).
-  pb::Ack Handle(const pb::CoordinatorMessage& m) {
+  std::optional<pb::Ack> Handle(const pb::CoordinatorMessage& m) {
     try {
       if (Status v = ValidateCommand(m); !v.ok()) return Fail(v);
       return Dispatch(m);
@@ -350,14 +376,14 @@ class AgentRuntime::Impl {
     return OkStatus();
   }
 
-  pb::Ack Dispatch(const pb::CoordinatorMessage& m) {
+  std::optional<pb::Ack> Dispatch(const pb::CoordinatorMessage& m) {
     switch (m.body_case()) {
       case pb::CoordinatorMessage::kLaunch:
         return Launch(m.launch());
       case pb::CoordinatorMessage::kStop:
         return Stop(m.stop());
       case pb::CoordinatorMessage::kInject:
-        return Inject(m.inject());
+        return Inject(m.inject(), m.command_id());
       case pb::CoordinatorMessage::kRevert:
         return Revert(m.revert());
       case pb::CoordinatorMessage::kShutdown: {
@@ -493,10 +519,24 @@ class AgentRuntime::Impl {
     FL_LOG(kInfo, "agent") << "stopped " << ranks.size() << " rank(s)";
   }
 
-  pb::Ack Inject(const pb::InjectFault& f) {
+  // A fault sent ahead (due_agent_wall_ns later than kFireAtOnceNs from now) goes through
+  // the same checks, is prepared and journaled now, and its ack is sent when the fire thread
+  // applied it (nullopt here); otherwise it is applied at once.
+  std::optional<pb::Ack> Inject(const pb::InjectFault& f, uint64_t command_id) {
     const InjectDecision decision =
         DecideInject(opts_.policy, site_ && site_->disposable(), opts_.host, f);
     if (!decision.status.ok()) return Fail(decision.status);
+    const AheadMode mode = ClassifyDue(WallNowNs(), f.due_agent_wall_ns());
+    if (mode == AheadMode::kTooFar)
+      return Fail(InvalidArgumentError("inject: fault " + f.fault_id() + " is due more than " +
+                                       std::to_string(kMaxAheadNs / kNsPerSec) +
+                                       " s ahead (due_agent_wall_ns)"));
+    if (mode == AheadMode::kAhead) {
+      std::lock_guard lock(mu_);
+      if (pending_.count(f.fault_id()) || faults_.count(f.fault_id()) || firing_ == f.fault_id())
+        return Fail(FailedPreconditionError("inject: fault " + f.fault_id() +
+                                            " is already prepared or applied"));
+    }
     if (!fabric_) return Fail(FailedPreconditionError("agent has no site to resolve targets in"));
     auto inj = registry_.Create(f.kind());
     if (!inj.ok()) return Fail(inj.status());
@@ -517,6 +557,22 @@ class AgentRuntime::Impl {
       admit = [this](const injectors::FaultHandle& h) {
         return CheckSwitchPorts(opts_.policy, HandlePorts(h));
       };
+    }
+    if (mode == AheadMode::kAhead) {
+      auto prepared = injectors::PrepareFault(**inj, spec, *fabric_, &journal_, admit);
+      if (!prepared.ok()) return Fail(prepared.status());
+      {
+        std::lock_guard lock(mu_);
+        pending_[f.fault_id()] =
+            PendingFault{f.fault_id(),    command_id,           f.due_agent_wall_ns(),
+                         std::move(*inj), std::move(*prepared), decision};
+      }
+      fire_cv_.notify_all();
+      const Nanos lead = f.due_agent_wall_ns() - WallNowNs();
+      if (lead <= kFireMarginNs)
+        FL_LOG(kWarn, "agent") << "fault " << f.fault_id() << " prepared only " << lead / kNsPerUs
+                               << " us before its time";
+      return std::nullopt;
     }
     Nanos requested = WallNowNs();
     auto handle = injectors::InjectFault(**inj, spec, *fabric_, &journal_, admit);
@@ -540,6 +596,83 @@ class AgentRuntime::Impl {
     }
     deadline_cv_.notify_all();
     return ack;
+  }
+
+  // Fires the prepared faults at their due times, earliest first (one at a time). It runs at
+  // a real-time priority where the agent may have one (root), so that a loaded machine does
+  // not delay the wake-up; nothing else runs on it.
+  void FireLoop() {
+    sched_param sp{};
+    sp.sched_priority = 10;
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0)
+      FL_LOG(kDebug, "agent") << "fire thread runs without a real-time priority";
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      auto next = pending_.end();
+      for (auto it = pending_.begin(); it != pending_.end(); ++it)
+        if (next == pending_.end() || it->second.due_wall_ns < next->second.due_wall_ns) next = it;
+      if (next == pending_.end()) {
+        fire_cv_.wait(lock);
+        continue;
+      }
+      const FireStep step = NextFireStep(WallNowNs(), next->second.due_wall_ns);
+      if (!step.fire) {
+        fire_cv_.wait_for(lock, std::chrono::nanoseconds(step.wait_ns));
+        continue;
+      }
+      PendingFault p = std::move(next->second);
+      pending_.erase(next);
+      firing_ = p.fault_id;  // a revert of it waits until it fired
+      lock.unlock();
+      SleepUntilWall(p.due_wall_ns);
+      const Nanos requested = WallNowNs();
+      if (requested - p.due_wall_ns > kNsPerMs)
+        FL_LOG(kWarn, "agent") << "fault " << p.fault_id << " fires "
+                               << (requested - p.due_wall_ns) / kNsPerUs
+                               << " us after its time (the fire thread woke late)";
+      Status st = injectors::FireFault(*p.injector, p.handle, &journal_);
+      pb::Ack ack;
+      if (st.ok()) {
+        ack.set_ok(true);
+        ack.set_handle(p.handle.id);
+        ack.set_requested_wall_ns(p.handle.requested_wall_ns ? p.handle.requested_wall_ns
+                                                             : requested);
+        ack.set_effective_wall_ns(p.handle.effective_wall_ns);
+      } else {
+        ack = Fail(st);
+      }
+      ack.set_command_id(p.command_id);
+      lock.lock();
+      if (st.ok())
+        faults_[p.fault_id] = AppliedFault{
+            std::move(p.injector), std::move(p.handle),
+            p.decision.hold_ns > 0 ? MonoNowNs() + p.decision.hold_ns : 0, p.decision.capped};
+      firing_.clear();
+      fire_cv_.notify_all();
+      deadline_cv_.notify_all();
+      lock.unlock();
+      SendDeferredAck(ack);
+      lock.lock();
+    }
+  }
+
+  void SendDeferredAck(const pb::Ack& ack) {
+    std::lock_guard lock(sink_mu_);
+    if (ack_sink_) ack_sink_(ack);
+  }
+
+  // Cancels a prepared fault (its journal entry goes; nothing was applied) and answers its
+  // inject with why.
+  void CancelPending(PendingFault& p, const std::string& why) {
+    Status st = injectors::CancelPrepared(p.handle, &journal_);
+    if (!st.ok())
+      FL_LOG(kError, "agent") << "cancelling fault " << p.fault_id << ": " << st.message();
+    FL_LOG(kInfo, "agent") << "fault " << p.fault_id << " cancelled before its time (" << why
+                           << ")";
+    pb::Ack ack = Fail(
+        UnavailableError("fault " + p.fault_id + " was cancelled before its time (" + why + ")"));
+    ack.set_command_id(p.command_id);
+    SendDeferredAck(ack);
   }
 
   // Reverts each applied fault at its deadline, whether or not the coordinator says so.
@@ -585,7 +718,18 @@ class AgentRuntime::Impl {
   pb::Ack Revert(const pb::RevertFault& r) {
     AppliedFault af;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      if (auto p = pending_.find(r.fault_id()); p != pending_.end()) {
+        PendingFault pf = std::move(p->second);
+        pending_.erase(p);
+        fire_cv_.notify_all();
+        lock.unlock();
+        CancelPending(pf, "reverted before it fired");
+        pb::Ack ack;  // nothing was applied: nothing to revert
+        ack.set_ok(true);
+        return ack;
+      }
+      fire_cv_.wait(lock, [&] { return firing_ != r.fault_id(); });
       auto it = faults_.find(r.fault_id());
       if (it == faults_.end()) {
         pb::Ack ack;  // already reverted (lease, deadline, duplicate): reverting is idempotent
@@ -611,10 +755,15 @@ class AgentRuntime::Impl {
 
   void RevertAllAndStop(const std::string& why) {
     std::map<std::string, AppliedFault> faults;
+    std::map<std::string, PendingFault> pending;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      pending.swap(pending_);
+      fire_cv_.notify_all();
+      fire_cv_.wait(lock, [&] { return firing_.empty(); });
       faults.swap(faults_);
     }
+    for (auto& [id, p] : pending) CancelPending(p, why);
     for (auto& [id, af] : faults) {
       Status st = injectors::RevertFault(*af.injector, af.handle, &journal_);
       if (st.ok())
@@ -644,6 +793,12 @@ class AgentRuntime::Impl {
   injectors::FaultJournal journal_;
   std::mutex mu_;
   std::map<std::string, AppliedFault> faults_;
+  std::map<std::string, PendingFault> pending_;  // sent ahead, not fired yet
+  std::string firing_;                           // the fault the fire thread is applying
+  std::condition_variable fire_cv_;              // pending_ or firing_ changed, or stopping_
+  std::thread fire_thread_;
+  std::mutex sink_mu_;  // guards ack_sink_
+  std::function<void(const pb::Ack&)> ack_sink_;
   std::map<std::string, ExpiredFault> expired_;  // reverted at their deadline
   std::condition_variable deadline_cv_;          // faults_ changed, or stopping_
   bool stopping_ = false;
@@ -667,9 +822,31 @@ StatusOr<std::unique_ptr<AgentRuntime>> AgentRuntime::Create(AgentRuntimeOptions
 }
 
 AgentRuntime::AgentRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-AgentRuntime::~AgentRuntime() { impl_->session_ = nullptr; }
-void AgentRuntime::AttachSession(AgentSession* session) { impl_->session_ = session; }
-pb::Ack AgentRuntime::Handle(const pb::CoordinatorMessage& msg) { return impl_->Handle(msg); }
+AgentRuntime::~AgentRuntime() {
+  impl_->session_ = nullptr;
+  SetAckSink({});  // the session may be gone: cancellations at exit are not acked
+}
+void AgentRuntime::AttachSession(AgentSession* session) {
+  impl_->session_ = session;
+  if (session)
+    SetAckSink([session](const pb::Ack& ack) { session->SendAck(ack).IgnoreError(); });
+  else
+    SetAckSink({});
+}
+void AgentRuntime::SetAckSink(std::function<void(const pb::Ack&)> sink) {
+  std::lock_guard lock(impl_->sink_mu_);
+  impl_->ack_sink_ = std::move(sink);
+}
+std::optional<pb::Ack> AgentRuntime::HandleCommand(const pb::CoordinatorMessage& msg) {
+  return impl_->Handle(msg);
+}
+pb::Ack AgentRuntime::Handle(const pb::CoordinatorMessage& msg) {
+  std::optional<pb::Ack> ack = impl_->Handle(msg);
+  if (ack) return *ack;
+  pb::Ack prepared;  // sent ahead: its ack goes to the sink when it fired
+  prepared.set_ok(true);
+  return prepared;
+}
 pb::Heartbeat AgentRuntime::Heartbeat() { return impl_->Heartbeat(); }
 void AgentRuntime::RevertAllAndStop(const std::string& why) { impl_->RevertAllAndStop(why); }
 

@@ -7,7 +7,11 @@
 // coordinator every flush interval (and on demand before a StopRanks ack, so nothing is lost
 // at the end of a job).
 //
-// Faults: InjectFault goes through injectors::InjectFault (journal first, verify after);
+// Faults: InjectFault goes through injectors::InjectFault (journal first, verify after); one
+// sent ahead (due_agent_wall_ns) through PrepareFault at once and FireFault on the fire
+// thread at its due time, and its ack is sent then. A prepared fault that a RevertFault, a
+// lapsed lease, Shutdown or the agent's exit reaches before its time is cancelled: nothing
+// applied, its journal entry removed, its inject answered Unavailable ("cancelled").
 // RevertFault through RevertFault (verify, then journal removal). On a lapsed lease, on
 // Shutdown and at destruction, every applied fault is reverted and every rank stopped. At
 // start-up, journal entries of dead owners (an agent that was SIGKILLed) are reverted.
@@ -18,11 +22,15 @@
 // FailedPrecondition. Every applied fault has an agent-side deadline (agent_policy.h
 // DecideInject): a deadline thread reverts it then, even while the coordinator is alive.
 //
-// Thread-safety: Handle() is called on the session's reader thread; OnLeaseLapsed() on its
-// timer thread; both take the runtime's lock. Telemetry runs on the Asio thread.
+// Thread-safety: Handle() is called on the session's command thread; OnLeaseLapsed() on its
+// timer thread; both take the runtime's lock. Telemetry runs on the Asio thread; faults sent
+// ahead fire on the runtime's fire thread (a revert of one being fired waits for it), which
+// sends their acks through the ack sink.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +63,13 @@ class AgentRuntime {
 
   // Where telemetry is sent; set after the session is up. Borrowed.
   void AttachSession(AgentSession* session);
+  // The ack to send, or nullopt for a fault sent ahead (InjectFault.due_agent_wall_ns): its
+  // ack goes to the ack sink when it fired, failed or was cancelled.
+  std::optional<faultline::v1::Ack> HandleCommand(const faultline::v1::CoordinatorMessage& msg);
+  // HandleCommand, with an ok Ack (no handle) for a fault sent ahead; for tests.
   faultline::v1::Ack Handle(const faultline::v1::CoordinatorMessage& msg);
+  // Where deferred acks go (AttachSession sets the session's SendAck). Any thread.
+  void SetAckSink(std::function<void(const faultline::v1::Ack&)> sink);
   faultline::v1::Heartbeat Heartbeat();
   // Reverts every fault and stops every rank. Idempotent.
   void RevertAllAndStop(const std::string& why);

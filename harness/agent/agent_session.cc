@@ -291,16 +291,19 @@ class AgentSession::Impl {
         continue;
       }
       pb::AgentMessage reply;
-      pb::Ack ack;
+      std::optional<pb::Ack> ack;
       if (handlers_.on_command) {
         ack = handlers_.on_command(msg);
       } else {
-        ack.set_ok(false);
-        ack.set_error("agent has no command handler");
+        ack.emplace();
+        ack->set_ok(false);
+        ack->set_error("agent has no command handler");
       }
-      ack.set_command_id(msg.command_id());
-      *reply.mutable_ack() = ack;
-      Write(reply).IgnoreError();
+      if (ack) {  // nullopt: the handler sends it later (SendAck)
+        ack->set_command_id(msg.command_id());
+        *reply.mutable_ack() = *ack;
+        Write(reply).IgnoreError();
+      }
       if (msg.has_shutdown()) {
         {
           std::lock_guard lock(cmd_mu_);
@@ -482,6 +485,11 @@ AgentSession::~AgentSession() = default;
 Status AgentSession::SendTelemetry(const pb::TelemetryBatch& batch) {
   pb::AgentMessage m;
   *m.mutable_telemetry() = batch;
+  return impl_->Write(m);
+}
+Status AgentSession::SendAck(const pb::Ack& ack) {
+  pb::AgentMessage m;
+  *m.mutable_ack() = ack;
   return impl_->Write(m);
 }
 const std::string& AgentSession::run_id() const { return impl_->run_id_; }

@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
@@ -60,8 +61,10 @@ struct AgentSessionOptions {
 };
 
 struct AgentHandlers {
-  // Launch, stop, inject, revert, shutdown: returns the ack to send (command_id is filled in).
-  std::function<faultline::v1::Ack(const faultline::v1::CoordinatorMessage&)> on_command;
+  // Launch, stop, inject, revert, shutdown: returns the ack to send (command_id is filled in),
+  // or nullopt when the ack comes later through SendAck (a fault sent ahead: when it fired).
+  std::function<std::optional<faultline::v1::Ack>(const faultline::v1::CoordinatorMessage&)>
+      on_command;
   // Runs once when the lease lapses.
   std::function<void()> on_lease_lapsed;
   // Heartbeat contents (ranks running, faults applied).
@@ -85,6 +88,8 @@ class AgentSession {
   ~AgentSession();
 
   Status SendTelemetry(const faultline::v1::TelemetryBatch& batch);
+  // A deferred ack (its command_id set by the caller): on_command returned nullopt for it.
+  Status SendAck(const faultline::v1::Ack& ack);
   const std::string& run_id() const;
   Nanos lease_ns() const;
   bool lease_lapsed() const;

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -122,6 +124,8 @@ struct ActiveFault {
   Nanos revert_at_mono = 0;    // 0: at the end of the job
   std::string handle_id;       // the agent's journal entry for it
   std::set<std::string> told;  // event kinds already printed for it (the first rank's only)
+  // Sent ahead (Runner::SendAhead): its inject call, answered when the agent fired it.
+  std::shared_ptr<std::future<StatusOr<pb::Ack>>> ahead;
 };
 
 using HostSlot = lab::JobHost;
@@ -171,6 +175,13 @@ class Runner {
   Status StopRanks();
   int Timeline();
   Status InjectDue(ActiveFault& f);
+  // Faults sent ahead: a time-scheduled fault goes to its agent kSendAheadNs before its time
+  // (at steady state when that is closer) with its due time on the agent's clock; the agent
+  // prepares it at once and fires it then, and answers the inject when it fired.
+  bool SendAheadNow(const ActiveFault& f, Nanos now_mono) const;
+  void SendAhead(ActiveFault& f);
+  // The inject's answer (immediate or sent ahead): fills the fault's record as the ack says.
+  Status FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack);
   Status RevertFault(ActiveFault& f);
   // An agent process of this run that ended on its own (crash, kill -9): its host, after its
   // faults were reverted from the journal.
@@ -636,7 +647,11 @@ Status Runner::StopRanks() {
   return first;
 }
 
-Status Runner::InjectDue(ActiveFault& f) {
+namespace {
+
+constexpr Nanos kSendAheadNs = 500 * kNsPerMs;
+
+pb::CoordinatorMessage InjectMessage(const ActiveFault& f) {
   pb::CoordinatorMessage m;
   auto* in = m.mutable_inject();
   in->set_fault_id(f.plan.id);
@@ -644,10 +659,51 @@ Status Runner::InjectDue(ActiveFault& f) {
   in->set_target(f.plan.target);
   for (const auto& [k, v] : f.plan.params) (*in->mutable_params())[k] = v;
   in->set_duration_ms(f.plan.duration_ns / kNsPerMs);
+  return m;
+}
+
+}  // namespace
+
+Status Runner::InjectDue(ActiveFault& f) {
+  pb::CoordinatorMessage m = InjectMessage(f);
   Nanos sent = WallNowNs();
   f.record.requested_wall_ns = sent;
   f.injected = true;
-  auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
+  return FinishInject(f, server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec)));
+}
+
+// A time-scheduled fault is sent ahead once it is within kSendAheadNs of its time, unless
+// another fault of its agent is in effect or on its way: a prepared fault claims its objects
+// at once (the agent's overlap check), so it waits, and is sent at its time as before, while
+// one may still hold them. Iteration-triggered faults are sent when due, as before.
+bool Runner::SendAheadNow(const ActiveFault& f, Nanos now_mono) const {
+  if (f.plan.after_iteration_trigger || f.ahead || f.injected) return false;
+  if (now_mono < steady_mono_ + f.plan.at_ns - kSendAheadNs) return false;
+  for (const auto& o : faults_) {
+    if (&o == &f || o.agent != f.agent) continue;
+    if (o.ahead || (o.injected && !o.reverted && !o.failed)) return false;
+  }
+  return true;
+}
+
+void Runner::SendAhead(ActiveFault& f) {
+  pb::CoordinatorMessage m = InjectMessage(f);
+  const Nanos off = offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0;
+  m.mutable_inject()->set_due_agent_wall_ns(*f.record.scheduled_wall_ns + off);
+  f.record.requested_wall_ns = WallNowNs();
+  if (*f.record.requested_wall_ns > *f.record.scheduled_wall_ns - kNsPerMs)
+    FL_LOG(kWarn, "coord") << "fault " << f.plan.id << " sent "
+                           << (*f.record.requested_wall_ns - *f.record.scheduled_wall_ns) / kNsPerUs
+                           << " us after its time (the timeline loop was late)";
+  ControlServer* server = server_.get();
+  const std::string agent = f.agent;
+  f.ahead = std::make_shared<std::future<StatusOr<pb::Ack>>>(std::async(
+      std::launch::async,
+      [server, agent, m] { return server->Call(agent, m, Deadline::After(30 * kNsPerSec)); }));
+}
+
+Status Runner::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
+  f.injected = true;
   Status st = ack.ok() ? (ack->ok() ? OkStatus()
                                     : Status(static_cast<Code>(ack->error_code()), ack->error()))
                        : ack.status();
@@ -669,11 +725,26 @@ Status Runner::InjectDue(ActiveFault& f) {
 }
 
 Status Runner::RevertFault(ActiveFault& f) {
-  if (!f.injected || f.reverted || f.failed) return OkStatus();
-  f.reverted = true;
+  const bool ahead = f.ahead != nullptr;
+  if (!ahead && (!f.injected || f.reverted || f.failed)) return OkStatus();
   pb::CoordinatorMessage m;
   m.mutable_revert()->set_fault_id(f.plan.id);
   auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
+  if (ahead) {
+    // Sent ahead and not answered yet (the run ends before its time): the revert cancelled
+    // it on the agent (nothing applied, no journal entry; its inject is answered
+    // "cancelled"), or it had fired and the revert reverted it (recorded as usual).
+    StatusOr<pb::Ack> fired = f.ahead->get();
+    f.ahead.reset();
+    if (!fired.ok() || !fired->ok()) {
+      FL_LOG(kInfo, "coord") << "fault " << f.plan.id << " not injected: "
+                             << (fired.ok() ? fired->error() : fired.status().ToString());
+      return OkStatus();
+    }
+    if (Status st = FinishInject(f, std::move(fired)); !st.ok())
+      FL_LOG(kError, "coord") << st.ToUserString();
+  }
+  f.reverted = true;
   Status st = ack.ok() ? (ack->ok() ? OkStatus()
                                     : Status(static_cast<Code>(ack->error_code()), ack->error()))
                        : ack.status();
@@ -860,12 +931,23 @@ int Runner::Timeline() {
     int64_t min_it = progress_.MinIteration(ProgressRanks());
     for (auto& f : faults_) {
       if (f.injected) continue;
-      bool due = f.plan.after_iteration_trigger
-                     ? min_it >= static_cast<int64_t>(f.plan.after_iteration)
-                     : now >= steady_mono_ + f.plan.at_ns;
-      if (!due) continue;
-      if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
-      Status st = InjectDue(f);
+      Status st = OkStatus();
+      if (f.ahead) {  // sent ahead: answered when the agent fired it
+        if (f.ahead->wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+        StatusOr<pb::Ack> fired = f.ahead->get();
+        f.ahead.reset();
+        st = FinishInject(f, std::move(fired));
+      } else if (SendAheadNow(f, now)) {
+        SendAhead(f);
+        continue;
+      } else {
+        bool due = f.plan.after_iteration_trigger
+                       ? min_it >= static_cast<int64_t>(f.plan.after_iteration)
+                       : now >= steady_mono_ + f.plan.at_ns;
+        if (!due) continue;
+        if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
+        st = InjectDue(f);
+      }
       if (!st.ok()) {
         std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
         Event("inject_failed", {{"fault", f.plan.id}, {"error", st.ToUserString()}});

@@ -279,3 +279,39 @@ TEST_CASE("agent policy: the shipped fabric agent policy parses", "[unit]") {
 
 }  // namespace
 }  // namespace fl::harness
+
+namespace fl::harness {
+namespace {
+
+TEST_CASE("faults sent ahead: due times classified and fired from a cancellable wait", "[unit]") {
+  const Nanos now = 1'000'000 * kNsPerSec;
+  // No due time, one past, or one within kFireAtOnceNs: applied at once, as before.
+  CHECK(ClassifyDue(now, 0) == AheadMode::kNow);
+  CHECK(ClassifyDue(now, now - kNsPerSec) == AheadMode::kNow);
+  CHECK(ClassifyDue(now, now + kFireAtOnceNs) == AheadMode::kNow);
+  CHECK(ClassifyDue(now, now + kFireAtOnceNs + 1) == AheadMode::kAhead);
+  CHECK(ClassifyDue(now, now + 200 * kNsPerMs) == AheadMode::kAhead);
+  CHECK(ClassifyDue(now, now + kMaxAheadNs) == AheadMode::kAhead);
+  CHECK(ClassifyDue(now, now + kMaxAheadNs + 1) == AheadMode::kTooFar);
+
+  // A fake clock walks the fire thread to a fault due 200 ms ahead: coarse (cancellable)
+  // waits until the margin is left, then the exact sleep.
+  const Nanos due = now + 200 * kNsPerMs;
+  FireStep step = NextFireStep(now, due);
+  CHECK_FALSE(step.fire);
+  CHECK(step.wait_ns == 200 * kNsPerMs - kFireMarginNs);
+  // Woken early (a new fault, a revert): waits for the rest only.
+  step = NextFireStep(now + 50 * kNsPerMs, due);
+  CHECK_FALSE(step.fire);
+  CHECK(step.wait_ns == 150 * kNsPerMs - kFireMarginNs);
+  // The condition variable's wait ended a little late, inside the margin: fire.
+  CHECK(NextFireStep(due - kFireMarginNs + 100 * kNsPerUs, due).fire);
+  CHECK(NextFireStep(due - kFireMarginNs, due).fire);
+  // Overslept past the due time (a loaded machine): fire at once, never wait.
+  step = NextFireStep(due + 5 * kNsPerMs, due);
+  CHECK(step.fire);
+  CHECK(step.wait_ns == 0);
+}
+
+}  // namespace
+}  // namespace fl::harness

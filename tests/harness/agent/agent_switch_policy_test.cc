@@ -151,5 +151,52 @@ TEST_CASE("InjectFault's admit hook refuses a prepared fault before the journal"
   CHECK(JournalEntries(dir.path() + "/journal") == 0);
 }
 
+TEST_CASE(
+    "PrepareFault journals without applying; CancelPrepared leaves nothing; FireFault applies",
+    "[unit]") {
+  fl::testing::RegisterTestSwitchDriver();
+  fl::testing::TempDir dir("fl_prep");
+  REQUIRE_FALSE(dir.path().empty());
+  auto inv = lab::ParseInventory(kInventory, "i.yaml");
+  REQUIRE(inv.ok());
+  lab::InventoryFabricSite site(*inv);
+  injectors::FaultJournal journal(dir.path() + "/journal");
+  ResolveOnly inj;
+  injectors::FaultSpec spec;
+  spec.kind = "tor_port_down";
+  spec.target = "rail0";
+  auto policy = ParseAgentPolicy("allow_kinds: [tor_port_down]\nswitch_ports: [leaf0]\n", "p");
+  REQUIRE(policy.ok());
+  auto admit = [&](const injectors::FaultHandle& h) {
+    std::vector<injectors::Port> ports;
+    for (const auto& p : h.state["ports"]) ports.push_back(injectors::PortFromJson(p));
+    return CheckSwitchPorts(*policy, ports);
+  };
+  // The admit hook (the policy) applies to a prepared fault as to an immediate one.
+  spec.target = "rail1";
+  CHECK(injectors::PrepareFault(inj, spec, site, &journal, admit).status().code() ==
+        Code::kFailedPrecondition);
+  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  spec.target = "rail0";
+  auto prepared = injectors::PrepareFault(inj, spec, site, &journal, admit);
+  REQUIRE(prepared.ok());
+  CHECK(inj.applied == 0);
+  CHECK(JournalEntries(dir.path() + "/journal") == 1);  // "applying", for recovery
+  CHECK(injectors::CancelPrepared(*prepared, &journal).ok());
+  CHECK(inj.applied == 0);
+  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+
+  auto again = injectors::PrepareFault(inj, spec, site, &journal, admit);
+  REQUIRE(again.ok());
+  CHECK(injectors::FireFault(inj, *again, &journal).ok());
+  CHECK(inj.applied == 1);
+  auto entries = journal.List();
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 1);
+  CHECK((*entries)[0].phase == "applied");
+  CHECK(injectors::RevertFault(inj, *again, &journal).ok());
+  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+}
+
 }  // namespace
 }  // namespace fl::harness

@@ -1,0 +1,183 @@
+// Faults sent ahead (InjectFault.due_agent_wall_ns): a real faultline-agent on a real (small)
+// lab, driven by an in-process ControlServer. A fault prepared ahead and reverted (the run
+// interrupted) or left to the agent's exit before its time is cancelled: its NIC never goes
+// down and no journal entry is left; one left to its time fires then and is acked then.
+// Root only (namespaces, links). How close to its time a fault fires is a timing goal:
+// bench/injection_timing.sh.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+
+#include "common/file_util.h"
+#include "harness/control/auth.h"
+#include "harness/coordinator/control_server.h"
+#include "harness/lab/local_lab.h"
+#include "tests/child_process.h"
+#include "tests/test_util.h"
+
+namespace fl::harness {
+namespace {
+
+namespace pb = faultline::v1;
+using testing::ChildProcess;
+using testing::TempDir;
+
+size_t JournalEntries(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") ++n;
+  return n;
+}
+
+struct AheadSetup {
+  TempDir dir{"fl_ahead"};
+  std::unique_ptr<lab::LocalLab> lab;
+  std::string lab_name;
+  std::unique_ptr<ControlServer> server;
+  std::unique_ptr<ChildProcess> agent;
+
+  AheadSetup() {
+    const std::string topo = dir.path() + "/lab.yaml";
+    REQUIRE(WriteFileAtomic(topo, "name: ahd\nhosts: 2\nnics_per_host: 1\n").ok());
+    auto t = lab::LoadTopology(topo);
+    REQUIRE(t.ok());
+    lab_name = "ahd" + std::to_string(getpid() % 10000000);
+    auto l = lab::LocalLab::Create(*t, lab_name);
+    REQUIRE(l.ok());
+    lab = std::move(*l);
+    REQUIRE(lab->Provision().ok());
+    auto token = CreateTokenFile(dir.path() + "/token");
+    REQUIRE(token.ok());
+    REQUIRE(WriteFileAtomic(dir.path() + "/policy.yaml",
+                            "allow_kinds: [nic_port_flap]\nmax_fault_duration: 60s\n")
+                .ok());
+    ControlServerOptions so;
+    so.token = *token;
+    so.run_id = "ahead-run";
+    so.lease_ns = 5 * kNsPerSec;
+    so.heartbeat_interval_ns = 200 * kNsPerMs;
+    auto s = ControlServer::Start(so);
+    REQUIRE(s.ok());
+    server = std::move(*s);
+    ChildProcess::Options ao;
+    ao.out = dir.path() + "/agent.log";
+    agent = std::make_unique<ChildProcess>(
+        std::vector<std::string>{
+            std::string(FL_BUILD_DIR) + "/bin/faultline-agent", "--coordinator", server->address(),
+            "--token-file", dir.path() + "/token", "--host", "h0", "--lab", lab_name, "--policy",
+            dir.path() + "/policy.yaml", "--journal-dir", journal()},
+        ao);
+    REQUIRE(server->WaitForAgents({"h0"}, Deadline::After(30 * kNsPerSec)).ok());
+  }
+  ~AheadSetup() {
+    if (agent && !agent->Wait(Deadline::After(0)).has_value()) {
+      kill(agent->pid(), SIGTERM);
+      agent->Wait(Deadline::After(20 * kNsPerSec));
+    }
+    if (server) server->Shutdown();
+    if (lab) lab->Teardown().IgnoreError();
+  }
+  std::string journal() const { return dir.path() + "/journal"; }
+  std::string Log() const { return ReadFile(dir.path() + "/agent.log").value_or(""); }
+  bool NicUp() const {
+    std::string cmd = "ip -n " + lab->NetnsOf("h0") + " -o link show nic0 | grep -q 'state UP'";
+    return std::system(cmd.c_str()) == 0;
+  }
+  // A nic_port_flap on h0.nic0 due at due_wall (this machine's clock is the agent's), sent
+  // now; its ack comes when it fired (or was cancelled).
+  std::future<StatusOr<pb::Ack>> SendAhead(Nanos due_wall) {
+    pb::CoordinatorMessage m;
+    m.mutable_inject()->set_fault_id("f0");
+    m.mutable_inject()->set_kind("nic_port_flap");
+    m.mutable_inject()->set_target("h0.nic0");
+    m.mutable_inject()->set_duration_ms(30000);
+    m.mutable_inject()->set_due_agent_wall_ns(due_wall);
+    return std::async(std::launch::async,
+                      [this, m] { return server->Call("h0", m, Deadline::After(60 * kNsPerSec)); });
+  }
+  StatusOr<pb::Ack> Revert() {
+    pb::CoordinatorMessage m;
+    m.mutable_revert()->set_fault_id("f0");
+    return server->Call("h0", m, Deadline::After(20 * kNsPerSec));
+  }
+  // Prepared: its "applying" journal entry is written, the NIC still up.
+  void WaitPrepared() {
+    INFO(Log());
+    REQUIRE(WaitUntil([&] { return JournalEntries(journal()) == 1; },
+                      Deadline::After(20 * kNsPerSec), 5 * kNsPerMs));
+    CHECK(NicUp());
+  }
+};
+
+TEST_CASE(
+    "sent ahead: a fault reverted before its time (the run interrupted) is cancelled: "
+    "nothing applied, no journal entry, its inject answered 'cancelled'",
+    "[.root][integration]") {
+  AheadSetup s;
+  const Nanos due = WallNowNs() + 3 * kNsPerSec;
+  auto inject = s.SendAhead(due);
+  s.WaitPrepared();
+  CHECK(inject.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  auto revert = s.Revert();
+  INFO(s.Log());
+  REQUIRE(revert.ok());
+  CHECK(revert->ok());
+  REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto ack = inject.get();
+  REQUIRE(ack.ok());
+  CHECK_FALSE(ack->ok());
+  CHECK(ack->error().find("cancelled before its time") != std::string::npos);
+  CHECK(JournalEntries(s.journal()) == 0);
+  // Past its due time the NIC has stayed up: the cancelled fault never fires.
+  CHECK_FALSE(WaitUntil([&] { return !s.NicUp(); },
+                        Deadline::After(due - WallNowNs() + 500 * kNsPerMs), 20 * kNsPerMs));
+  CHECK(JournalEntries(s.journal()) == 0);
+}
+
+TEST_CASE(
+    "sent ahead: a prepared fault is cancelled when the agent exits before its time; one "
+    "left to its time fires then and is acked with its effective time",
+    "[.root][integration]") {
+  {
+    AheadSetup s;
+    const Nanos due = WallNowNs() + 20 * kNsPerSec;
+    auto inject = s.SendAhead(due);
+    s.WaitPrepared();
+    kill(s.agent->pid(), SIGTERM);
+    INFO(s.Log());
+    CHECK(s.agent->Wait(Deadline::After(20 * kNsPerSec)) == 0);
+    CHECK(JournalEntries(s.journal()) == 0);
+    CHECK(s.NicUp());  // never went down
+    REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    auto ack = inject.get();
+    CHECK_FALSE((ack.ok() && ack->ok()));  // cancelled (or the stream went first)
+  }
+  {
+    AheadSetup s;
+    const Nanos due = WallNowNs() + 1500 * kNsPerMs;
+    auto inject = s.SendAhead(due);
+    s.WaitPrepared();
+    REQUIRE(inject.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    auto ack = inject.get();
+    INFO(s.Log());
+    REQUIRE(ack.ok());
+    REQUIRE(ack->ok());
+    CHECK(ack->requested_wall_ns() >= due);
+    CHECK(ack->effective_wall_ns() >= ack->requested_wall_ns());
+    CHECK_FALSE(s.NicUp());
+    CHECK(JournalEntries(s.journal()) == 1);
+    auto revert = s.Revert();
+    REQUIRE(revert.ok());
+    CHECK(revert->ok());
+    CHECK(WaitUntil([&] { return s.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
+    CHECK(JournalEntries(s.journal()) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace fl::harness
