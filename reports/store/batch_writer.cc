@@ -58,6 +58,7 @@ struct BatchWriter::Impl {
       Status s = std::visit([&](const auto& r) { return inserter->Insert(r); }, row);
       FL_RETURN_IF_ERROR(s);
     }
+    FL_RETURN_IF_ERROR(inserter->FlushSamples());
     return txn.Commit();
   }
 };
