@@ -205,7 +205,9 @@ Status DecodeSampleBlock(std::span<const uint8_t> blob, const std::string& run_i
   if (count > (blob.size() - kSampleBlockHeader) / 5) return bad("count exceeds its bytes");
   const uint8_t* p = blob.data() + kSampleBlockHeader;
   const uint8_t* end = blob.data() + blob.size();
-  out.reserve(out.size() + count);
+  // Grow geometrically: an exact reserve per block would copy the whole run every block.
+  if (out.capacity() < out.size() + count)
+    out.reserve(std::max(out.size() + count, 2 * out.size()));
   uint64_t iteration = 0, start = 0, bytes = 0;
   for (uint32_t i = 0; i < count; ++i) {
     uint64_t d_iter, d_start, dur, d_bytes;
