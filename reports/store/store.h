@@ -125,7 +125,7 @@ class Store {
 // the order added. Format byte 1, the count (4 bytes, little-endian), then per sample the
 // zigzag varints of iteration, start_ns and bytes as deltas from the previous sample's (0
 // before the first), of end_ns - start_ns, and one flags byte (1: verified, 2: mismatch).
-// A sample of a 1 ms collective at a steady size costs about 6 bytes instead of a row.
+// A sample of a steady stream (1 ms apart, 0.7 ms long, same size) costs 9 bytes, not a row.
 class SampleBlockEncoder {
  public:
   void Add(const SampleRecord& s);
