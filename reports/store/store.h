@@ -166,6 +166,11 @@ class TelemetryInserter {
   [[nodiscard]] Status Insert(const EventRecord& e);
   // Writes the buffered samples. REQUIRES: inside the transaction of the Inserts.
   [[nodiscard]] Status FlushSamples();
+  // Forgets buffered samples (a failed transaction's, before it is retried).
+  void DiscardSamples() {
+    pending_.clear();
+    last_ = 0;
+  }
 
  private:
   struct Block {

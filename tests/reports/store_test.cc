@@ -185,6 +185,37 @@ TEST_CASE("store: sample blocks round-trip every field, extremes and disorder in
   CHECK(decode(bad) == Code::kDataLoss);
 }
 
+TEST_CASE("store: the telemetry inserter writes buffered samples once, discarded ones never",
+          "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("ins.db");
+  { REQUIRE(Store::Open(path).ok()); }
+  auto db = OpenStoreDb(path, false, kNsPerSec, 0);
+  REQUIRE(db.ok());
+  auto ins = TelemetryInserter::Prepare(**db);
+  REQUIRE(ins.ok());
+  {
+    auto txn = sql::Transaction::Begin(**db);
+    REQUIRE(txn.ok());
+    // What a failed attempt leaves behind before BatchWriter retries its batch.
+    REQUIRE(ins->Insert(SampleRecord{"r1", 0, 0, 10, 20, 8, true, false}).ok());
+    ins->DiscardSamples();
+    REQUIRE(ins->Insert(SampleRecord{"r1", 0, 1, 30, 40, 8, true, false}).ok());
+    // More than one block's worth for one rank: full blocks are written as they fill.
+    for (int64_t i = 0; i < static_cast<int64_t>(TelemetryInserter::kMaxBlockSamples); ++i) {
+      REQUIRE(ins->Insert(SampleRecord{"r1", 1, i, 50 + i, 60 + i, 8, false, false}).ok());
+    }
+    REQUIRE(ins->FlushSamples().ok());
+    REQUIRE(ins->FlushSamples().ok());  // nothing left: writes nothing more
+    REQUIRE(txn->Commit().ok());
+  }
+  CHECK((*db)->QueryInt("SELECT count(*) FROM sample_blocks").value() == 2);
+  CHECK((*db)->QueryInt("SELECT sum(count) FROM sample_blocks").value() ==
+        1 + static_cast<int64_t>(TelemetryInserter::kMaxBlockSamples));
+  CHECK((*db)->QueryInt("SELECT min(first_iteration) FROM sample_blocks WHERE rank = 0").value() ==
+        1);
+}
+
 TEST_CASE("store: a version 3 database keeps its sample rows beside new sample blocks", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("v3.db");
