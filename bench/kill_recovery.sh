@@ -77,7 +77,7 @@ one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
     "$fl" lab down "$lab" >/dev/null 2>&1 || true
     # what a coordinator crash loses: the newest stored sample against the kill time
     local newest
-    newest=$(sqlite3 "$db" "SELECT max(end_ns) FROM samples" 2>/dev/null || true)
+    newest=$(sqlite3 "$db" "SELECT max(max_end_ns) FROM sample_blocks" 2>/dev/null || true)
     [ -n "$newest" ] && echo $(( (kill_ns - newest) / 1000000 )) >> "$tmp/lost.ms"
     "$fl" runs --db "$db" >/dev/null 2>&1 || true
   fi

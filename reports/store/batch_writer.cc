@@ -53,11 +53,14 @@ struct BatchWriter::Impl {
   std::thread thread;
 
   Status WriteBatch(const std::vector<Row>& rows) {
+    // A failed attempt may have left samples buffered: the retry must not write them twice.
+    inserter->DiscardSamples();
     FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db));
     for (const Row& row : rows) {
       Status s = std::visit([&](const auto& r) { return inserter->Insert(r); }, row);
       FL_RETURN_IF_ERROR(s);
     }
+    FL_RETURN_IF_ERROR(inserter->FlushSamples());
     return txn.Commit();
   }
 };

@@ -1,8 +1,8 @@
 // BatchWriter: the single writer of high-rate telemetry (samples and events) into the results
 // store. Producers (the coordinator's per-agent stream handlers) Push rows into a bounded
 // queue; one writer thread drains it and inserts up to Options::max_batch rows per
-// transaction on its own SQLite connection. One transaction per batch instead of per row is
-// what makes ingest fast (docs/store.md, bench/store_ingest.cc).
+// transaction on its own SQLite connection (samples as sample blocks, store.h). One transaction per
+// batch instead of per row is what makes ingest fast (docs/store.md, bench/store_ingest.cc).
 //
 // Thread-safety: Push, Flush, Stats and Close may be called from any thread concurrently.
 // Ownership: the writer owns its connection and thread; rows are copied in.

@@ -113,7 +113,25 @@ ALTER TABLE runs ADD COLUMN lab_text TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN lab_hash TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3};
+// Version 4: samples as blocks, one row per run, rank and batch (up to 4096 samples in a
+// compact blob, TelemetryInserter / SampleBlockEncoder in store.h) instead of one row per
+// sample: ingest writes a few rows per transaction instead of thousands. Rows already in
+// `samples` stay there and are still read; new samples go only to sample_blocks.
+constexpr std::string_view kV4 = R"sql(
+CREATE TABLE sample_blocks (
+  run_id TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  first_iteration INTEGER NOT NULL,
+  last_iteration INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  min_start_ns INTEGER NOT NULL,
+  max_end_ns INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE INDEX sample_blocks_by_run ON sample_blocks (run_id, rank, first_iteration);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4};
 
 }  // namespace
 

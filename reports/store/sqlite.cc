@@ -80,6 +80,15 @@ Stmt& Stmt::BindStatic(int index, std::string_view value) {
   return *this;
 }
 
+Stmt& Stmt::BindBlobStatic(int index, std::span<const uint8_t> data) {
+  // A non-null pointer even for an empty blob: a zero-length blob, not NULL.
+  static const uint8_t kEmpty = 0;
+  int rc = sqlite3_bind_blob64(stmt_, index, data.empty() ? &kEmpty : data.data(), data.size(),
+                               SQLITE_STATIC);
+  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
 Stmt& Stmt::BindNull(int index) {
   int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
@@ -127,6 +136,11 @@ std::string Stmt::Text(int col) const {
   if (p == nullptr) return {};
   return std::string(reinterpret_cast<const char*>(p),
                      static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+std::span<const uint8_t> Stmt::Blob(int col) const {
+  const void* p = sqlite3_column_blob(stmt_, col);
+  if (p == nullptr) return {};
+  return {static_cast<const uint8_t*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
 }
 std::optional<int64_t> Stmt::OptInt(int col) const {
   if (IsNull(col)) return std::nullopt;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,8 @@ class Stmt {
   // Binds text without copying it. REQUIRES: value outlives the next Step()/Run()/Reset().
   Stmt& BindStatic(int index, std::string_view value);
   Stmt& BindNull(int index);
+  // Binds a blob without copying it. REQUIRES: data outlives the next Step()/Run()/Reset().
+  Stmt& BindBlobStatic(int index, std::span<const uint8_t> data);
   template <typename T>
   Stmt& Bind(int index, const std::optional<T>& value) {
     return value ? Bind(index, *value) : BindNull(index);
@@ -66,6 +69,8 @@ class Stmt {
   int64_t Int(int col) const;
   double Double(int col) const;
   std::string Text(int col) const;
+  // The column as bytes (a blob, or text's bytes). Valid until the next Step()/Reset().
+  std::span<const uint8_t> Blob(int col) const;
   std::optional<int64_t> OptInt(int col) const;
   std::optional<double> OptDouble(int col) const;
   std::optional<std::string> OptText(int col) const;

@@ -3,9 +3,11 @@
 #include <openssl/evp.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <tuple>
 
 #include "common/log.h"
 #include "reports/store/schema.h"
@@ -114,28 +116,173 @@ StatusOr<std::unique_ptr<sql::Db>> OpenStoreDb(const std::string& path, bool cre
   return db;
 }
 
+// ---- sample blocks ----
+
+namespace {
+
+constexpr uint8_t kSampleBlockFormat = 1;
+constexpr size_t kSampleBlockHeader = 5;  // format byte + 4-byte count
+
+// Differences are taken modulo 2^64 (no signed overflow) and zigzagged so that small
+// negative steps stay short too.
+uint64_t ZigZag(uint64_t delta) { return (delta << 1) ^ (0 - (delta >> 63)); }
+uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
+
+void PutVarint(std::vector<uint8_t>& buf, uint64_t v) {
+  while (v >= 0x80) {
+    buf.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  buf.push_back(static_cast<uint8_t>(v));
+}
+
+bool GetVarint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p == end) return false;
+    uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;  // more than 10 bytes
+}
+
+}  // namespace
+
+void SampleBlockEncoder::Add(const SampleRecord& s) {
+  if (count_ == 0) {
+    buf_.assign(kSampleBlockHeader, 0);
+    first_iteration_ = last_iteration_ = s.iteration;
+    min_start_ = s.start_ns;
+    max_end_ = s.end_ns;
+  } else {
+    first_iteration_ = std::min(first_iteration_, s.iteration);
+    last_iteration_ = std::max(last_iteration_, s.iteration);
+    min_start_ = std::min(min_start_, s.start_ns);
+    max_end_ = std::max(max_end_, s.end_ns);
+  }
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  PutVarint(buf_, ZigZag(u(s.iteration) - u(prev_iteration_)));
+  PutVarint(buf_, ZigZag(u(s.start_ns) - u(prev_start_)));
+  PutVarint(buf_, ZigZag(u(s.end_ns) - u(s.start_ns)));
+  PutVarint(buf_, ZigZag(s.bytes - prev_bytes_));
+  buf_.push_back(static_cast<uint8_t>((s.verified ? 1 : 0) | (s.mismatch ? 2 : 0)));
+  prev_iteration_ = s.iteration;
+  prev_start_ = s.start_ns;
+  prev_bytes_ = s.bytes;
+  ++count_;
+}
+
+std::span<const uint8_t> SampleBlockEncoder::Bytes() {
+  if (count_ == 0) buf_.assign(kSampleBlockHeader, 0);
+  buf_[0] = kSampleBlockFormat;
+  for (size_t i = 0; i < 4; ++i) buf_[1 + i] = static_cast<uint8_t>(count_ >> (8 * i));
+  return buf_;
+}
+
+void SampleBlockEncoder::Clear() {
+  buf_.clear();
+  count_ = 0;
+  prev_iteration_ = 0;
+  prev_start_ = 0;
+  prev_bytes_ = 0;
+}
+
+Status DecodeSampleBlock(std::span<const uint8_t> blob, const std::string& run_id, int32_t rank,
+                         std::vector<SampleRecord>& out) {
+  auto bad = [&](std::string_view why) {
+    return DataLossError("sample block of run " + run_id + " rank " + std::to_string(rank) + ": " +
+                         std::string(why));
+  };
+  if (blob.size() < kSampleBlockHeader) return bad("shorter than its header");
+  if (blob[0] != kSampleBlockFormat) {
+    return bad("unknown format " + std::to_string(blob[0]) + " (newer faultline?)");
+  }
+  uint32_t count = 0;
+  for (size_t i = 0; i < 4; ++i) count |= static_cast<uint32_t>(blob[1 + i]) << (8 * i);
+  // Each sample takes at least 5 bytes: a count beyond that is corruption, not a reason to
+  // reserve gigabytes.
+  if (count > (blob.size() - kSampleBlockHeader) / 5) return bad("count exceeds its bytes");
+  const uint8_t* p = blob.data() + kSampleBlockHeader;
+  const uint8_t* end = blob.data() + blob.size();
+  // Grow geometrically: an exact reserve per block would copy the whole run every block.
+  if (out.capacity() < out.size() + count)
+    out.reserve(std::max(out.size() + count, 2 * out.size()));
+  uint64_t iteration = 0, start = 0, bytes = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint64_t d_iter, d_start, dur, d_bytes;
+    if (!GetVarint(p, end, d_iter) || !GetVarint(p, end, d_start) || !GetVarint(p, end, dur) ||
+        !GetVarint(p, end, d_bytes) || p == end) {
+      return bad("truncated at sample " + std::to_string(i));
+    }
+    const uint8_t flags = *p++;
+    if (flags > 3) return bad("bad flags at sample " + std::to_string(i));
+    iteration += UnZigZag(d_iter);
+    start += UnZigZag(d_start);
+    bytes += UnZigZag(d_bytes);
+    const uint64_t finish = start + UnZigZag(dur);
+    out.push_back({run_id, rank, static_cast<int64_t>(iteration), static_cast<Nanos>(start),
+                   static_cast<Nanos>(finish), bytes, (flags & 1) != 0, (flags & 2) != 0});
+  }
+  if (p != end) return bad("trailing bytes after " + std::to_string(count) + " samples");
+  return OkStatus();
+}
+
 StatusOr<TelemetryInserter> TelemetryInserter::Prepare(sql::Db& db) {
-  FL_ASSIGN_OR_RETURN(auto samples,
-                      db.Prepare("INSERT INTO samples (run_id, rank, iteration, start_ns, "
-                                 "end_ns, bytes, verified, mismatch) VALUES (?1, ?2, ?3, ?4, "
-                                 "?5, ?6, ?7, ?8)"));
+  FL_ASSIGN_OR_RETURN(auto blocks,
+                      db.Prepare("INSERT INTO sample_blocks (run_id, rank, first_iteration, "
+                                 "last_iteration, count, min_start_ns, max_end_ns, data) VALUES "
+                                 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   FL_ASSIGN_OR_RETURN(auto events,
                       db.Prepare("INSERT INTO events (run_id, rank, wall_ns, kind, detail_json) "
                                  "VALUES (?1, ?2, ?3, ?4, ?5)"));
-  return TelemetryInserter(std::move(samples), std::move(events));
+  return TelemetryInserter(std::move(blocks), std::move(events));
 }
 
 Status TelemetryInserter::Insert(const SampleRecord& s) {
-  // The row outlives Run(): bind its text without a copy (the ingest hot path).
-  samples_.BindStatic(1, s.run_id)
-      .Bind(2, s.rank)
-      .Bind(3, s.iteration)
-      .Bind(4, s.start_ns)
-      .Bind(5, s.end_ns)
-      .Bind(6, static_cast<int64_t>(s.bytes))
-      .Bind(7, s.verified ? 1 : 0)
-      .Bind(8, s.mismatch ? 1 : 0);
-  return samples_.Run();
+  if (last_ >= pending_.size() || pending_[last_].rank != s.rank ||
+      pending_[last_].run_id != s.run_id) {
+    last_ = 0;
+    while (last_ < pending_.size() &&
+           (pending_[last_].rank != s.rank || pending_[last_].run_id != s.run_id)) {
+      ++last_;
+    }
+    if (last_ == pending_.size()) {
+      pending_.emplace_back();
+      pending_.back().run_id = s.run_id;
+      pending_.back().rank = s.rank;
+    }
+  }
+  Block& b = pending_[last_];
+  b.encoder.Add(s);
+  if (b.encoder.count() >= kMaxBlockSamples) return WriteBlock(b);
+  return OkStatus();
+}
+
+Status TelemetryInserter::WriteBlock(Block& b) {
+  if (b.encoder.count() == 0) return OkStatus();
+  blocks_.BindStatic(1, b.run_id)
+      .Bind(2, b.rank)
+      .Bind(3, b.encoder.first_iteration())
+      .Bind(4, b.encoder.last_iteration())
+      .Bind(5, static_cast<int64_t>(b.encoder.count()))
+      .Bind(6, b.encoder.min_start_ns())
+      .Bind(7, b.encoder.max_end_ns())
+      .BindBlobStatic(8, b.encoder.Bytes());
+  Status s = blocks_.Run();
+  b.encoder.Clear();
+  return s;
+}
+
+Status TelemetryInserter::FlushSamples() {
+  Status first;
+  for (Block& b : pending_) {
+    Status s = WriteBlock(b);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  pending_.clear();
+  last_ = 0;
+  return first;
 }
 
 Status TelemetryInserter::Insert(const EventRecord& e) {
@@ -254,6 +401,7 @@ Status Store::InsertTelemetry(std::span<const Row> rows) {
   FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
   FL_ASSIGN_OR_RETURN(auto ins, TelemetryInserter::Prepare(*db_));
   for (const auto& row : rows) FL_RETURN_IF_ERROR(ins.Insert(row));
+  FL_RETURN_IF_ERROR(ins.FlushSamples());
   return txn.Commit();
 }
 
@@ -425,6 +573,17 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   FL_ASSIGN_OR_RETURN(d.faults, LoadFaultsLocked(id));
 
   uint64_t dropped = 0;
+  // The samples are the bulk of a run (2.4M for an hour of 64 ranks): one allocation of the
+  // right size instead of a growing vector, whose copies would double the peak memory.
+  {
+    FL_ASSIGN_OR_RETURN(auto n, db_->Prepare("SELECT (SELECT count(*) FROM samples WHERE "
+                                             "run_id = ?1) + (SELECT coalesce(sum(count), 0) "
+                                             "FROM sample_blocks WHERE run_id = ?1)"));
+    n.Bind(1, id);
+    FL_ASSIGN_OR_RETURN(bool row, n.Step());
+    // Only a hint: a corrupt count cannot make it reserve absurdly (blocks are checked).
+    if (row) d.samples.reserve(static_cast<size_t>(std::clamp<int64_t>(n.Int(0), 0, 1 << 28)));
+  }
   FL_ASSIGN_OR_RETURN(auto samples,
                       db_->Prepare("SELECT rank, iteration, start_ns, end_ns, bytes, verified, "
                                    "mismatch FROM samples WHERE run_id = ?1 ORDER BY rank, "
@@ -443,6 +602,38 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
     d.samples.push_back({id, static_cast<int32_t>(rank), samples.Int(1), samples.Int(2),
                          samples.Int(3), static_cast<uint64_t>(bytes), samples.Int(5) != 0,
                          samples.Int(6) != 0});
+  }
+
+  // Since schema version 4 samples are stored as blocks (TelemetryInserter); a database
+  // migrated from an older version keeps its earlier samples as rows: both are read.
+  FL_ASSIGN_OR_RETURN(auto blocks,
+                      db_->Prepare("SELECT rank, count, data FROM sample_blocks WHERE run_id = "
+                                   "?1 ORDER BY rank, first_iteration, rowid"));
+  blocks.Bind(1, id);
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, blocks.Step());
+    if (!row) break;
+    const int64_t rank = blocks.Int(0);
+    if (rank < 0 || rank > INT32_MAX) {
+      dropped += static_cast<uint64_t>(std::max<int64_t>(blocks.Int(1), 0));
+      continue;
+    }
+    const size_t before = d.samples.size();
+    FL_RETURN_IF_ERROR(
+        DecodeSampleBlock(blocks.Blob(2), id, static_cast<int32_t>(rank), d.samples));
+    // Byte counts past INT64_MAX are dropped, as a row's negative bytes are.
+    auto kept = std::remove_if(
+        d.samples.begin() + static_cast<ptrdiff_t>(before), d.samples.end(),
+        [](const SampleRecord& s) { return s.bytes > static_cast<uint64_t>(INT64_MAX); });
+    dropped += static_cast<uint64_t>(d.samples.end() - kept);
+    d.samples.erase(kept, d.samples.end());
+  }
+  // By rank, iteration, start (as the rows' ORDER BY); blocks of one rank may interleave.
+  auto by_key = [](const SampleRecord& a, const SampleRecord& b) {
+    return std::tie(a.rank, a.iteration, a.start_ns) < std::tie(b.rank, b.iteration, b.start_ns);
+  };
+  if (!std::is_sorted(d.samples.begin(), d.samples.end(), by_key)) {
+    std::stable_sort(d.samples.begin(), d.samples.end(), by_key);
   }
 
   FL_ASSIGN_OR_RETURN(auto events, db_->Prepare("SELECT rank, wall_ns, kind, detail_json FROM "

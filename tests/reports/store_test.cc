@@ -134,6 +134,152 @@ TEST_CASE("store: malformed rows are dropped or a status, never an exception", "
   CHECK(data->run.seed == 0);  // text in the seed column reads as 0, not an exception
 }
 
+TEST_CASE("store: sample blocks round-trip every field, extremes and disorder included", "[unit]") {
+  std::vector<SampleRecord> in = {
+      {"r-blocks-0123456789", 3, 5, kT0, kT0 + 700, uint64_t{1} << 26, true, false},
+      {"r-blocks-0123456789", 3, 4, kT0 - 5, kT0 + 1, uint64_t{1} << 26, false, true},
+      {"r-blocks-0123456789", 3, INT64_MAX, INT64_MIN, INT64_MAX, UINT64_MAX, true, true},
+      {"r-blocks-0123456789", 3, INT64_MIN, 0, -1, 0, false, false},
+      {"r-blocks-0123456789", 3, 6, kT0 + kNsPerSec, kT0, 8, true, false}};  // end < start
+  SampleBlockEncoder enc;
+  for (const auto& smp : in) enc.Add(smp);
+  CHECK(enc.count() == in.size());
+  CHECK(enc.first_iteration() == INT64_MIN);
+  CHECK(enc.last_iteration() == INT64_MAX);
+  CHECK(enc.min_start_ns() == INT64_MIN);
+  CHECK(enc.max_end_ns() == INT64_MAX);
+  std::vector<uint8_t> blob(enc.Bytes().begin(), enc.Bytes().end());
+  std::vector<SampleRecord> out;
+  REQUIRE(DecodeSampleBlock(blob, "r-blocks-0123456789", 3, out).ok());
+  CHECK(out == in);
+
+  // A steady stream packs into a few bytes per sample.
+  SampleBlockEncoder steady;
+  for (int64_t i = 0; i < 1000; ++i) {
+    steady.Add({"r", 0, i, kT0 + i * kNsPerMs, kT0 + i * kNsPerMs + 700 * kNsPerUs, 64 << 20, true,
+                false});
+  }
+  CHECK(steady.Bytes().size() < 1000 * 10);
+
+  // Malformed blobs are DataLoss, never a crash or a huge allocation.
+  auto decode = [](std::vector<uint8_t> b) {
+    std::vector<SampleRecord> o;
+    return DecodeSampleBlock(b, "r", 0, o).code();
+  };
+  CHECK(decode({}) == Code::kDataLoss);
+  CHECK(decode({1, 1, 0}) == Code::kDataLoss);
+  std::vector<uint8_t> bad = blob;
+  bad[0] = 9;  // unknown format
+  CHECK(decode(bad) == Code::kDataLoss);
+  bad = blob;
+  bad.pop_back();  // truncated
+  CHECK(decode(bad) == Code::kDataLoss);
+  bad = blob;
+  bad.push_back(0);  // trailing
+  CHECK(decode(bad) == Code::kDataLoss);
+  bad = blob;
+  bad[4] = 0xff;  // a count of billions
+  CHECK(decode(bad) == Code::kDataLoss);
+  bad = blob;
+  bad.back() = 7;  // flags out of range
+  CHECK(decode(bad) == Code::kDataLoss);
+}
+
+TEST_CASE("store: the telemetry inserter writes buffered samples once, discarded ones never",
+          "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("ins.db");
+  { REQUIRE(Store::Open(path).ok()); }
+  auto db = OpenStoreDb(path, false, kNsPerSec, 0);
+  REQUIRE(db.ok());
+  auto ins = TelemetryInserter::Prepare(**db);
+  REQUIRE(ins.ok());
+  {
+    auto txn = sql::Transaction::Begin(**db);
+    REQUIRE(txn.ok());
+    // What a failed attempt leaves behind before BatchWriter retries its batch.
+    REQUIRE(ins->Insert(SampleRecord{"r1", 0, 0, 10, 20, 8, true, false}).ok());
+    ins->DiscardSamples();
+    REQUIRE(ins->Insert(SampleRecord{"r1", 0, 1, 30, 40, 8, true, false}).ok());
+    // More than one block's worth for one rank: full blocks are written as they fill.
+    for (int64_t i = 0; i < static_cast<int64_t>(TelemetryInserter::kMaxBlockSamples); ++i) {
+      REQUIRE(ins->Insert(SampleRecord{"r1", 1, i, 50 + i, 60 + i, 8, false, false}).ok());
+    }
+    REQUIRE(ins->FlushSamples().ok());
+    REQUIRE(ins->FlushSamples().ok());  // nothing left: writes nothing more
+    REQUIRE(txn->Commit().ok());
+  }
+  CHECK((*db)->QueryInt("SELECT count(*) FROM sample_blocks").value() == 2);
+  CHECK((*db)->QueryInt("SELECT sum(count) FROM sample_blocks").value() ==
+        1 + static_cast<int64_t>(TelemetryInserter::kMaxBlockSamples));
+  CHECK((*db)->QueryInt("SELECT min(first_iteration) FROM sample_blocks WHERE rank = 0").value() ==
+        1);
+}
+
+TEST_CASE("store: a version 3 database keeps its sample rows beside new sample blocks", "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("v3.db");
+  {
+    Store::Options v3;
+    v3.schema_version = 3;
+    auto store = Store::Open(path, v3);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->CreateRun(MakeRun("r-old", kT0)).ok());
+    // A version 3 writer stored one row per sample.
+    REQUIRE(RawDb(path)
+                ->Exec("INSERT INTO samples (run_id, rank, iteration, start_ns, end_ns, bytes, "
+                       "verified, mismatch) VALUES ('r-old', 1, 0, 10, 20, 8, 1, 0), "
+                       "('r-old', 0, 0, 10, 20, 8, 1, 0), ('r-old', 0, 1, 30, 40, 8, 0, 0)")
+                .ok());
+  }
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->SchemaVersion() == kSchemaVersion);
+  std::vector<SampleRecord> more = {{"r-old", 1, 1, 50, 60, 8, true, false},
+                                    {"r-old", 0, 2, 70, 80, 8, true, true}};
+  REQUIRE((*store)->InsertSamples(more).ok());
+  auto data = (*store)->LoadRun("r-old");
+  REQUIRE(data.ok());
+  const std::vector<SampleRecord> want = {{"r-old", 0, 0, 10, 20, 8, true, false},
+                                          {"r-old", 0, 1, 30, 40, 8, false, false},
+                                          {"r-old", 0, 2, 70, 80, 8, true, true},
+                                          {"r-old", 1, 0, 10, 20, 8, true, false},
+                                          {"r-old", 1, 1, 50, 60, 8, true, false}};
+  CHECK(data->samples == want);
+  CHECK(RawDb(path)->QueryInt("SELECT count(*) FROM samples").value() == 3);
+  CHECK(RawDb(path)->QueryInt("SELECT sum(count) FROM sample_blocks").value() == 2);
+}
+
+TEST_CASE("store: a corrupt sample block is DataLoss, a block of a bad rank is dropped", "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("blocks.db");
+  {
+    auto store = Store::Open(path);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->CreateRun(MakeRun("r1", kT0)).ok());
+    std::vector<SampleRecord> rows = {{"r1", 0, 0, 10, 20, 8, true, false}};
+    REQUIRE((*store)->InsertSamples(rows).ok());
+  }
+  REQUIRE(RawDb(path)
+              ->Exec("INSERT INTO sample_blocks SELECT run_id, -4, first_iteration, "
+                     "last_iteration, count, min_start_ns, max_end_ns, data FROM sample_blocks")
+              .ok());
+  {
+    auto store = Store::Open(path);
+    REQUIRE(store.ok());
+    auto data = (*store)->LoadRun("r1");
+    REQUIRE(data.ok());
+    REQUIRE(data->samples.size() == 1);
+    CHECK(data->samples[0].rank == 0);
+  }
+  REQUIRE(RawDb(path)->Exec("UPDATE sample_blocks SET data = x'0102' WHERE rank = 0").ok());
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun("r1");
+  CHECK(data.status().code() == Code::kDataLoss);
+  CHECK_THAT(data.status().message(), Catch::Contains("sample block of run r1 rank 0"));
+}
+
 TEST_CASE("store: a database newer than this build is a clear error", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("new.db");

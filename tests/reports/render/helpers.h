@@ -29,8 +29,9 @@ inline std::string ReadAll(const std::string& path) {
 struct ProcessResult {
   bool started = false;
   bool timed_out = false;
-  int exit_code = -1;  // -1 when killed by a signal or not started
-  double cpu_s = 0;    // user + system CPU time of the program (its waited-for children too)
+  int exit_code = -1;    // -1 when killed by a signal or not started
+  double cpu_s = 0;      // user + system CPU time of the program (its waited-for children too)
+  long max_rss_kib = 0;  // peak resident set of the program (getrusage ru_maxrss)
 };
 
 inline ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& out_path,
@@ -78,6 +79,7 @@ inline ProcessResult RunProcess(const std::vector<std::string>& argv, const std:
   wait4(pid, &status, 0, &ru);
   res.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  res.max_rss_kib = ru.ru_maxrss;
   if (res.timed_out) return res;
   if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
   return res;
