@@ -152,7 +152,7 @@ TEST_CASE("InjectFault's admit hook refuses a prepared fault before the journal"
 }
 
 TEST_CASE(
-    "PrepareFault journals without applying; CancelPrepared leaves nothing; FireFault applies",
+    "PrepareFault journals without applying, CancelPrepared leaves nothing, FireFault applies",
     "[unit]") {
   fl::testing::RegisterTestSwitchDriver();
   fl::testing::TempDir dir("fl_prep");
