@@ -5,7 +5,11 @@
 #                                  on 2 cores clang with ASan at -O1 took 2.4x as long per
 #                                  file as at -O0 (34 s vs 14 s for harness/cli/suite_cmd.cc),
 #                                  and the tests run under the sanitizers are short; line
-#                                  tables keep the stacks readable.
+#                                  tables keep the stacks readable. The collectives
+#                                  (ccl_under_test/ and its tests) are the exception: they
+#                                  reduce 64 MiB buffers element by element, and at -O0 under
+#                                  ASan one of their tests outran its 300 s timeout, so those
+#                                  directories call fl_sanitizer_hot_code() for -O1.
 #   FL_FUZZ=ON                     builds the libFuzzer targets of tests/fuzz (clang only); our
 #                                  code is then also compiled with -fsanitize=fuzzer-no-link so
 #                                  that libFuzzer sees coverage inside the loaders, not just in
@@ -40,3 +44,10 @@ if(_fl_san_compile)
   # C and C++ only: nvcc would not take these (CUDA is off in a sanitizer build anyway).
   add_compile_options("$<$<OR:$<COMPILE_LANGUAGE:CXX>,$<COMPILE_LANGUAGE:C>>:${_fl_san_compile}>")
 endif()
+
+# -O1 for the code of this directory and below in a sanitizer build (after the -O0 above).
+macro(fl_sanitizer_hot_code)
+  if(FL_SANITIZE)
+    add_compile_options("$<$<OR:$<COMPILE_LANGUAGE:CXX>,$<COMPILE_LANGUAGE:C>>:-O1>")
+  endif()
+endmacro()

@@ -140,7 +140,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "sent ahead: a prepared fault is cancelled when the agent exits before its time; one "
+    "sent ahead: a prepared fault is cancelled when the agent exits before its time, and one "
     "left to its time fires then and is acked with its effective time",
     "[.root][integration]") {
   {
