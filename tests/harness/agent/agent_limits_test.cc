@@ -14,6 +14,7 @@
 #include "harness/coordinator/control_server.h"
 #include "harness/lab/local_lab.h"
 #include "tests/child_process.h"
+#include "tests/harness/agent/agent_testing.h"
 #include "tests/test_util.h"
 
 namespace fl::harness {
@@ -21,32 +22,7 @@ namespace {
 
 using testing::ChildProcess;
 using testing::TempDir;
-
-// A two-host lab for the test's lifetime.
-class TestLab {
- public:
-  explicit TestLab(const std::string& dir) {
-    std::string topo = dir + "/lab.yaml";
-    REQUIRE(WriteFileAtomic(topo, "name: lim\nhosts: 2\nnics_per_host: 1\n").ok());
-    auto t = lab::LoadTopology(topo);
-    REQUIRE(t.ok());
-    name_ = "lim" + std::to_string(getpid() % 10000000);
-    auto l = lab::LocalLab::Create(*t, name_);
-    REQUIRE(l.ok());
-    lab_ = std::move(*l);
-    REQUIRE(lab_->Provision().ok());
-  }
-  ~TestLab() { lab_->Teardown().IgnoreError(); }
-  const std::string& name() const { return name_; }
-  bool NicUp() const {
-    std::string cmd = "ip -n " + lab_->NetnsOf("h0") + " -o link show nic0 | grep -q 'state UP'";
-    return std::system(cmd.c_str()) == 0;
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<lab::LocalLab> lab_;
-};
+using testing::TestLab;
 
 struct Setup {
   TempDir dir{"fl_limits"};

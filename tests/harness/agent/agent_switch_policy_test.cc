@@ -10,6 +10,7 @@
 #include "harness/lab/inventory.h"
 #include "injectors/injection.h"
 #include "injectors/injector.h"
+#include "tests/harness/agent/agent_testing.h"
 #include "tests/harness/test_switch_driver.h"
 #include "tests/test_util.h"
 
@@ -39,13 +40,7 @@ pb::CoordinatorMessage Inject(const std::string& kind, const std::string& target
   return m;
 }
 
-size_t JournalEntries(const std::string& dir) {
-  size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".json") ++n;
-  return n;
-}
+using testing::JournalEntries;
 
 TEST_CASE("agent runtime: a fabric agent refuses switch ports outside switch_ports", "[unit]") {
   fl::testing::RegisterTestSwitchDriver();

@@ -17,6 +17,7 @@
 #include "harness/coordinator/control_server.h"
 #include "harness/lab/local_lab.h"
 #include "tests/child_process.h"
+#include "tests/harness/agent/agent_testing.h"
 #include "tests/test_util.h"
 
 namespace fl::harness {
@@ -24,33 +25,17 @@ namespace {
 
 namespace pb = faultline::v1;
 using testing::ChildProcess;
+using testing::JournalEntries;
 using testing::TempDir;
-
-size_t JournalEntries(const std::string& dir) {
-  size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".json") ++n;
-  return n;
-}
 
 struct AheadSetup {
   TempDir dir{"fl_ahead"};
-  std::unique_ptr<lab::LocalLab> lab;
-  std::string lab_name;
+  std::unique_ptr<testing::TestLab> lab;
   std::unique_ptr<ControlServer> server;
   std::unique_ptr<ChildProcess> agent;
 
   AheadSetup() {
-    const std::string topo = dir.path() + "/lab.yaml";
-    REQUIRE(WriteFileAtomic(topo, "name: ahd\nhosts: 2\nnics_per_host: 1\n").ok());
-    auto t = lab::LoadTopology(topo);
-    REQUIRE(t.ok());
-    lab_name = "ahd" + std::to_string(getpid() % 10000000);
-    auto l = lab::LocalLab::Create(*t, lab_name);
-    REQUIRE(l.ok());
-    lab = std::move(*l);
-    REQUIRE(lab->Provision().ok());
+    lab = std::make_unique<testing::TestLab>(dir.path(), "ahd");
     auto token = CreateTokenFile(dir.path() + "/token");
     REQUIRE(token.ok());
     REQUIRE(WriteFileAtomic(dir.path() + "/policy.yaml",
@@ -69,7 +54,7 @@ struct AheadSetup {
     agent = std::make_unique<ChildProcess>(
         std::vector<std::string>{
             std::string(FL_BUILD_DIR) + "/bin/faultline-agent", "--coordinator", server->address(),
-            "--token-file", dir.path() + "/token", "--host", "h0", "--lab", lab_name, "--policy",
+            "--token-file", dir.path() + "/token", "--host", "h0", "--lab", lab->name(), "--policy",
             dir.path() + "/policy.yaml", "--journal-dir", journal()},
         ao);
     REQUIRE(server->WaitForAgents({"h0"}, Deadline::After(30 * kNsPerSec)).ok());
@@ -80,14 +65,10 @@ struct AheadSetup {
       agent->Wait(Deadline::After(20 * kNsPerSec));
     }
     if (server) server->Shutdown();
-    if (lab) lab->Teardown().IgnoreError();
   }
   std::string journal() const { return dir.path() + "/journal"; }
   std::string Log() const { return ReadFile(dir.path() + "/agent.log").value_or(""); }
-  bool NicUp() const {
-    std::string cmd = "ip -n " + lab->NetnsOf("h0") + " -o link show nic0 | grep -q 'state UP'";
-    return std::system(cmd.c_str()) == 0;
-  }
+  bool NicUp() const { return lab->NicUp(); }
   // A nic_port_flap on h0.nic0 due at due_wall (this machine's clock is the agent's), sent
   // now; its ack comes when it fired (or was cancelled).
   std::future<StatusOr<pb::Ack>> SendAhead(Nanos due_wall) {
