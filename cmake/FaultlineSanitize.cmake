@@ -45,8 +45,10 @@ if(_fl_san_compile)
   add_compile_options("$<$<OR:$<COMPILE_LANGUAGE:CXX>,$<COMPILE_LANGUAGE:C>>:${_fl_san_compile}>")
 endif()
 
-# -O1 for the code of this directory and below in a sanitizer build (after the -O0 above).
+# -O1 for the code of this directory and below in a sanitizer build (after the -O0 above);
+# in any build, tests defined here keep the build type's optimisation (fl_test: FL_HOT_CODE).
 macro(fl_sanitizer_hot_code)
+  set(FL_HOT_CODE ON)
   if(FL_SANITIZE)
     add_compile_options("$<$<OR:$<COMPILE_LANGUAGE:CXX>,$<COMPILE_LANGUAGE:C>>:-O1>")
   endif()
