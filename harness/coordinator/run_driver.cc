@@ -33,6 +33,7 @@
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
+#include "harness/coordinator/timeline.h"
 #include "harness/lab/lab.h"
 #include "harness/scenario/job_env.h"
 #include "harness/scenario/plan.h"
@@ -174,11 +175,12 @@ class Runner {
   Status Launch(int attempt, uint64_t first_iteration);
   Status StopRanks();
   int Timeline();
+  void BeginSteady();
+  int RestartJob();
   Status InjectDue(ActiveFault& f);
   // Faults sent ahead: a time-scheduled fault goes to its agent kSendAheadNs before its time
-  // (at steady state when that is closer) with its due time on the agent's clock; the agent
-  // prepares it at once and fires it then, and answers the inject when it fired.
-  bool SendAheadNow(const ActiveFault& f, Nanos now_mono) const;
+  // (at steady state when that is closer; when: timeline.h) with its due time on the agent's clock;
+  // the agent prepares it at once and fires it then, and answers the inject when it fired.
   void SendAhead(ActiveFault& f);
   // The inject's answer (immediate or sent ahead): fills the fault's record as the ack says.
   Status FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack);
@@ -191,7 +193,7 @@ class Runner {
   void OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch);
   void PrintProgress(const std::string& phase, bool force = false);
   // One line for a person, above the progress line (which the next PrintProgress redraws).
-  void Say(const std::string& line);
+  void Say(const std::string& line, Tone tone = Tone::kPlain);
   // The fault lines of the events that happened at least kSettle ago (all of them: `all`),
   // in the order they happened: agents send in batches, so the first to arrive is not always
   // the first to have happened.
@@ -229,6 +231,7 @@ class Runner {
   bool stopping_ = false;                     // the run stops its ranks (PrintFaultEvents)
   std::vector<reports::EventRecord> unsaid_;  // arrived, not yet printed
   bool tty_ = isatty(2);
+  bool colour_ = ColourOnStderr();
   std::string job_id_;
   // Nothing is lost silently: telemetry rows the writer would not take (queue full past its
   // deadline) are counted, and every other write of the run's results that failed is listed;
@@ -672,20 +675,6 @@ Status Runner::InjectDue(ActiveFault& f) {
   return FinishInject(f, server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec)));
 }
 
-// A time-scheduled fault is sent ahead once it is within kSendAheadNs of its time, unless
-// another fault of its agent is in effect or on its way: a prepared fault claims its objects
-// at once (the agent's overlap check), so it waits, and is sent at its time as before, while
-// one may still hold them. Iteration-triggered faults are sent when due, as before.
-bool Runner::SendAheadNow(const ActiveFault& f, Nanos now_mono) const {
-  if (f.plan.after_iteration_trigger || f.ahead || f.injected) return false;
-  if (now_mono < steady_mono_ + f.plan.at_ns - kSendAheadNs) return false;
-  for (const auto& o : faults_) {
-    if (&o == &f || o.agent != f.agent) continue;
-    if (o.ahead || (o.injected && !o.reverted && !o.failed)) return false;
-  }
-  return true;
-}
-
 void Runner::SendAhead(ActiveFault& f) {
   pb::CoordinatorMessage m = InjectMessage(f);
   const Nanos off = offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0;
@@ -755,17 +744,19 @@ Status Runner::RevertFault(ActiveFault& f) {
   Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
   if (st.ok())
     Say("[fault] " + f.plan.id + " reverted after " +
-        FormatDuration(*f.record.reverted_wall_ns -
-                       f.record.effective_wall_ns.value_or(*f.record.reverted_wall_ns)));
+            FormatDuration(*f.record.reverted_wall_ns -
+                           f.record.effective_wall_ns.value_or(*f.record.reverted_wall_ns)),
+        Tone::kGood);
   return st.Prepend("reverting fault " + f.plan.id);
 }
 
-void Runner::Say(const std::string& line) {
+void Runner::Say(const std::string& line, Tone tone) {
   if (GetVerbosity() == Verbosity::kQuiet) return;
+  const std::string text = Tint(line, tone, colour_);
   if (tty_)
-    std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
+    std::fprintf(stderr, "\r\033[K%s\n", text.c_str());
   else
-    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fprintf(stderr, "%s\n", text.c_str());
   last_progress_print_ = 0;  // redraw the progress line at once
 }
 
@@ -797,7 +788,7 @@ void Runner::PrintFaultEvents(bool all) {
       std::string how = d.contains("signal")
                             ? "was killed by signal " + d["signal"].dump()
                             : "exited with code " + d.value("code", nlohmann::json(0)).dump();
-      Say("[rank] rank " + std::to_string(e.rank) + " " + how);
+      Say("[rank] rank " + std::to_string(e.rank) + " " + how, Tone::kBad);
       // The end of its log (rank-N.log): at most the last 8 lines here; the store keeps 4 KiB.
       if (d.contains("log_tail") && d["log_tail"].is_string()) {
         std::vector<std::string> lines;
@@ -809,7 +800,7 @@ void Runner::PrintFaultEvents(bool all) {
           at = nl + 1;
         }
         for (size_t i = lines.size() > 8 ? lines.size() - 8 : 0; i < lines.size(); ++i)
-          Say("  | " + lines[i]);
+          Say("  | " + lines[i], Tone::kDim);
       }
       continue;
     }
@@ -829,12 +820,15 @@ void Runner::PrintFaultEvents(bool all) {
         e.wall_ns - (restored ? *owner->record.reverted_wall_ns : *owner->record.effective_wall_ns);
     const std::string who = "rank " + std::to_string(e.rank);
     if (e.kind == reports::kEventFaultDetected)
-      Say("[fault] " + owner->plan.id + " detected by " + who + " after " + FormatDuration(since));
+      Say("[fault] " + owner->plan.id + " detected by " + who + " after " + FormatDuration(since),
+          Tone::kFault);
     else if (e.kind == reports::kEventFailoverDone)
-      Say("[fault] " + owner->plan.id + " " + who + " failed over after " + FormatDuration(since));
+      Say("[fault] " + owner->plan.id + " " + who + " failed over after " + FormatDuration(since),
+          Tone::kGood);
     else
       Say("[fault] " + owner->plan.id + " path restored (" + who + ") " + FormatDuration(since) +
-          " after the revert");
+              " after the revert",
+          Tone::kGood);
   }
 }
 
@@ -868,41 +862,166 @@ void Runner::PrintProgress(const std::string& phase, bool force) {
       next = f.plan.id + " " + f.plan.kind + " after warm-up";
     break;
   }
+  // The fault in effect (the latest injected, with how many more there are) and its time left.
+  std::string active;
+  int in_effect = 0;
+  for (const auto& f : faults_) {
+    if (!f.injected || f.reverted || f.failed || f.ahead) continue;
+    ++in_effect;
+    active = f.plan.id + " " + f.plan.kind + " on " + f.plan.target +
+             (f.revert_at_mono > 0
+                  ? ", " + FormatDuration(std::max<Nanos>(0, f.revert_at_mono - now)) + " left"
+                  : ", until the end");
+  }
+  if (in_effect > 1) active += " (+" + std::to_string(in_effect - 1) + " more)";
   std::string done = "iteration " + std::to_string(it + 1);
   if (scenario_.job.iterations)
     done += "/" + std::to_string(scenario_.job.iterations);
   else if (steady_mono_ > 0)
     done += " (" + FormatDuration(now - steady_mono_) + " of steady state)";
   char line[512];
-  std::snprintf(line, sizeof line, "[%s] %s  %.1f it/s  next fault: %s", phase.c_str(),
-                done.c_str(), rate, next.c_str());
+  std::snprintf(line, sizeof line, "[%s] %s  %.1f it/s  %s%snext fault: %s", phase.c_str(),
+                done.c_str(), rate,
+                active.empty() ? "" : "active: ", active.empty() ? "" : (active + "  ").c_str(),
+                next.c_str());
   if (tty_)
     std::fprintf(stderr, "\r\033[K%s", line);
   else
     std::fprintf(stderr, "%s\n", line);
 }
 
+// The interpreter of the pure timeline (timeline.h): it looks (clock, telemetry), asks
+// NextTimelineStep what to do, does it over the control plane, prints, and sleeps until the
+// step's wake time (at most 5 ms, so that progress and fault events are printed as they come).
 int Runner::Timeline() {
   const JobSpec& j = scenario_.job;
+  TimelineConfig cfg;
   // Warm-up: every rank past warmup_iterations (or the whole job, if it is shorter).
-  uint64_t warm = std::min<uint64_t>(j.warmup_iterations,
-                                     j.iterations ? j.iterations - 1 : j.warmup_iterations);
-  Nanos start = MonoNowNs();
-  Nanos limit = 120 * kNsPerSec + j.hang_timeout_ns;
+  cfg.warmup_iterations = std::min<uint64_t>(j.warmup_iterations,
+                                             j.iterations ? j.iterations - 1 : j.warmup_iterations);
   // A command job that reports no progress (progress.format exit) has no warm-up to wait for.
-  const bool no_progress = !j.command.empty() && j.progress_format == "exit";
-  while (!no_progress && progress_.MinIteration(ProgressRanks()) < static_cast<int64_t>(warm)) {
-    if (g_interrupted) return kExitInterrupted;
-    if (progress_.FirstFailure() || progress_.Exited() == world_) break;
-    if (MonoNowNs() - start > limit) {
-      Event("warmup_timeout", {{"limit_ns", limit}});
-      std::fprintf(stderr, "\nfaultline run: ranks did not finish warm-up within %s\n",
-                   FormatDuration(limit).c_str());
-      return kExitInfra;
+  cfg.wait_for_warmup = !(!j.command.empty() && j.progress_format == "exit");
+  cfg.warmup_limit_ns = 120 * kNsPerSec + j.hang_timeout_ns;
+  cfg.hang_timeout_ns = j.hang_timeout_ns;
+  cfg.send_ahead_ns = kSendAheadNs;
+  cfg.restart_enabled = scenario_.restart.enabled;
+  cfg.max_restarts = static_cast<int>(scenario_.restart.max_restarts);
+  TimelineState state;
+  state.start = MonoNowNs();
+
+  auto announce = [&](const ActiveFault& f) {
+    Say("[fault] " + f.plan.id + " " + f.plan.kind + " on " + f.plan.target + ": injected" +
+            (f.record.scheduled_wall_ns
+                 ? " " +
+                       FormatDuration(std::max<Nanos>(
+                           0, *f.record.effective_wall_ns - *f.record.scheduled_wall_ns)) +
+                       " after its time"
+                 : "") +
+            (f.plan.duration_ns > 0 ? ", for " + FormatDuration(f.plan.duration_ns) : ""),
+        Tone::kFault);
+  };
+  auto inject_failed = [&](const ActiveFault& f, const Status& st) {
+    std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
+    Event("inject_failed", {{"fault", f.plan.id}, {"error", st.ToUserString()}});
+    return kExitInfra;
+  };
+
+  while (true) {
+    if (!g_interrupted) {
+      if (auto host = LostAgent()) {
+        std::fprintf(stderr, "\nfaultline run: lost the agent of host %s; ending the run\n",
+                     host->c_str());
+        return kExitInfra;
+      }
     }
-    PrintProgress("warm-up");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Faults sent ahead whose agent has answered (it fired them, or could not).
+    for (auto& f : faults_) {
+      if (!f.ahead || f.ahead->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        continue;
+      StatusOr<pb::Ack> fired = f.ahead->get();
+      f.ahead.reset();
+      if (Status st = FinishInject(f, std::move(fired)); !st.ok()) return inject_failed(f, st);
+      announce(f);
+    }
+
+    TimelineInput in;
+    in.now = MonoNowNs();
+    in.min_iteration = progress_.MinIteration(ProgressRanks());
+    in.exited = progress_.Exited();
+    in.world = world_;
+    in.failed = progress_.FirstFailure().has_value();
+    {
+      std::lock_guard lock(progress_.mu);
+      in.last_sample = progress_.last_sample_mono;
+    }
+    in.interrupted = g_interrupted;
+    state.steady = steady_mono_;
+    state.restarts = restarts_;
+    state.faults.resize(faults_.size());
+    for (size_t i = 0; i < faults_.size(); ++i) {
+      const ActiveFault& f = faults_[i];
+      TimelineFault& t = state.faults[i];
+      if (t.plan.id.empty()) {
+        t.plan = f.plan;
+        t.agent = f.agent;
+      }
+      t.phase = f.ahead      ? FaultPhase::kSentAhead
+                : f.failed   ? FaultPhase::kFailed
+                : f.reverted ? FaultPhase::kReverted
+                : f.injected ? FaultPhase::kInjected
+                             : FaultPhase::kPending;
+      t.revert_at = f.revert_at_mono;
+    }
+
+    const TimelineStep step = NextTimelineStep(state, cfg, in);
+    for (const TimelineAction& a : step.actions) {
+      switch (a.kind) {
+        case TimelineActionKind::kBeginSteady:
+          BeginSteady();
+          break;
+        case TimelineActionKind::kSendAhead:
+          SendAhead(faults_[a.fault]);
+          break;
+        case TimelineActionKind::kInject: {
+          ActiveFault& f = faults_[a.fault];
+          if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
+          if (Status st = InjectDue(f); !st.ok()) return inject_failed(f, st);
+          announce(f);
+          break;
+        }
+        case TimelineActionKind::kRevert:
+          if (Status st = RevertFault(faults_[a.fault]); !st.ok()) {
+            std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
+            return kExitInfra;
+          }
+          break;
+        case TimelineActionKind::kRestart:
+          if (int rc = RestartJob(); rc >= 0) return rc;
+          break;
+        case TimelineActionKind::kEndPass:
+          return kExitPass;
+        case TimelineActionKind::kEndHung: {
+          Event("job_hung", {{"idle_ns", in.now - in.last_sample}});
+          return kExitPass;  // analysed as hung
+        }
+        case TimelineActionKind::kEndWarmupTimeout:
+          Event("warmup_timeout", {{"limit_ns", cfg.warmup_limit_ns}});
+          std::fprintf(stderr, "\nfaultline run: ranks did not finish warm-up within %s\n",
+                       FormatDuration(cfg.warmup_limit_ns).c_str());
+          return kExitInfra;
+        case TimelineActionKind::kEndInterrupted:
+          return kExitInterrupted;
+      }
+    }
+    if (steady_mono_ > 0) PrintFaultEvents();
+    PrintProgress(steady_mono_ > 0 ? "running" : "warm-up");
+    const Nanos wait = step.wake_at - MonoNowNs();
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   }
+}
+
+// The steady state starts: its times, and the plan's faults as the timeline tracks them.
+void Runner::BeginSteady() {
   steady_mono_ = MonoNowNs();
   steady_wall_ = WallNowNs();
   Event("steady_state", {{"iteration", progress_.MinIteration(ProgressRanks())}});
@@ -918,117 +1037,49 @@ int Runner::Timeline() {
     if (!pf.after_iteration_trigger) f.record.scheduled_wall_ns = steady_wall_ + pf.at_ns;
     faults_.push_back(f);
   }
+}
 
-  Nanos failure_mono = 0;
-  while (true) {
-    if (g_interrupted) return kExitInterrupted;
-    if (auto host = LostAgent()) {
-      std::fprintf(stderr, "\nfaultline run: lost the agent of host %s; ending the run\n",
-                   host->c_str());
-      return kExitInfra;
-    }
-    Nanos now = MonoNowNs();
-    int64_t min_it = progress_.MinIteration(ProgressRanks());
-    for (auto& f : faults_) {
-      if (f.injected) continue;
-      Status st = OkStatus();
-      if (f.ahead) {  // sent ahead: answered when the agent fired it
-        if (f.ahead->wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
-        StatusOr<pb::Ack> fired = f.ahead->get();
-        f.ahead.reset();
-        st = FinishInject(f, std::move(fired));
-      } else if (SendAheadNow(f, now)) {
-        SendAhead(f);
-        continue;
-      } else {
-        bool due = f.plan.after_iteration_trigger
-                       ? min_it >= static_cast<int64_t>(f.plan.after_iteration)
-                       : now >= steady_mono_ + f.plan.at_ns;
-        if (!due) continue;
-        if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
-        st = InjectDue(f);
-      }
-      if (!st.ok()) {
-        std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
-        Event("inject_failed", {{"fault", f.plan.id}, {"error", st.ToUserString()}});
-        return kExitInfra;
-      }
-      Say("[fault] " + f.plan.id + " " + f.plan.kind + " on " + f.plan.target + ": injected" +
-          (f.record.scheduled_wall_ns
-               ? " " +
-                     FormatDuration(std::max<Nanos>(
-                         0, *f.record.effective_wall_ns - *f.record.scheduled_wall_ns)) +
-                     " after its time"
-               : "") +
-          (f.plan.duration_ns > 0 ? ", for " + FormatDuration(f.plan.duration_ns) : ""));
-    }
-    PrintFaultEvents();
-    for (auto& f : faults_) {
-      if (f.injected && !f.reverted && f.revert_at_mono > 0 && now >= f.revert_at_mono) {
-        Status st = RevertFault(f);
-        if (!st.ok()) {
-          std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
-          return kExitInfra;
-        }
-      }
-    }
-    // Job end, failure, hang.
-    if (progress_.Exited() == world_ && !progress_.FirstFailure()) return kExitPass;
-    if (auto fail = progress_.FirstFailure()) {
-      if (failure_mono == 0) failure_mono = now;
-      bool restart =
-          scenario_.restart.enabled && restarts_ < static_cast<int>(scenario_.restart.max_restarts);
-      if (!restart) return kExitPass;  // analysed as a failed job
-      Event("job_failed", {{"rank", fail->first}, {"code", fail->second}});
-      StopRanks().IgnoreError();
-      // revert faults that target processes (they are gone with the job); network faults stay
-      if (scenario_.restart.delay_ns > 0 &&
-          WaitUntil([] { return g_interrupted.load(); },
-                    Deadline::After(scenario_.restart.delay_ns), 10 * kNsPerMs))
-        return kExitInterrupted;  // Ctrl-C during the delay
-      int64_t resume = progress_.MinIteration(ProgressRanks()) + 1;
-      restarts_++;
-      Nanos relaunch = MonoNowNs();
-      uint64_t samples_before;
-      {
-        std::lock_guard lock(progress_.mu);
-        samples_before = progress_.samples;
-        progress_.last_iteration.clear();
-      }
-      Status st = Launch(restarts_, static_cast<uint64_t>(std::max<int64_t>(resume, 0)));
-      if (!st.ok()) {
-        std::fprintf(stderr, "\nfaultline run: restart failed: %s\n", st.ToUserString().c_str());
-        return kExitInfra;
-      }
-      bool back = WaitUntil(
-          [&] {
-            std::lock_guard lock(progress_.mu);
-            return progress_.samples > samples_before || g_interrupted;
-          },
-          Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
-      if (back) {
-        restart_cost_ms_ = static_cast<double>(MonoNowNs() - failure_mono) / 1e6;
-        Event("job_restarted",
-              {{"attempt", restarts_},
-               {"resume_iteration", resume},
-               {"failure_to_first_sample_ms", *restart_cost_ms_},
-               {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
-      }
-      failure_mono = 0;
-      continue;
-    }
-    Nanos last;
-    {
-      std::lock_guard lock(progress_.mu);
-      last = progress_.last_sample_mono;
-    }
-    if (last > 0 && now - last > j.hang_timeout_ns) {
-      Event("job_hung", {{"idle_ns", now - last}});
-      return kExitPass;  // analysed as hung
-    }
-    PrintProgress("running");
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+// A rank failed and the restart policy allows another attempt: stop the ranks, wait the
+// policy's delay, launch again from the last iteration every rank completed, and record the
+// restart's cost (failure to the first new sample). -1: the run goes on; else its exit code.
+int Runner::RestartJob() {
+  const Nanos failure_mono = MonoNowNs();
+  auto fail = progress_.FirstFailure();
+  Event("job_failed", {{"rank", fail ? fail->first : -1}, {"code", fail ? fail->second : 0}});
+  StopRanks().IgnoreError();
+  // faults that target processes are gone with the job; network faults stay
+  if (scenario_.restart.delay_ns > 0 &&
+      WaitUntil([] { return g_interrupted.load(); }, Deadline::After(scenario_.restart.delay_ns),
+                10 * kNsPerMs))
+    return kExitInterrupted;  // Ctrl-C during the delay
+  int64_t resume = progress_.MinIteration(ProgressRanks()) + 1;
+  restarts_++;
+  Nanos relaunch = MonoNowNs();
+  uint64_t samples_before;
+  {
+    std::lock_guard lock(progress_.mu);
+    samples_before = progress_.samples;
+    progress_.last_iteration.clear();
   }
+  Status st = Launch(restarts_, static_cast<uint64_t>(std::max<int64_t>(resume, 0)));
+  if (!st.ok()) {
+    std::fprintf(stderr, "\nfaultline run: restart failed: %s\n", st.ToUserString().c_str());
+    return kExitInfra;
+  }
+  bool back = WaitUntil(
+      [&] {
+        std::lock_guard lock(progress_.mu);
+        return progress_.samples > samples_before || g_interrupted;
+      },
+      Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
+  if (back) {
+    restart_cost_ms_ = static_cast<double>(MonoNowNs() - failure_mono) / 1e6;
+    Event("job_restarted", {{"attempt", restarts_},
+                            {"resume_iteration", resume},
+                            {"failure_to_first_sample_ms", *restart_cost_ms_},
+                            {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
+  }
+  return -1;
 }
 
 // An agent that ended on its own (crash, kill -9). A lab that could revert its faults from

@@ -1,0 +1,115 @@
+#include "harness/coordinator/timeline.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fl::harness {
+
+namespace {
+
+bool Holds(FaultPhase p) { return p == FaultPhase::kSentAhead || p == FaultPhase::kInjected; }
+
+}  // namespace
+
+TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& config,
+                              const TimelineInput& in) {
+  TimelineStep step;
+  step.wake_at = in.now + config.poll_ns;
+  auto end = [&](TimelineActionKind kind) {
+    step.actions.push_back({kind, 0});
+    step.wake_at = in.now;
+    return step;
+  };
+  if (in.interrupted) return end(TimelineActionKind::kEndInterrupted);
+
+  if (state.steady == 0) {  // warm-up
+    const bool warm = !config.wait_for_warmup ||
+                      in.min_iteration >= static_cast<int64_t>(config.warmup_iterations);
+    // A job that failed or ended during warm-up never gets there: its end is judged in the
+    // steady state, which starts at once.
+    if (warm || in.failed || (in.world > 0 && in.exited == in.world)) {
+      step.actions.push_back({TimelineActionKind::kBeginSteady, 0});
+      step.wake_at = in.now;
+      return step;
+    }
+    if (in.now - state.start > config.warmup_limit_ns)
+      return end(TimelineActionKind::kEndWarmupTimeout);
+    return step;
+  }
+
+  // Agents holding a fault (ahead of time or in effect), as this step leaves them.
+  std::set<std::string> busy;
+  for (const TimelineFault& f : state.faults)
+    if (Holds(f.phase)) busy.insert(f.agent);
+  for (size_t i = 0; i < state.faults.size(); ++i) {
+    const TimelineFault& f = state.faults[i];
+    if (f.phase != FaultPhase::kPending) continue;
+    if (f.plan.after_iteration_trigger) {
+      if (in.min_iteration >= static_cast<int64_t>(f.plan.after_iteration)) {
+        step.actions.push_back({TimelineActionKind::kInject, i});
+        busy.insert(f.agent);
+      }
+      continue;
+    }
+    const Nanos due = DueAt(state, f);
+    if (in.now >= due - config.send_ahead_ns && !busy.count(f.agent)) {
+      step.actions.push_back({TimelineActionKind::kSendAhead, i});
+      busy.insert(f.agent);
+    } else if (in.now >= due) {
+      step.actions.push_back({TimelineActionKind::kInject, i});
+      busy.insert(f.agent);
+    } else {
+      // Not yet: look again when it can go ahead (or, its agent busy, when it is due).
+      const Nanos next = busy.count(f.agent) ? due : due - config.send_ahead_ns;
+      step.wake_at = std::min(step.wake_at, next);
+    }
+  }
+  for (size_t i = 0; i < state.faults.size(); ++i) {
+    const TimelineFault& f = state.faults[i];
+    if (f.phase != FaultPhase::kInjected || f.revert_at <= 0) continue;
+    if (in.now >= f.revert_at)
+      step.actions.push_back({TimelineActionKind::kRevert, i});
+    else
+      step.wake_at = std::min(step.wake_at, f.revert_at);
+  }
+
+  if (in.world > 0 && in.exited == in.world && !in.failed) return end(TimelineActionKind::kEndPass);
+  if (in.failed) {
+    if (config.restart_enabled && state.restarts < config.max_restarts)
+      return end(TimelineActionKind::kRestart);
+    return end(TimelineActionKind::kEndPass);  // analysed as a failed job
+  }
+  if (in.last_sample > 0) {
+    const Nanos hung_at = in.last_sample + config.hang_timeout_ns;
+    if (in.now > hung_at) return end(TimelineActionKind::kEndHung);
+    step.wake_at = std::min(step.wake_at, hung_at + 1);
+  }
+  step.wake_at = std::max(step.wake_at, in.now);
+  return step;
+}
+
+const char* TimelineActionName(TimelineActionKind kind) {
+  switch (kind) {
+    case TimelineActionKind::kBeginSteady:
+      return "begin_steady";
+    case TimelineActionKind::kSendAhead:
+      return "send_ahead";
+    case TimelineActionKind::kInject:
+      return "inject";
+    case TimelineActionKind::kRevert:
+      return "revert";
+    case TimelineActionKind::kRestart:
+      return "restart";
+    case TimelineActionKind::kEndPass:
+      return "end_pass";
+    case TimelineActionKind::kEndHung:
+      return "end_hung";
+    case TimelineActionKind::kEndWarmupTimeout:
+      return "end_warmup_timeout";
+    case TimelineActionKind::kEndInterrupted:
+      return "end_interrupted";
+  }
+  return "?";
+}
+
+}  // namespace fl::harness

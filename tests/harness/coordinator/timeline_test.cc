@@ -1,0 +1,284 @@
+// The pure timeline (harness/coordinator/timeline.h) on a fake clock: a small interpreter here
+// plays the agents (a fault sent ahead fires at its time; an inject or revert is answered at
+// once) and the ranks (one iteration per 10 ms), and records what was done when.
+#include "harness/coordinator/timeline.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+namespace fl::harness {
+namespace {
+
+constexpr Nanos kMs = kNsPerMs;
+
+TimelineFault TimeFault(const std::string& id, const std::string& agent, Nanos at, Nanos dur) {
+  TimelineFault f;
+  f.plan.id = id;
+  f.plan.at_ns = at;
+  f.plan.duration_ns = dur;
+  f.agent = agent;
+  return f;
+}
+
+TimelineFault IterationFault(const std::string& id, const std::string& agent, uint64_t it,
+                             Nanos dur) {
+  TimelineFault f = TimeFault(id, agent, 0, dur);
+  f.plan.after_iteration_trigger = true;
+  f.plan.after_iteration = it;
+  return f;
+}
+
+TimelineConfig Config() {
+  TimelineConfig c;
+  c.warmup_iterations = 5;
+  c.warmup_limit_ns = 10'000 * kMs;
+  c.hang_timeout_ns = 1'000 * kMs;
+  return c;
+}
+
+// One record of what the fake interpreter did.
+struct Done {
+  Nanos at;
+  std::string what;  // "steady", "ahead f0", "inject f0", "fired f0", "revert f0", "end ..."
+};
+
+// Runs the timeline from t = 0 on a fake clock: ranks make one iteration per 10 ms from
+// t = 0 (and stop at stop_ranks_at, if set); the world is 2 ranks; a fault sent ahead fires at
+// its due time. Ends at the first end action or at `until`.
+struct FakeRun {
+  TimelineState state;
+  TimelineConfig cfg = Config();
+  Nanos until = 5'000 * kMs;
+  Nanos stop_ranks_at = 0;  // 0: never
+  Nanos fail_at = 0;        // 0: no rank fails
+  std::vector<Done> done;
+  int steps = 0;
+
+  std::string Run() {
+    Nanos now = 0;
+    Nanos last_sample = 0;
+    while (now <= until) {
+      ++steps;
+      // The agents: a fault sent ahead fires at its due time and is answered then.
+      for (auto& f : state.faults) {
+        if (f.phase == FaultPhase::kSentAhead && now >= DueAt(state, f)) {
+          f.phase = FaultPhase::kInjected;
+          if (f.plan.duration_ns > 0) f.revert_at = DueAt(state, f) + f.plan.duration_ns;
+          done.push_back({now, "fired " + f.plan.id});
+        }
+      }
+      const bool running = stop_ranks_at == 0 || now < stop_ranks_at;
+      if (running) last_sample = now;
+      TimelineInput in;
+      in.now = now;
+      in.world = 2;
+      in.min_iteration = (running ? now : stop_ranks_at) / (10 * kMs);
+      in.last_sample = last_sample;
+      in.failed = fail_at > 0 && now >= fail_at;
+      in.exited = in.failed ? 1 : 0;
+      const TimelineStep step = NextTimelineStep(state, cfg, in);
+      REQUIRE(step.wake_at >= now);
+      for (const TimelineAction& a : step.actions) {
+        TimelineFault* f = a.kind == TimelineActionKind::kSendAhead ||
+                                   a.kind == TimelineActionKind::kInject ||
+                                   a.kind == TimelineActionKind::kRevert
+                               ? &state.faults.at(a.fault)
+                               : nullptr;
+        switch (a.kind) {
+          case TimelineActionKind::kBeginSteady:
+            state.steady = now;
+            done.push_back({now, "steady"});
+            break;
+          case TimelineActionKind::kSendAhead:
+            f->phase = FaultPhase::kSentAhead;
+            done.push_back({now, "ahead " + f->plan.id});
+            break;
+          case TimelineActionKind::kInject:
+            f->phase = FaultPhase::kInjected;
+            if (f->plan.duration_ns > 0) f->revert_at = now + f->plan.duration_ns;
+            done.push_back({now, "inject " + f->plan.id});
+            break;
+          case TimelineActionKind::kRevert:
+            f->phase = FaultPhase::kReverted;
+            done.push_back({now, "revert " + f->plan.id});
+            break;
+          case TimelineActionKind::kRestart:
+            state.restarts++;
+            fail_at = 0;
+            done.push_back({now, "restart"});
+            break;
+          default:
+            done.push_back({now, TimelineActionName(a.kind)});
+            return TimelineActionName(a.kind);
+        }
+      }
+      // The next look: at the step's wake time, as the interpreter sleeps
+      // (an end or the steady state's start asks for another look at once).
+      if (step.wake_at > now)
+        now = step.wake_at;
+      else if (step.actions.empty())
+        now += kMs;
+    }
+    return "until";
+  }
+
+  Nanos When(const std::string& what) const {
+    for (const Done& d : done)
+      if (d.what == what) return d.at;
+    return -1;
+  }
+};
+
+TEST_CASE(
+    "timeline: warm-up, then a fault sent ahead 500 ms early, fired at its time, reverted "
+    "after its duration",
+    "[unit]") {
+  FakeRun run;
+  run.until = 3'000 * kMs;
+  run.state.faults = {TimeFault("f0", "h0", 1'000 * kMs, 400 * kMs)};
+  CHECK(run.Run() == "until");
+  const Nanos steady = run.When("steady");
+  CHECK(steady == 50 * kMs);  // iteration 5 at 10 ms each
+  CHECK(run.When("ahead f0") == steady + 500 * kMs);
+  CHECK(run.When("fired f0") == steady + 1'000 * kMs);
+  CHECK(run.When("revert f0") == steady + 1'400 * kMs);
+  CHECK(run.When("inject f0") == -1);
+  // The interpreter sleeps until the next thing to do, never longer than the poll interval.
+  CHECK(run.steps > 300);
+  CHECK(run.steps < 800);
+}
+
+TEST_CASE(
+    "timeline: a second fault of a busy agent is not sent ahead but injected at its time; "
+    "another agent's goes ahead",
+    "[unit]") {
+  FakeRun run;
+  run.until = 3'000 * kMs;
+  run.state.faults = {TimeFault("f0", "h0", 1'000 * kMs, 600 * kMs),
+                      TimeFault("f1", "h0", 1'200 * kMs, 100 * kMs),
+                      TimeFault("f2", "h1", 1'200 * kMs, 100 * kMs)};
+  run.Run();
+  const Nanos steady = run.When("steady");
+  CHECK(run.When("ahead f0") == steady + 500 * kMs);
+  CHECK(run.When("ahead f1") == -1);
+  CHECK(run.When("inject f1") == steady + 1'200 * kMs);  // h0 holds f0 until 1.6 s
+  CHECK(run.When("ahead f2") == steady + 700 * kMs);
+  CHECK(run.When("fired f2") == steady + 1'200 * kMs);
+  CHECK(run.When("revert f1") == steady + 1'300 * kMs);
+  CHECK(run.When("revert f0") == steady + 1'600 * kMs);
+}
+
+TEST_CASE(
+    "timeline: an iteration-triggered fault is injected once every rank has passed its "
+    "iteration",
+    "[unit]") {
+  FakeRun run;
+  run.until = 2'000 * kMs;
+  run.state.faults = {IterationFault("f0", "h0", 42, 100 * kMs)};
+  run.Run();
+  CHECK(run.When("inject f0") == 420 * kMs);
+  CHECK(run.When("revert f0") == 520 * kMs);
+  CHECK(run.When("ahead f0") == -1);
+}
+
+TEST_CASE(
+    "timeline: the job's end, a hang, a failure with and without a restart, warm-up "
+    "timeout and interrupt",
+    "[unit]") {
+  SECTION("every rank exited well: end_pass") {
+    TimelineState st;
+    st.steady = 1;
+    TimelineInput in;
+    in.now = 100;
+    in.min_iteration = 9;
+    in.exited = 2;
+    in.world = 2;
+    in.last_sample = 90;
+    TimelineStep step = NextTimelineStep(st, Config(), in);
+    REQUIRE(step.actions.size() == 1);
+    CHECK(step.actions[0].kind == TimelineActionKind::kEndPass);
+  }
+  SECTION("no sample for longer than the hang timeout: end_hung, not before") {
+    FakeRun run;
+    run.stop_ranks_at = 800 * kMs;
+    CHECK(run.Run() == "end_hung");
+    // The last sample at 800 ms (or the look before it); hung once 1 s has passed since.
+    CHECK(run.When("end_hung") > 1'800 * kMs - 10 * kMs);
+    CHECK(run.When("end_hung") <= 1'800 * kMs + 2 * kMs);
+  }
+  SECTION("a rank failed: restart while the policy allows, then end_pass (a failed job)") {
+    FakeRun run;
+    run.cfg.restart_enabled = true;
+    run.cfg.max_restarts = 1;
+    run.fail_at = 300 * kMs;
+    run.until = 1'000 * kMs;
+    CHECK(run.Run() == "until");
+    CHECK(run.When("restart") == 300 * kMs);
+    run.fail_at = 1'100 * kMs;
+    run.until = 2'000 * kMs;
+    run.done.clear();
+    CHECK(run.Run() == "end_pass");  // no restart left
+    CHECK(run.When("restart") == -1);
+  }
+  SECTION("warm-up that never finishes: end_warmup_timeout after the limit") {
+    TimelineState st;
+    st.start = 0;
+    TimelineConfig cfg = Config();
+    TimelineInput in;
+    in.now = cfg.warmup_limit_ns - 1;
+    in.min_iteration = 2;
+    in.world = 2;
+    CHECK(NextTimelineStep(st, cfg, in).actions.empty());
+    in.now = cfg.warmup_limit_ns + 1;
+    TimelineStep step = NextTimelineStep(st, cfg, in);
+    REQUIRE(step.actions.size() == 1);
+    CHECK(step.actions[0].kind == TimelineActionKind::kEndWarmupTimeout);
+  }
+  SECTION("a job that reports no progress has no warm-up; a failure in warm-up ends it") {
+    TimelineState st;
+    TimelineConfig cfg = Config();
+    cfg.wait_for_warmup = false;
+    TimelineInput in;
+    in.now = 5;
+    in.world = 2;
+    CHECK(NextTimelineStep(st, cfg, in).actions ==
+          std::vector<TimelineAction>{{TimelineActionKind::kBeginSteady, 0}});
+    cfg.wait_for_warmup = true;
+    in.failed = true;
+    in.exited = 1;
+    CHECK(NextTimelineStep(st, cfg, in).actions ==
+          std::vector<TimelineAction>{{TimelineActionKind::kBeginSteady, 0}});
+  }
+  SECTION("interrupted: end_interrupted before anything else") {
+    TimelineState st;
+    st.steady = 1;
+    st.faults = {TimeFault("f0", "h0", 0, 0)};
+    TimelineInput in;
+    in.now = 1'000 * kMs;
+    in.world = 2;
+    in.interrupted = true;
+    CHECK(NextTimelineStep(st, Config(), in).actions ==
+          std::vector<TimelineAction>{{TimelineActionKind::kEndInterrupted, 0}});
+  }
+}
+
+TEST_CASE("timeline: the same state and input give the same step", "[unit]") {
+  TimelineState st;
+  st.steady = 10 * kMs;
+  st.faults = {TimeFault("f0", "h0", 600 * kMs, 100 * kMs), IterationFault("f1", "h1", 3, 0)};
+  TimelineInput in;
+  in.now = 200 * kMs;
+  in.min_iteration = 4;
+  in.world = 2;
+  in.last_sample = 199 * kMs;
+  const TimelineStep a = NextTimelineStep(st, Config(), in);
+  const TimelineStep b = NextTimelineStep(st, Config(), in);
+  CHECK(a.actions == b.actions);
+  CHECK(a.wake_at == b.wake_at);
+  CHECK(a.actions == std::vector<TimelineAction>{{TimelineActionKind::kSendAhead, 0},
+                                                 {TimelineActionKind::kInject, 1}});
+}
+
+}  // namespace
+}  // namespace fl::harness
