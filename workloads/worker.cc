@@ -155,7 +155,9 @@ StatusOr<LoopResult> RunLoop(Workload& workload, int rank, const LoopOptions& op
       // Every rank reaches this point at the same iteration index: agree on stopping.
       int32_t flag = (end_mono > 0 && MonoNowNs() >= end_mono) || stop.load() ? 1 : 0;
       ccl::CollectiveOptions co;
-      co.timeout = 30 * kNsPerSec;
+      // With shrink, every collective of the loop has the workload's deadline, so that the
+      // grace time (which must outlast the survivors' detection spread) covers this one too.
+      co.timeout = elastic ? options.shrink.workload.collective_timeout : 30 * kNsPerSec;
       Status st =
           group.comm->AllReduce(&flag, &flag, 1, ccl::DataType::kInt32, ccl::ReduceOp::kMax, co);
       if (!st.ok()) {

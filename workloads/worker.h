@@ -64,8 +64,11 @@ struct ShrinkOptions {
   ccl::Store* store = nullptr;
   std::string key_prefix = "shrink/job";
   // How long a survivor waits for the others to report in (shrink_agreement.h): it must
-  // cover the spread of the survivors' detection times, about one collective timeout.
-  Nanos grace = 10 * kNsPerSec;
+  // cover the spread of the survivors' detection times. A survivor that waits in a
+  // collective notices the loss at that collective's deadline at the latest (with shrink,
+  // every collective of the loop has workload.collective_timeout), so a little more than
+  // one collective timeout (faultline-worker: the collective timeout + 5 s).
+  Nanos grace = 15 * kNsPerSec;
   // Deadline of Communicator::Shrink, and of waiting for the leader's decision.
   Nanos timeout = 60 * kNsPerSec;
   // The workload is re-initialised with it on the new communicator.

@@ -146,7 +146,7 @@ int WorkerMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--shrink-grace", shrink_grace,
                  "shrink: how long survivors wait for each other (default: the collective "
-                 "timeout)");
+                 "timeout + 5s)");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
   // One value per --env / --ccl-option: CLI11 lets a vector option swallow the arguments
@@ -278,7 +278,7 @@ int WorkerMain(int argc, char** argv) {
   auto it = ParseDuration(init_timeout);
   auto cp = ParseDuration(compute);
   auto orl = workloads::ParseOnRankLoss(on_rank_loss);
-  auto grace = ParseDuration(shrink_grace.empty() ? coll_timeout : shrink_grace);
+  auto grace = ParseDuration(shrink_grace.empty() ? "0" : shrink_grace);
   for (const Status* s : {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(),
                           &cp.status(), &orl.status(), &grace.status()}) {
     if (!s->ok()) {
@@ -373,8 +373,8 @@ int WorkerMain(int argc, char** argv) {
   lo.on_rank_loss = *orl;
   lo.shrink.store = store->get();
   lo.shrink.key_prefix = "shrink/" + job_id;
-  lo.shrink.grace = *grace;
-  lo.shrink.timeout = *it + *grace;
+  lo.shrink.grace = shrink_grace.empty() ? *ct + 5 * kNsPerSec : *grace;
+  lo.shrink.timeout = *it + lo.shrink.grace;
   lo.shrink.workload = wc;
   lo.shrink.shrunk = &shrunk;
   auto result = workloads::RunLoop(**workload, rank, lo, sink, g_stop);
