@@ -301,7 +301,7 @@ TEST_CASE("loop: with shrink, a failure when nobody is lost still ends the loop"
   CHECK_FALSE(shrunk);
 }
 
-TEST_CASE("loop: abort (the default) ends the loop at the rank loss; bad on_rank_loss text",
+TEST_CASE("loop: abort (the default) ends the loop at the rank loss, bad on_rank_loss text",
           "[unit]") {
   auto group = std::make_shared<FakeGroup>(2);
   group->Kill(1);
