@@ -8,7 +8,9 @@
 // then --env), and reports its progress the same way.
 //
 // Exit codes: 0 the loop completed (mismatches, if any, are in the samples), 1 a collective
-// failed (the communicator broke: fail-stop), 2 bad arguments, 3 could not join the group.
+// failed (the communicator broke: fail-stop; with --on-rank-loss shrink, a failure the
+// survivors could not shrink away, or this rank was left out of the shrunk group), 2 bad
+// arguments (also --on-rank-loss shrink with a CCL that cannot shrink), 3 could not join.
 // Command mode: the command's exit code (128 + signal), 0 when the worker ended it (its
 // iterations or duration reached), 127 when it could not be started.
 #include <fcntl.h>
@@ -87,6 +89,7 @@ int WorkerMain(int argc, char** argv) {
   std::vector<std::string> nics = {"127.0.0.1"};
   uint64_t iterations = 0, check_every = 1, first_iteration = 0;
   bool no_failover = false;
+  std::string on_rank_loss = "abort", shrink_grace;
   std::string wc_device = "auto";
   std::vector<std::string> ccl_options;
   std::vector<std::string> env_kv, command;
@@ -137,6 +140,13 @@ int WorkerMain(int argc, char** argv) {
                      ccl::CclOptionSummary())
       ->allow_extra_args(false);
   app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
+  app.add_option("--on-rank-loss", on_rank_loss,
+                 "when a collective fails because a peer is gone: abort (fail-stop) | shrink "
+                 "(the survivors shrink the communicator and go on; CCLs with Shrink only)")
+      ->capture_default_str();
+  app.add_option("--shrink-grace", shrink_grace,
+                 "shrink: how long survivors wait for each other (default: the collective "
+                 "timeout + 5s)");
   app.add_option("--telemetry", telemetry,
                  "Unix socket of the agent (default: JSON lines on stdout)");
   // One value per --env / --ccl-option: CLI11 lets a vector option swallow the arguments
@@ -267,8 +277,10 @@ int WorkerMain(int argc, char** argv) {
   auto ct = ParseDuration(coll_timeout);
   auto it = ParseDuration(init_timeout);
   auto cp = ParseDuration(compute);
-  for (const Status* s :
-       {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(), &cp.status()}) {
+  auto orl = workloads::ParseOnRankLoss(on_rank_loss);
+  auto grace = ParseDuration(shrink_grace.empty() ? "0" : shrink_grace);
+  for (const Status* s : {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(),
+                          &cp.status(), &orl.status(), &grace.status()}) {
     if (!s->ok()) {
       std::fprintf(stderr, "faultline-worker: %s\n", s->message().c_str());
       return 2;
@@ -339,6 +351,14 @@ int WorkerMain(int argc, char** argv) {
     sink.OnWorkerEvent("worker_exit", "{\"code\":3}");
     return 3;
   }
+  if (*orl == workloads::OnRankLoss::kShrink) {
+    // Before the run: a CCL (or a libnccl) that cannot shrink is a bad job, not a failure.
+    if (Status s = (*comm)->ShrinkSupport(); !s.ok()) {
+      FL_LOG(kError, "worker") << "--on-rank-loss shrink: " << s.message();
+      sink.OnWorkerEvent("worker_exit", "{\"code\":2}");
+      return 2;
+    }
+  }
   if (Status s = (*workload)->Init(comm->get(), wc); !s.ok()) {
     FL_LOG(kError, "worker") << s.ToString();
     return 3;
@@ -349,6 +369,14 @@ int WorkerMain(int argc, char** argv) {
   lo.check_every = check_every;
   lo.first_iteration = first_iteration;
   lo.comm = comm->get();
+  std::unique_ptr<ccl::Communicator> shrunk;  // after a shrink: the workload's communicator
+  lo.on_rank_loss = *orl;
+  lo.shrink.store = store->get();
+  lo.shrink.key_prefix = "shrink/" + job_id;
+  lo.shrink.grace = shrink_grace.empty() ? *ct + 5 * kNsPerSec : *grace;
+  lo.shrink.timeout = *it + lo.shrink.grace;
+  lo.shrink.workload = wc;
+  lo.shrink.shrunk = &shrunk;
   auto result = workloads::RunLoop(**workload, rank, lo, sink, g_stop);
   int code = result.ok() ? 0 : 1;
   if (!result.ok()) FL_LOG(kError, "worker") << result.status().ToString();

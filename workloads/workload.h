@@ -1,7 +1,9 @@
 // The Workload contract: what one rank of a resilience job does each iteration, so that the
 // harness can measure any job shape the same way (like nccl-tests' testColl).
 //
-//   Init(comm, config)   allocate buffers, fill deterministic data
+//   Init(comm, config)   allocate buffers, fill deterministic data; called again with a new
+//                        communicator after a shrink (worker.h): the workload rebinds to it
+//                        (its rank, its size) and drops what it had for the old one
 //   Step(iteration)      one iteration: compute (if any) and the collective(s)
 //   Verify(iteration)    exact check of the last Step's result against a closed-form
 //                        expected value; DataLoss names the first wrong element

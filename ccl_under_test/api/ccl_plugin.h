@@ -58,6 +58,11 @@ struct CclPlugin {
   std::function<CclTimeouts(const OptionValues& options,
                             const std::map<std::string, std::string>& env, bool failover)>
       timeouts;
+  // Whether the CCL's communicators may support Communicator::Shrink (communicator.h): true
+  // means "where the run-time library allows" (nccl: a libnccl with ncclCommShrink; the
+  // communicator's ShrinkSupport() decides), false means never, so that a job asking to
+  // shrink (on_rank_loss: shrink) over it can be refused before anything starts.
+  bool may_shrink = false;
 };
 
 }  // namespace fl::ccl

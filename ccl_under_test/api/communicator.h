@@ -28,6 +28,11 @@
 // collectives return the same error (see GetAsyncError) until the Communicator is destroyed
 // and re-created.
 //
+// Shrinking (optional capability, the elastic alternative to a restart): Shrink makes a new,
+// smaller communicator of the survivors out of this one, also when this one is broken because
+// a peer is gone, as ncclCommShrink does. ShrinkSupport() says whether this communicator can
+// (OK) or why not (FailedPrecondition); the default is "cannot" (ftccl and gloo).
+//
 // Creating one: fill a CclRegistry with RegisterBuiltinCcls (ccl_under_test/tools/
 // ccl_builtin.h) and Create("ftccl" | "gloo" | "nccl", config); Create blocks until every
 // peer is connected or config.init_timeout passes. docs/ftccl.md has an example.
@@ -36,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -120,7 +126,44 @@ class Communicator {
   // Stops all communication: a collective in progress on another thread returns Cancelled
   // promptly, later ones return Cancelled. Idempotent; never blocks for long.
   virtual void Abort() = 0;
+
+  // OK when Shrink can work here; FailedPrecondition naming why not ("gloo cannot shrink",
+  // "libnccl 2.21.5 has no ncclCommShrink"). Never blocks.
+  virtual Status ShrinkSupport() const {
+    return FailedPreconditionError(name() + " cannot shrink a communicator");
+  }
+  // A new communicator over this one's ranks minus exclude_ranks (ranks of this communicator,
+  // each once, not rank()); the survivors keep their order and are numbered 0..n-1 again, so
+  // the new rank() is rank() minus the excluded ranks below it. Collective over the survivors:
+  // each calls it with the same list (shrink_agreement.h agrees on it). Works on a broken
+  // communicator (a collective failed because a peer is gone), which is its purpose; this
+  // communicator stays usable only for destruction afterwards. Blocks until the new group is
+  // formed or timeout passes (DeadlineExceeded). The new communicator reports to the same
+  // event sink. InvalidArgument for a bad list; ShrinkSupport()'s error when it cannot.
+  virtual StatusOr<std::unique_ptr<Communicator>> Shrink(std::span<const int> exclude_ranks,
+                                                         Nanos timeout) {
+    (void)exclude_ranks;
+    (void)timeout;
+    return ShrinkSupport();
+  }
 };
+
+// Checks a Shrink exclude list against a communicator of `size` ranks seen from `rank`:
+// in range, no duplicates, not `rank` itself. InvalidArgument naming the bad entry.
+inline Status CheckExcludeList(std::span<const int> exclude_ranks, int rank, int size) {
+  std::vector<bool> seen(static_cast<size_t>(size), false);
+  for (int r : exclude_ranks) {
+    if (r < 0 || r >= size)
+      return InvalidArgumentError("shrink: rank " + std::to_string(r) + " out of range 0.." +
+                                  std::to_string(size - 1));
+    if (r == rank)
+      return InvalidArgumentError("shrink: rank " + std::to_string(r) + " excludes itself");
+    if (seen[static_cast<size_t>(r)])
+      return InvalidArgumentError("shrink: rank " + std::to_string(r) + " listed twice");
+    seen[static_cast<size_t>(r)] = true;
+  }
+  return OkStatus();
+}
 
 // Factories by name ("ftccl", "gloo", "nccl"), see ccl_under_test/tools/ccl_builtin.h.
 using CclRegistry = Registry<Communicator, const CommConfig&>;

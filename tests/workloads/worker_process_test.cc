@@ -143,5 +143,31 @@ TEST_CASE("faultline-worker: store and rank arguments are checked (exit 2)", "[i
   CHECK(RunWorker(with({"--store-dir", dir.path + "/rdv"}), out) == 0);
 }
 
+TEST_CASE("faultline-worker: --on-rank-loss shrink with a CCL that cannot shrink is exit 2",
+          "[integration]") {
+  TempDir dir;
+  const std::string out = dir.path + "/out";
+  const std::vector<std::string> base = {"--rank",       "0", "--world-size", "1",
+                                         "--iterations", "3", "--store-dir",  dir.path + "/rdv"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // ftccl has no Shrink: refused after joining, before the first iteration (no sample).
+  CHECK(RunWorker(with({"--on-rank-loss", "shrink"}), out) == 2);
+  auto msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg, Catch::Contains("--on-rank-loss shrink: ftccl cannot shrink"));
+  CHECK_THAT(*msg, !Catch::Contains("\"t\":\"sample\""));
+  CHECK(RunWorker(with({"--on-rank-loss", "restart"}), out) == 2);
+  msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg, Catch::Contains("on_rank_loss must be abort or shrink"));
+  CHECK(RunWorker(with({"--on-rank-loss", "shrink", "--shrink-grace", "soon"}), out) == 2);
+  // abort (the default) runs as before.
+  CHECK(RunWorker(with({"--on-rank-loss", "abort"}), out) == 0);
+}
+
 }  // namespace
 }  // namespace fl::workloads

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,13 @@
 
 namespace fl::ccl::adapters {
 namespace {
+
+// ncclCommShrink (NCCL >= 2.27), declared here so that this file also builds against an
+// older nccl.h; whether the loaded libnccl has it is found at run time.
+using CommShrinkFn = ncclResult_t (*)(ncclComm_t comm, int* exclude_ranks, int exclude_count,
+                                      ncclComm_t* newcomm, ncclConfig_t* config, int flags);
+constexpr int kShrinkDefault = 0x00;  // NCCL_SHRINK_DEFAULT: the parent is healthy
+constexpr int kShrinkAbort = 0x01;    // NCCL_SHRINK_ABORT: end the parent's operations first
 
 // The NCCL entry points we use, resolved once from the shared library.
 struct NcclApi {
@@ -31,6 +39,10 @@ struct NcclApi {
   decltype(&ncclGroupStart) GroupStart = nullptr;
   decltype(&ncclGroupEnd) GroupEnd = nullptr;
   decltype(&ncclGetErrorString) GetErrorString = nullptr;
+  // Optional: nullptr when the loaded libnccl lacks them.
+  CommShrinkFn CommShrink = nullptr;
+  decltype(&ncclGetVersion) GetVersion = nullptr;
+  std::string version = "?";  // "2.28.3"
 };
 
 StatusOr<const NcclApi*> LoadNccl() {
@@ -72,6 +84,16 @@ StatusOr<const NcclApi*> LoadNccl() {
   if (!ok) {
     status = FailedPreconditionError("nccl: libnccl lacks a needed symbol (NCCL >= 2.14 needed)");
     return status;
+  }
+  api.CommShrink = reinterpret_cast<CommShrinkFn>(dlsym(h, "ncclCommShrink"));
+  api.GetVersion = reinterpret_cast<decltype(&ncclGetVersion)>(dlsym(h, "ncclGetVersion"));
+  int v = 0;
+  if (api.GetVersion && api.GetVersion(&v) == ncclSuccess && v > 0) {
+    // NCCL_VERSION(X, Y, Z) is X*10000 + Y*100 + Z since 2.9, X*1000 + Y*100 + Z before.
+    const int major = v >= 10000 ? v / 10000 : v / 1000;
+    const int rest = v >= 10000 ? v % 10000 : v % 1000;
+    api.version =
+        std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
   }
   status = OkStatus();
   return &api;
@@ -122,6 +144,28 @@ bool Unhex(const std::string& s, void* p, size_t n) {
         static_cast<unsigned char>(std::strtoul(s.substr(2 * i, 2).c_str(), nullptr, 16));
   }
   return true;
+}
+
+// Polls a non-blocking communicator until it is ready (init, shrink). On failure or timeout
+// the communicator is aborted.
+Status WaitReady(const NcclApi* api, ncclComm_t comm, ncclResult_t r, Deadline d,
+                 const std::string& what) {
+  while (r == ncclInProgress || r == ncclSuccess) {
+    ncclResult_t state = ncclInProgress;
+    api->CommGetAsyncError(comm, &state);
+    if (state == ncclSuccess) return OkStatus();
+    if (state != ncclInProgress) {
+      r = state;
+      break;
+    }
+    if (d.Expired()) {
+      api->CommAbort(comm);
+      return DeadlineExceededError("nccl: " + what + " timed out");
+    }
+    WaitUntil([] { return false; }, Deadline::After(kNsPerMs), kNsPerMs);
+  }
+  if (comm) api->CommAbort(comm);
+  return UnavailableError("nccl " + what + ": " + api->GetErrorString(r));
 }
 
 class NcclCommunicator : public Communicator {
@@ -202,6 +246,41 @@ class NcclCommunicator : public Communicator {
     aborted_ = true;
   }
 
+  Status ShrinkSupport() const override {
+    if (!api_->CommShrink)
+      return FailedPreconditionError("nccl: libnccl " + api_->version +
+                                     " has no ncclCommShrink (NCCL >= 2.27 needed)");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!comm_) return FailedPreconditionError("nccl: the communicator was aborted");
+    return OkStatus();
+  }
+
+  StatusOr<std::unique_ptr<Communicator>> Shrink(std::span<const int> exclude_ranks,
+                                                 Nanos timeout) override {
+    FL_RETURN_IF_ERROR(ShrinkSupport());
+    FL_RETURN_IF_ERROR(CheckExcludeList(exclude_ranks, rank(), size()));
+    if (static_cast<int>(exclude_ranks.size()) >= size())
+      return InvalidArgumentError("nccl shrink: no rank would be left");
+    std::vector<int> exclude(exclude_ranks.begin(), exclude_ranks.end());
+    std::sort(exclude.begin(), exclude.end());
+    const bool broken = !GetAsyncError().ok();
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclComm_t child = nullptr;
+    ncclResult_t r = api_->CommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()),
+                                      &child, &cfg, broken ? kShrinkAbort : kShrinkDefault);
+    FL_RETURN_IF_ERROR(WaitReady(api_, child, r, Deadline::After(timeout), "shrink"));
+    CommConfig c = cfg_;
+    c.rank = rank() - static_cast<int>(std::lower_bound(exclude.begin(), exclude.end(), rank()) -
+                                       exclude.begin());
+    c.world_size = size() - static_cast<int>(exclude.size());
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    auto shrunk = std::make_unique<NcclCommunicator>(api_, child, stream, c);
+    FL_RETURN_IF_ERROR(shrunk->Init());
+    return std::unique_ptr<Communicator>(std::move(shrunk));
+  }
+
   Status Init() {
     if (cudaMalloc(&scratch_, 16) != cudaSuccess) {
       cudaGetLastError();
@@ -243,8 +322,13 @@ class NcclCommunicator : public Communicator {
         aborted = aborted_;
       }
       if (aborted || (async != ncclSuccess && async != ncclInProgress) || d.Expired()) {
-        api_->CommAbort(comm_);
-        comm_ = nullptr;
+        // With ncclCommShrink the broken communicator is kept for a Shrink (NCCL_SHRINK_ABORT
+        // ends its operations); the destructor aborts it otherwise.
+        if (aborted || !api_->CommShrink) {
+          std::lock_guard<std::mutex> lock(mu_);
+          api_->CommAbort(comm_);
+          comm_ = nullptr;
+        }
         if (aborted) return CancelledError("nccl: communicator aborted");
         if (async != ncclSuccess && async != ncclInProgress) {
           return SetError(UnavailableError(std::string("nccl: ") + api_->GetErrorString(async)));
@@ -260,7 +344,7 @@ class NcclCommunicator : public Communicator {
   cudaStream_t stream_;
   CommConfig cfg_;
   void* scratch_ = nullptr;
-  std::mutex mu_;
+  mutable std::mutex mu_;  // error_, aborted_ and comm_ going away
   Status error_;
   bool aborted_ = false;
 };
@@ -293,24 +377,7 @@ StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const CommConfig&
   cfg.blocking = 0;
   ncclComm_t comm = nullptr;
   ncclResult_t r = api->CommInitRankConfig(&comm, config.world_size, id, config.rank, &cfg);
-  while (r == ncclInProgress || r == ncclSuccess) {
-    ncclResult_t state = ncclInProgress;
-    api->CommGetAsyncError(comm, &state);
-    if (state == ncclSuccess) break;
-    if (state != ncclInProgress) {
-      r = state;
-      break;
-    }
-    if (d.Expired()) {
-      api->CommAbort(comm);
-      return DeadlineExceededError("nccl: communicator init timed out");
-    }
-    WaitUntil([] { return false; }, Deadline::After(kNsPerMs), kNsPerMs);
-  }
-  if (r != ncclSuccess && r != ncclInProgress) {
-    if (comm) api->CommAbort(comm);
-    return UnavailableError(std::string("nccl init: ") + api->GetErrorString(r));
-  }
+  FL_RETURN_IF_ERROR(WaitReady(api, comm, r, d, "communicator init"));
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   auto c = std::make_unique<NcclCommunicator>(api, comm, stream, config);

@@ -63,6 +63,7 @@ const CclPlugin& NcclPlugin() {
       OptionSchema("nccl", {}),
       DefaultEnv,
       Timeouts,
+      /*may_shrink=*/true,  // with a libnccl that has ncclCommShrink (NCCL >= 2.27)
   };
   return *p;
 }
