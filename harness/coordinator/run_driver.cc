@@ -96,12 +96,26 @@ struct Progress {
   // that exited badly), until the timeline prints them.
   std::vector<reports::EventRecord> notable;
 
-  int64_t MinIteration(int world) {
+  // The least last iteration over the ranks (-1 until all have reported); skip_lost: leaves
+  // out ranks that exited badly (lost ranks the survivors shrank away from).
+  int64_t MinIteration(int world, bool skip_lost = false) {
     std::lock_guard lock(mu);
     if (static_cast<int>(last_iteration.size()) < world) return -1;
     int64_t m = INT64_MAX;
-    for (auto& [r, it] : last_iteration) m = std::min(m, it);
-    return m;
+    for (auto& [r, it] : last_iteration) {
+      if (skip_lost) {
+        auto e = exit_code.find(r);
+        if (e != exit_code.end() && e->second != 0) continue;
+      }
+      m = std::min(m, it);
+    }
+    return m == INT64_MAX ? -1 : m;
+  }
+  int FailedRanks() {
+    std::lock_guard lock(mu);
+    int n = 0;
+    for (auto& [r, c] : exit_code) n += c != 0;
+    return n;
   }
   int Exited() {
     std::lock_guard lock(mu);
@@ -946,10 +960,11 @@ int Runner::Timeline() {
 
     TimelineInput in;
     in.now = MonoNowNs();
-    in.min_iteration = progress_.MinIteration(ProgressRanks());
+    in.min_iteration = progress_.MinIteration(ProgressRanks(), cfg.tolerate_rank_loss);
     in.exited = progress_.Exited();
     in.world = world_;
     in.failed = progress_.FirstFailure().has_value();
+    in.failed_ranks = progress_.FailedRanks();
     {
       std::lock_guard lock(progress_.mu);
       in.last_sample = progress_.last_sample_mono;

@@ -73,8 +73,13 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
       step.wake_at = std::min(step.wake_at, f.revert_at);
   }
 
-  if (in.world > 0 && in.exited == in.world && !in.failed) return end(TimelineActionKind::kEndPass);
-  if (in.failed) {
+  const bool all_exited = in.world > 0 && in.exited == in.world;
+  if (all_exited && !in.failed) return end(TimelineActionKind::kEndPass);
+  // Lost ranks the survivors shrink away from: the job goes on while one of them runs, and
+  // ends when all have exited (the analysis judges it).
+  const bool tolerated = config.tolerate_rank_loss && in.failed_ranks < in.world;
+  if (tolerated && all_exited) return end(TimelineActionKind::kEndPass);
+  if (in.failed && !tolerated) {
     if (config.restart_enabled && state.restarts < config.max_restarts)
       return end(TimelineActionKind::kRestart);
     return end(TimelineActionKind::kEndPass);  // analysed as a failed job

@@ -42,6 +42,9 @@ struct TimelineConfig {
   Nanos send_ahead_ns = 500 * kNsPerMs;  // a time-triggered fault goes to its agent this early
   bool restart_enabled = false;
   int max_restarts = 0;
+  // job.on_rank_loss: shrink: the survivors of a lost rank shrink their communicator and go
+  // on, so a rank's bad exit ends nothing while another rank still runs.
+  bool tolerate_rank_loss = false;
   Nanos poll_ns = 5 * kNsPerMs;  // the longest wait between two looks
 };
 
@@ -59,6 +62,7 @@ struct TimelineInput {
   int exited = 0;              // ranks whose process has ended
   int world = 0;
   bool failed = false;    // a rank exited badly
+  int failed_ranks = 0;   // how many did (with tolerate_rank_loss: lost, not the job's end)
   Nanos last_sample = 0;  // monotonic arrival of the newest sample; 0: none yet
   bool interrupted = false;
 };

@@ -221,6 +221,34 @@ TEST_CASE(
     CHECK(run.Run() == "end_pass");  // no restart left
     CHECK(run.When("restart") == -1);
   }
+  SECTION("on_rank_loss shrink: a lost rank ends nothing while another runs; all lost does") {
+    TimelineState st;
+    st.steady = 1;
+    TimelineConfig cfg = Config();
+    cfg.tolerate_rank_loss = true;
+    cfg.restart_enabled = true;
+    cfg.max_restarts = 3;
+    TimelineInput in;
+    in.now = 100;
+    in.min_iteration = 9;
+    in.world = 3;
+    in.exited = 1;
+    in.failed = true;
+    in.failed_ranks = 1;
+    in.last_sample = 99;
+    CHECK(NextTimelineStep(st, cfg, in).actions.empty());  // no restart, no end
+    in.exited = 3;                                         // the survivors finished
+    CHECK(NextTimelineStep(st, cfg, in).actions ==
+          std::vector<TimelineAction>{{TimelineActionKind::kEndPass, 0}});
+    in.failed_ranks = 3;  // nobody survived: the restart policy applies again
+    CHECK(NextTimelineStep(st, cfg, in).actions ==
+          std::vector<TimelineAction>{{TimelineActionKind::kRestart, 0}});
+    cfg.tolerate_rank_loss = false;
+    in.exited = 1;
+    in.failed_ranks = 1;
+    CHECK(NextTimelineStep(st, cfg, in).actions ==
+          std::vector<TimelineAction>{{TimelineActionKind::kRestart, 0}});
+  }
   SECTION("warm-up that never finishes: end_warmup_timeout after the limit") {
     TimelineState st;
     st.start = 0;
