@@ -131,9 +131,9 @@ Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
     job->command.push_back(std::move(v));
   }
   FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
-  static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
-  if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
-    return doc.Error(n["ccl"], "unknown ccl '" + job->ccl + "' (" + Join(kCcls) + ")");
+  // A label here, but one of the CCLs (the descriptors' list, ccls.cmake).
+  if (auto ccl = ccl::FindCclPlugin(job->ccl); !ccl.ok())
+    return doc.Error(n["ccl"], ccl.status().message());
   FL_ASSIGN_OR_RETURN(job->ranks_per_host,
                       doc.GetBoundedOr<uint32_t>(n, "ranks_per_host", 0, 1, 1024));
   FL_ASSIGN_OR_RETURN(job->iterations,
