@@ -197,6 +197,13 @@ StatusOr<OptionValues> OptionSchema::Parse(const std::map<std::string, std::stri
   return out;
 }
 
+StatusOr<OptionValues> OptionSchema::WithDefaults(const OptionValues& given) const {
+  std::map<std::string, std::string> text = given.texts();
+  for (const auto& s : specs_)
+    if (!s.default_text.empty()) text.emplace(s.name, s.default_text);
+  return Parse(text);
+}
+
 StatusOr<OptionValues> OptionSchema::FromEnvironment(
     std::string_view prefix, const std::map<std::string, std::string>& defaults,
     const std::function<const char*(const char*)>& getenv) const {

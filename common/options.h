@@ -93,6 +93,10 @@ class OptionSchema {
   std::string Check(std::string_view name, std::string_view value) const;
   // All of them; InvalidArgument with the first problem.
   StatusOr<OptionValues> Parse(const std::map<std::string, std::string>& text) const;
+  // `given` (its texts checked again against this schema) plus every option it lacks that has a
+  // default_text, at that default: for a factory that reads every option typed, its defaults
+  // stated once, in its schema. InvalidArgument as Parse.
+  StatusOr<OptionValues> WithDefaults(const OptionValues& given) const;
   // Options from environment variables PREFIX + NAME in upper case (FTCCL_DEAD_TIMEOUT_MS)
   // over `defaults` (whose names this schema does not know are dropped), for stand-alone
   // tools whose documented input is the environment; checked as Parse.

@@ -36,6 +36,7 @@
 #include "common/units.h"
 #include "workloads/command_runner.h"
 #include "workloads/worker.h"
+#include "workloads/workload_plugins.h"
 
 namespace {
 
@@ -85,13 +86,12 @@ int WorkerMain(int argc, char** argv) {
   std::string job_id = "job", store_dir, store_spec, store_token_file, ccl_name = "ftccl",
               workload_name = "allreduce_loop";
   std::string size = "16MiB", dtype = "float32", duration = "0", telemetry, coll_timeout = "10s",
-              init_timeout = "30s", compute = "20ms";
+              init_timeout = "30s";
   std::vector<std::string> nics = {"127.0.0.1"};
   uint64_t iterations = 0, check_every = 1, first_iteration = 0;
   bool no_failover = false;
   std::string on_rank_loss = "abort", shrink_grace;
-  std::string wc_device = "auto";
-  std::vector<std::string> ccl_options;
+  std::vector<std::string> ccl_options, workload_options;
   std::vector<std::string> env_kv, command;
   std::string progress_format = "lines", log_dir, master_addr;
   int local_rank = -1, local_world = 0;
@@ -130,11 +130,11 @@ int WorkerMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--init-timeout", init_timeout, "deadline for joining the group")
       ->capture_default_str();
-  app.add_option("--compute-device", wc_device,
-                 "training_step: cpu | gpu (cuBLAS GEMMs) | auto (the GPU when there is one)")
-      ->capture_default_str();
-  app.add_option("--compute", compute, "training_step: compute time per step")
-      ->capture_default_str();
+  app.add_option("--workload-option", workload_options,
+                 "the workload's options, key=value (repeatable; `faultline workloads` lists "
+                 "them): " +
+                     workloads::WorkloadOptionSummary())
+      ->allow_extra_args(false);
   app.add_option("--ccl-option", ccl_options,
                  "the CCL's options, key=value (repeatable; `faultline ccls` lists them): " +
                      ccl::CclOptionSummary())
@@ -276,11 +276,10 @@ int WorkerMain(int argc, char** argv) {
   auto dur = ParseDuration(duration);
   auto ct = ParseDuration(coll_timeout);
   auto it = ParseDuration(init_timeout);
-  auto cp = ParseDuration(compute);
   auto orl = workloads::ParseOnRankLoss(on_rank_loss);
   auto grace = ParseDuration(shrink_grace.empty() ? "0" : shrink_grace);
   for (const Status* s : {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(),
-                          &cp.status(), &orl.status(), &grace.status()}) {
+                          &orl.status(), &grace.status()}) {
     if (!s->ok()) {
       std::fprintf(stderr, "faultline-worker: %s\n", s->message().c_str());
       return 2;
@@ -293,8 +292,6 @@ int WorkerMain(int argc, char** argv) {
   wc.size_bytes = *bytes;
   wc.dtype = *dt;
   wc.collective_timeout = *ct;
-  wc.compute_ns = *cp;
-  wc.compute_device = wc_device;
 
   const int out_fd = OpenTelemetry(telemetry);
   if (out_fd < 0) return 3;
@@ -304,7 +301,37 @@ int WorkerMain(int argc, char** argv) {
   workloads::WorkloadRegistry wls("workload");
   if (Status s = ccl::RegisterBuiltinCcls(ccls); !s.ok()) return 3;
   if (Status s = workloads::RegisterBuiltinWorkloads(wls); !s.ok()) return 3;
-  auto workload = wls.Create(workload_name);
+  // `flag` key=value options checked against the schema the plug-in registered with; nullopt
+  // (said on stderr) when one is not key=value or the schema refuses it.
+  auto parse_options = [](const char* flag, const OptionSchema& schema,
+                          const std::vector<std::string>& given) -> std::optional<OptionValues> {
+    std::map<std::string, std::string> text;
+    for (const auto& kv : given) {
+      auto split = SplitKeyValue(kv);
+      if (!split.ok()) {
+        std::fprintf(stderr, "faultline-worker: %s %s\n", flag, split.status().message().c_str());
+        return std::nullopt;
+      }
+      text[split->first] = split->second;
+    }
+    auto parsed = schema.Parse(text);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "faultline-worker: %s: %s\n", flag, parsed.status().message().c_str());
+      return std::nullopt;
+    }
+    return *std::move(parsed);
+  };
+  // The workload's options, handed to its factory typed.
+  const OptionSchema* wl_schema = wls.Schema(workload_name);
+  if (!wl_schema) {
+    std::fprintf(stderr, "faultline-worker: %s\n",
+                 wls.Create(workload_name, OptionValues{}).status().message().c_str());
+    return 2;
+  }
+  std::optional<OptionValues> wl_options =
+      parse_options("--workload-option", *wl_schema, workload_options);
+  if (!wl_options) return 2;
+  auto workload = wls.Create(workload_name, *wl_options);
   if (!workload.ok()) {
     std::fprintf(stderr, "faultline-worker: %s\n", workload.status().message().c_str());
     return 2;
@@ -318,21 +345,8 @@ int WorkerMain(int argc, char** argv) {
                  ccls.Create(ccl_name, ccl::CommConfig{}).status().message().c_str());
     return 2;
   }
-  std::map<std::string, std::string> option_text;
-  for (const auto& kv : ccl_options) {
-    auto split = SplitKeyValue(kv);
-    if (!split.ok()) {
-      std::fprintf(stderr, "faultline-worker: --ccl-option %s\n", split.status().message().c_str());
-      return 2;
-    }
-    option_text[split->first] = split->second;
-  }
-  auto options = schema->Parse(option_text);
-  if (!options.ok()) {
-    std::fprintf(stderr, "faultline-worker: --ccl-option: %s\n",
-                 options.status().message().c_str());
-    return 2;
-  }
+  std::optional<OptionValues> options = parse_options("--ccl-option", *schema, ccl_options);
+  if (!options) return 2;
 
   ccl::CommConfig cfg;
   cfg.rank = rank;

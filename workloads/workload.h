@@ -27,16 +27,13 @@
 
 namespace fl::workloads {
 
+// What every workload takes (job.size, job.dtype, job.collective_timeout). A workload's own
+// options (training_step's compute, compute_device) are in its schema (workload_plugins.h)
+// and reach its factory typed, as OptionValues.
 struct WorkloadConfig {
   uint64_t size_bytes = 16ull << 20;  // per-rank message size of the main collective
   ccl::DataType dtype = ccl::DataType::kFloat32;
   Nanos collective_timeout = 10 * kNsPerSec;
-  // training_step: the compute phase per iteration (work of about this long).
-  Nanos compute_ns = 20 * kNsPerMs;
-  // training_step: where the compute phase runs. "gpu": cuBLAS GEMMs on device
-  // rank % (visible GPUs), an error without one; "cpu": host arithmetic; "auto": the GPU when
-  // this build has CUDA and a GPU is visible, else the CPU.
-  std::string compute_device = "auto";
 };
 
 class Workload {
@@ -51,9 +48,12 @@ class Workload {
   virtual ccl::Collective collective() const = 0;
 };
 
-using WorkloadRegistry = Registry<Workload>;
+// A factory takes the workload's own options, parsed against the schema it registered with
+// (Schema(name), the same as its descriptor's in workload_plugins.h); options not given take
+// the schema's defaults; a value the schema refuses is InvalidArgument.
+using WorkloadRegistry = Registry<Workload, const OptionValues&>;
 
-// Registers allreduce_loop, training_step and moe_alltoall.
+// Registers allreduce_loop, training_step and moe_alltoall, each with its descriptor's schema.
 Status RegisterBuiltinWorkloads(WorkloadRegistry& registry);
 
 }  // namespace fl::workloads

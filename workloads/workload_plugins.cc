@@ -21,8 +21,8 @@ const std::vector<const WorkloadPlugin*>& WorkloadPlugins() {
                             0,
                             3600 * 1000,
                             {},
-                            "20",
-                            "the compute phase of each step"},
+                            "20ms",
+                            "the compute phase of each step (whole ms)"},
                            {"compute_device",
                             T::kEnum,
                             0,
@@ -39,6 +39,17 @@ std::vector<std::string> WorkloadNames() {
   std::vector<std::string> names;
   for (const WorkloadPlugin* p : WorkloadPlugins()) names.push_back(p->name);
   return names;
+}
+
+std::string WorkloadOptionSummary() {
+  std::string s;
+  for (const WorkloadPlugin* p : WorkloadPlugins()) {
+    if (p->options.specs().empty()) continue;
+    std::string names;
+    for (const auto& n : p->options.Names()) names += (names.empty() ? "" : ", ") + n;
+    s += (s.empty() ? "" : "; ") + p->name + ": " + names;
+  }
+  return s.empty() ? "none" : s;
 }
 
 StatusOr<const WorkloadPlugin*> FindWorkloadPlugin(std::string_view name) {

@@ -24,6 +24,7 @@ Status Mismatch(const std::string& what, size_t index, double got, double want,
 // AllReduce(sum) of a buffer of size_bytes per rank, every iteration with fresh data.
 class AllReduceLoop : public Workload {
  public:
+  explicit AllReduceLoop(const OptionValues& /*options: none*/) {}
   std::string name() const override { return "allreduce_loop"; }
   ccl::Collective collective() const override { return ccl::Collective::kAllReduce; }
 
@@ -71,17 +72,24 @@ class AllReduceLoop : public Workload {
   uint32_t m_ = 2;
 };
 
-// A training step: a compute phase (CPU arithmetic for about compute_ns, standing in for the
-// forward and backward pass) followed by the gradient AllReduce.
+// A training step: a compute phase (work of about `compute`, standing in for the forward and
+// backward pass) followed by the gradient AllReduce. Its options (workload_plugins.cc), every
+// one present (the factory fills the schema's defaults):
+//   compute         the compute phase per step
+//   compute_device  "gpu": cuBLAS GEMMs on device rank % (visible GPUs), an error without one;
+//                   "cpu": host arithmetic; "auto": the GPU when this build has CUDA and a GPU
+//                   is visible, else the CPU
 class TrainingStep : public AllReduceLoop {
  public:
+  explicit TrainingStep(const OptionValues& options)
+      : AllReduceLoop(options),
+        compute_ns_(options.Duration("compute").value_or(0)),
+        compute_device_(options.Text("compute_device").value_or("auto")) {}
   std::string name() const override { return "training_step"; }
 
   Status Init(ccl::Communicator* comm, const WorkloadConfig& config) override {
     FL_RETURN_IF_ERROR(AllReduceLoop::Init(comm, config));
-    const std::string& where = config.compute_device;
-    if (where != "cpu" && where != "gpu" && where != "auto")
-      return InvalidArgumentError("compute device must be cpu, gpu or auto, got '" + where + "'");
+    const std::string& where = compute_device_;
     if (where == "cpu") return OkStatus();
     int gpus = CudaDeviceCount();
     if (gpus == 0) {
@@ -100,7 +108,7 @@ class TrainingStep : public AllReduceLoop {
 
   Status Step(uint64_t iteration) override {
     if (gemm_) {
-      FL_ASSIGN_OR_RETURN(uint64_t n, gemm_->RunFor(config_.compute_ns));
+      FL_ASSIGN_OR_RETURN(uint64_t n, gemm_->RunFor(compute_ns_));
       gemms_ += n;
     } else {
       Compute();
@@ -122,7 +130,7 @@ class TrainingStep : public AllReduceLoop {
         b_[i] = static_cast<float>(i % 7) * 0.02f;
       }
     }
-    auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(config_.compute_ns);
+    auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(compute_ns_);
     do {
       for (int i = 0; i < kN; ++i)
         for (int k = 0; k < kN; ++k) {
@@ -133,6 +141,8 @@ class TrainingStep : public AllReduceLoop {
     } while (std::chrono::steady_clock::now() < until);
   }
 
+  const Nanos compute_ns_;
+  const std::string compute_device_;
   std::vector<float> a_, b_, c_;
   volatile float sink_ = 0;
   std::unique_ptr<GpuGemm> gemm_;
@@ -142,6 +152,7 @@ class TrainingStep : public AllReduceLoop {
 // MoE token exchange: AllToAll where block j of rank r's send buffer is addressed to rank j.
 class MoeAllToAll : public Workload {
  public:
+  explicit MoeAllToAll(const OptionValues& /*options: none*/) {}
   std::string name() const override { return "moe_alltoall"; }
   ccl::Collective collective() const override { return ccl::Collective::kAllToAll; }
 
@@ -189,22 +200,27 @@ class MoeAllToAll : public Workload {
   uint32_t m_ = 64;
 };
 
+// Registers T under its descriptor's name (workload_plugins.h) with the descriptor's schema; the
+// factory hands T every option, the ones not given at the schema's defaults.
 template <typename T>
-WorkloadRegistry::Factory Make() {
-  return []() -> StatusOr<std::unique_ptr<Workload>> { return std::unique_ptr<Workload>(new T()); };
+Status Add(WorkloadRegistry& registry, std::string_view name) {
+  FL_ASSIGN_OR_RETURN(const WorkloadPlugin* p, FindWorkloadPlugin(name));
+  const OptionSchema* schema = &p->options;  // descriptors live for the program
+  return registry.Register(
+      p->name,
+      [schema](const OptionValues& given) -> StatusOr<std::unique_ptr<Workload>> {
+        FL_ASSIGN_OR_RETURN(OptionValues all, schema->WithDefaults(given));
+        return std::unique_ptr<Workload>(new T(all));
+      },
+      p->options);
 }
 
 }  // namespace
 
 Status RegisterBuiltinWorkloads(WorkloadRegistry& registry) {
-  // Each factory with its descriptor's schema (workload_plugins.h).
-  auto add = [&](std::string_view name, WorkloadRegistry::Factory f) -> Status {
-    FL_ASSIGN_OR_RETURN(const WorkloadPlugin* p, FindWorkloadPlugin(name));
-    return registry.Register(p->name, std::move(f), p->options);
-  };
-  FL_RETURN_IF_ERROR(add("allreduce_loop", Make<AllReduceLoop>()));
-  FL_RETURN_IF_ERROR(add("training_step", Make<TrainingStep>()));
-  FL_RETURN_IF_ERROR(add("moe_alltoall", Make<MoeAllToAll>()));
+  FL_RETURN_IF_ERROR(Add<AllReduceLoop>(registry, "allreduce_loop"));
+  FL_RETURN_IF_ERROR(Add<TrainingStep>(registry, "training_step"));
+  FL_RETURN_IF_ERROR(Add<MoeAllToAll>(registry, "moe_alltoall"));
   return OkStatus();
 }
 

@@ -2,24 +2,24 @@
 
 #include <cctype>
 
-#include "ccl_under_test/ftccl/ftccl.h"
-#ifdef FL_HAVE_GLOO_ADAPTER
-#include "ccl_under_test/adapters/gloo/gloo_communicator.h"
-#endif
-#ifdef FL_HAVE_NCCL_ADAPTER
-#include "ccl_under_test/adapters/nccl/nccl_communicator.h"
-#endif
+#include "ccl_under_test/tools/ccl_plugins.h"
+
+// The registration functions of the CCLs in ccls.cmake's table whose engine library this build
+// has, generated at configure time.
+#include "ccl_list_builtin.inc"
 
 namespace fl::ccl {
 
 Status RegisterBuiltinCcls(CclRegistry& registry) {
-  FL_RETURN_IF_ERROR(ftccl::RegisterFtccl(registry));
-#ifdef FL_HAVE_GLOO_ADAPTER
-  FL_RETURN_IF_ERROR(adapters::RegisterGloo(registry));
-#endif
-#ifdef FL_HAVE_NCCL_ADAPTER
-  FL_RETURN_IF_ERROR(adapters::RegisterNccl(registry));
-#endif
+  for (const generated::ListedRegistration& r : generated::kRegistrations) {
+    FL_RETURN_IF_ERROR(r.register_ccl(registry));
+    // The factory must register under its table name, with its descriptor's schema.
+    FL_ASSIGN_OR_RETURN(const CclPlugin* plugin, FindCclPlugin(r.name));
+    const OptionSchema* schema = registry.Schema(r.name);
+    if (!schema || schema->Names() != plugin->options.Names())
+      return InternalError(std::string("ccl '") + r.name +
+                           "' did not register under its name with its descriptor's options");
+  }
   return OkStatus();
 }
 

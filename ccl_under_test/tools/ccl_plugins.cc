@@ -1,17 +1,20 @@
 #include "ccl_under_test/tools/ccl_plugins.h"
 
-#include "ccl_under_test/adapters/gloo/gloo_plugin.h"
-#include "ccl_under_test/adapters/nccl/nccl_plugin.h"
-#include "ccl_under_test/ftccl/ftccl_plugin.h"
+#include <algorithm>
+
+// The descriptors of ccls.cmake's table (its one line per CCL), generated at configure time.
+#include "ccl_list_plugins.inc"
 
 namespace fl::ccl {
 
 const std::vector<const CclPlugin*>& CclPlugins() {
-  static const auto* all = new std::vector<const CclPlugin*>{
-      &ftccl::FtcclPlugin(),
-      &adapters::GlooPlugin(),
-      &adapters::NcclPlugin(),
-  };
+  static const auto* all = [] {
+    auto* v = new std::vector<const CclPlugin*>;
+    for (const auto descriptor : generated::kDescriptors) v->push_back(&descriptor());
+    std::sort(v->begin(), v->end(),
+              [](const CclPlugin* a, const CclPlugin* b) { return a->name < b->name; });
+    return v;
+  }();
   return *all;
 }
 

@@ -3,8 +3,9 @@
 // lists in `faultline ccls`. Links no engine.
 //
 // Adding a CCL: its folder (the engine, and a plugin.{h,cc} with its CclPlugin in a small
-// library), its descriptor in ccl_plugins.cc, and its factory in ccl_builtin.cc, which
-// registers it with the descriptor's schema.
+// library) and one fl_ccl(...) line in ccl_under_test/tools/ccls.cmake, which names its
+// descriptor and its registration function: this list and RegisterBuiltinCcls
+// (ccl_builtin.h) are both generated from that table.
 #pragma once
 
 #include <string_view>

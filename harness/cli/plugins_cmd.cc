@@ -43,6 +43,12 @@ nlohmann::json ToJson(const std::vector<Listed>& all) {
   return out;
 }
 
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
 void Print(const std::vector<Listed>& all) {
   for (const Listed& p : all) {
     std::printf("%s  %s\n", p.name.c_str(), p.doc.c_str());
@@ -79,8 +85,9 @@ void AddPluginCommands(CLI::App& app, int* exit_code) {
     }
     *exit_code = 0;
   });
-  auto* wls = app.add_subcommand("workloads",
-                                 "list the workloads (job.workload) with their options (job keys)");
+  auto* wls = app.add_subcommand(
+      "workloads",
+      "list the workloads (job.workload) with their options (job keys, checked at load)");
   wls->add_flag("--json", *json, "print them as JSON");
   wls->callback([json, exit_code] {
     std::vector<Listed> all;
@@ -90,6 +97,8 @@ void AddPluginCommands(CLI::App& app, int* exit_code) {
       std::printf("%s\n", ToJson(all).dump(2).c_str());
     } else {
       Print(all);
+      std::printf("(options are job keys; every workload also takes job.%s)\n",
+                  Replace(workloads::kCommonJobKeys, ", ", ", job.").c_str());
     }
     *exit_code = 0;
   });

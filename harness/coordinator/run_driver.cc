@@ -595,9 +595,8 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   else
     args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
   if (!j.failover) args.push_back("--no-failover");
-  if (j.workload == "training_step")
-    args.insert(args.end(), {"--compute", std::to_string(j.compute_ns) + "ns", "--compute-device",
-                             j.compute_device});
+  for (const auto& [k, v] : j.workload_options)
+    args.insert(args.end(), {"--workload-option", k + "=" + v});
   for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
   // The ranks' environment: the CCL's defaults (NCCL_IB_TIMEOUT, ...) under job.env.
   const std::map<std::string, std::string> env = EffectiveJobEnv(scenario_, LabEnv(hosts_));

@@ -42,9 +42,11 @@ struct JobSpec {
   // The CCL's options as text, e.g. dead_timeout_ms: "900": checked at load against the
   // schema the CCL declares (`faultline ccls`), parsed into typed values by the rank.
   std::map<std::string, std::string> ccl_options;
-  // training_step: the compute phase per step, and where it runs (cpu | gpu | auto).
-  Nanos compute_ns = 20 * kNsPerMs;
-  std::string compute_device = "auto";
+  // The workload's own options as text, e.g. compute: "5ms" (training_step): the job keys its
+  // schema declares (`faultline workloads`), checked at load, parsed into typed values by the
+  // rank (--workload-option) and handed to the workload's factory. Options not given take the
+  // schema's defaults there.
+  std::map<std::string, std::string> workload_options;
   Nanos collective_timeout_ns = 10 * kNsPerSec;
   Nanos hang_timeout_ns = 30 * kNsPerSec;  // no progress on any rank for this long = hung
   // Environment given to every rank (faultline-worker or a command), after the CCL's

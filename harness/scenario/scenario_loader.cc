@@ -51,6 +51,14 @@ Status ParseLab(const YamlDoc& doc, const YAML::Node& n, LabSpec* lab) {
   return OkStatus();
 }
 
+// The workloads whose schema declares `key`.
+std::vector<std::string> WorkloadsTaking(const std::string& key) {
+  std::vector<std::string> takers;
+  for (const workloads::WorkloadPlugin* w : workloads::WorkloadPlugins())
+    if (w->options.Find(key)) takers.push_back(w->name);
+  return takers;
+}
+
 bool IsEnvKey(std::string_view k) {
   if (k.empty() || k.size() > 128 || (k[0] >= '0' && k[0] <= '9')) return false;
   for (char c : k)
@@ -89,18 +97,25 @@ Status ParseJobEnv(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
 // the keys that bound any job (ccl as a label, iterations or duration or neither,
 // warmup_iterations, hang_timeout).
 Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(
-      n,
-      {"command", "env", "ranks_per_host", "progress", "ccl", "iterations", "duration",
-       "warmup_iterations", "hang_timeout", "workload", "size", "dtype", "check_every", "failover",
-       "collective_timeout", "ccl_options", "compute", "compute_device"},
-      "job"));
+  FL_RETURN_IF_ERROR(doc.ExpectMap(n, "job"));
+  const auto worker_only = [&](const YAML::Node& at, const std::string& key) {
+    return doc.Error(at, "'" + key +
+                             "' configures faultline-worker's workload: a command job sets it "
+                             "in its own arguments");
+  };
+  // Any workload's option (job.compute, ...) is the built-in worker's.
+  for (auto it = n.begin(); it != n.end(); ++it)
+    if (!WorkloadsTaking(it->first.Scalar()).empty())
+      return worker_only(it->second, it->first.Scalar());
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(n,
+                    {"command", "env", "ranks_per_host", "progress", "ccl", "iterations",
+                     "duration", "warmup_iterations", "hang_timeout", "workload", "size", "dtype",
+                     "check_every", "failover", "collective_timeout", "ccl_options"},
+                    "job"));
   for (const char* key : {"workload", "size", "dtype", "check_every", "failover",
-                          "collective_timeout", "ccl_options", "compute", "compute_device"})
-    if (doc.Has(n, key))
-      return doc.Error(n[key], std::string("'") + key +
-                                   "' configures faultline-worker's workload: a command job "
-                                   "sets it in its own arguments");
+                          "collective_timeout", "ccl_options"})
+    if (doc.Has(n, key)) return worker_only(n[key], key);
   const YAML::Node c = n["command"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(c, "command"));
   if (c.size() == 0) return doc.Error(c, "command must name a program (an absolute path)");
@@ -116,9 +131,9 @@ Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
     job->command.push_back(std::move(v));
   }
   FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
-  static const std::vector<std::string> kCcls = {"ftccl", "gloo", "nccl"};
-  if (std::find(kCcls.begin(), kCcls.end(), job->ccl) == kCcls.end())
-    return doc.Error(n["ccl"], "unknown ccl '" + job->ccl + "' (" + Join(kCcls) + ")");
+  // A label here, but one of the CCLs (the descriptors' list, ccls.cmake).
+  if (auto ccl = ccl::FindCclPlugin(job->ccl); !ccl.ok())
+    return doc.Error(n["ccl"], ccl.status().message());
   FL_ASSIGN_OR_RETURN(job->ranks_per_host,
                       doc.GetBoundedOr<uint32_t>(n, "ranks_per_host", 0, 1, 1024));
   FL_ASSIGN_OR_RETURN(job->iterations,
@@ -150,6 +165,56 @@ Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   return ParseJobEnv(doc, n, job);
 }
 
+// The job keys of a workload job that are not one workload's options (kCommonJobKeys and the
+// job's bounds), in the order error messages list them.
+const std::vector<std::string>& WorkerJobKeys() {
+  static const auto* keys = new std::vector<std::string>{"workload",
+                                                         "ccl",
+                                                         "size",
+                                                         "dtype",
+                                                         "iterations",
+                                                         "duration",
+                                                         "warmup_iterations",
+                                                         "check_every",
+                                                         "failover",
+                                                         "collective_timeout",
+                                                         "hang_timeout",
+                                                         "ccl_options",
+                                                         "env"};
+  return *keys;
+}
+
+// A workload job's own options: every key the job's workload declares in its schema
+// (workload_plugins.h), its value checked there (at the value: out of range, wrong type); a
+// key another workload declares is "applies to workload X only" (at its value); any other key
+// is unknown (at the key).
+Status ParseWorkloadOptions(const YamlDoc& doc, const YAML::Node& n,
+                            const workloads::WorkloadPlugin& workload, JobSpec* job) {
+  const OptionSchema& schema = workload.options;
+  const std::vector<std::string>& common = WorkerJobKeys();
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (std::find(common.begin(), common.end(), key) != common.end()) continue;
+    if (!schema.Find(key)) {
+      if (std::vector<std::string> takers = WorkloadsTaking(key); !takers.empty())
+        return doc.Error(
+            it->second,
+            key + " applies to workload " + Join(takers) + " only (" + workload.name + " takes " +
+                (schema.specs().empty() ? std::string("no options") : Join(schema.Names())) + ")");
+      std::vector<std::string> allowed = common;
+      for (const auto& name : schema.Names()) allowed.push_back(name);
+      return doc.Error(it->first,
+                       "unknown key '" + key + "' in job (allowed: " + Join(allowed) + ")");
+    }
+    if (!it->second.IsScalar())
+      return doc.Error(it->second, key + " must be a single value (" + workload.name + " option)");
+    if (std::string why = schema.Check(key, it->second.Scalar()); !why.empty())
+      return doc.Error(it->second, why);
+    job->workload_options[key] = it->second.Scalar();
+  }
+  return OkStatus();
+}
+
 Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "job"));
   if (doc.Has(n, "command")) return ParseCommandJob(doc, n, job);
@@ -157,16 +222,11 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
     if (doc.Has(n, key))
       return doc.Error(n[key],
                        std::string("'") + key + "' applies to a command job (job.command) only");
-  FL_RETURN_IF_ERROR(
-      doc.CheckKeys(n,
-                    {"workload", "ccl", "size", "dtype", "iterations", "duration",
-                     "warmup_iterations", "check_every", "failover", "collective_timeout",
-                     "hang_timeout", "ccl_options", "compute", "compute_device", "env"},
-                    "job"));
-  FL_RETURN_IF_ERROR(ParseJobEnv(doc, n, job));
   FL_ASSIGN_OR_RETURN(job->workload, doc.GetOr<std::string>(n, "workload", job->workload));
   auto workload = workloads::FindWorkloadPlugin(job->workload);
   if (!workload.ok()) return doc.Error(n["workload"], workload.status().message());
+  FL_RETURN_IF_ERROR(ParseWorkloadOptions(doc, n, **workload, job));
+  FL_RETURN_IF_ERROR(ParseJobEnv(doc, n, job));
   FL_ASSIGN_OR_RETURN(job->ccl, doc.GetOr<std::string>(n, "ccl", job->ccl));
   auto ccl = ccl::FindCclPlugin(job->ccl);
   if (!ccl.ok()) return doc.Error(n["ccl"], ccl.status().message());
@@ -198,25 +258,6 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   FL_ASSIGN_OR_RETURN(
       job->hang_timeout_ns,
       doc.GetDurationIn(n, "hang_timeout", job->hang_timeout_ns, kNsPerMs, limits::kMaxTimeout));
-  FL_ASSIGN_OR_RETURN(job->compute_ns,
-                      doc.GetDurationIn(n, "compute", job->compute_ns, 0, limits::kMaxCompute));
-  FL_ASSIGN_OR_RETURN(job->compute_device,
-                      doc.GetOr<std::string>(n, "compute_device", job->compute_device));
-  if (job->compute_device != "cpu" && job->compute_device != "gpu" && job->compute_device != "auto")
-    return doc.Error(n["compute_device"], "compute_device must be cpu, gpu or auto");
-  // The workload's own options are job keys; the workload's schema says which it takes.
-  for (const char* key : {"compute", "compute_device"}) {
-    if (!doc.Has(n, key) || (*workload)->options.Find(key)) continue;
-    std::vector<std::string> takers;
-    for (const workloads::WorkloadPlugin* w : workloads::WorkloadPlugins())
-      if (w->options.Find(key)) takers.push_back(w->name);
-    return doc.Error(
-        n[key], std::string(key) + " applies to workload " + Join(takers) + " only (" +
-                    job->workload + " takes " +
-                    ((*workload)->options.specs().empty() ? std::string("no options")
-                                                          : Join((*workload)->options.Names())) +
-                    ")");
-  }
   if (doc.Has(n, "ccl_options")) {
     const YAML::Node p = n["ccl_options"];
     FL_RETURN_IF_ERROR(doc.ExpectMap(p, "ccl_options"));

@@ -33,7 +33,6 @@ inline constexpr uint64_t kMaxIterations = 1000000000000ull;         // iteratio
 inline constexpr uint64_t kMaxWarmupIterations = 1000000000ull;
 inline constexpr uint64_t kMaxSizeBytes = 16ull << 30;       // job.size: 16 GiB per rank
 inline constexpr Nanos kMaxTimeout = 24 * 3600 * kNsPerSec;  // collective/hang timeouts
-inline constexpr Nanos kMaxCompute = 3600 * kNsPerSec;       // training_step compute phase
 inline constexpr double kMaxExpectMs = 24 * 3600 * 1000.0;   // max_detection/recovery_ms
 inline constexpr double kMaxThroughputLossS = 7 * 24 * 3600.0;
 inline constexpr uint32_t kMaxRestarts = 100;

@@ -41,6 +41,26 @@ TEST_CASE("options: typed values from text", "[unit]") {
   CHECK_FALSE(bare->Int("wait_ms").has_value());  // wrong getter for the type
 }
 
+TEST_CASE("options: WithDefaults completes the given values from the schema's defaults", "[unit]") {
+  auto given = TestSchema().Parse({{"count", "8"}});
+  REQUIRE(given.ok());
+  auto all = TestSchema().WithDefaults(*given);
+  REQUIRE(all.ok());
+  CHECK(all->Int("count") == 8);  // given wins
+  CHECK(all->Bytes("size") == 4096u);
+  CHECK(all->Duration("wait_ms") == 300 * kNsPerMs);
+  CHECK(all->Bool("fast") == false);
+  CHECK(all->Text("mode") == "a");
+  CHECK_FALSE(all->Has("label"));  // no default: still absent
+  // Values parsed against another schema are checked again against this one.
+  auto other = OptionSchema("other", {{"count", OptionType::kInt, 0, 1000, {}, "", "n"}})
+                   .Parse({{"count", "500"}});
+  REQUIRE(other.ok());
+  auto bad = TestSchema().WithDefaults(*other);
+  REQUIRE(bad.status().code() == Code::kInvalidArgument);
+  CHECK(bad.status().message() == "demo option count must be within 1..64, not 500");
+}
+
 TEST_CASE("options: unknown and out-of-range values are InvalidArgument naming them", "[unit]") {
   const OptionSchema s = TestSchema();
   auto unknown = s.Parse({{"cnt", "3"}});

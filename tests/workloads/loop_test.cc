@@ -5,6 +5,7 @@
 
 #include "workloads/data.h"
 #include "workloads/worker.h"
+#include "workloads/workload_plugins.h"
 
 namespace fl::workloads {
 namespace {
@@ -69,10 +70,10 @@ class VectorSink : public TelemetrySink {
   std::vector<std::string> worker_events;
 };
 
-std::unique_ptr<Workload> Make(const std::string& name) {
+std::unique_ptr<Workload> Make(const std::string& name, const OptionValues& options = {}) {
   WorkloadRegistry reg("workload");
   REQUIRE(RegisterBuiltinWorkloads(reg).ok());
-  auto w = reg.Create(name);
+  auto w = reg.Create(name, options);  // options not given: the schema's defaults
   REQUIRE(w.ok());
   return std::move(*w);
 }
@@ -104,10 +105,11 @@ TEST_CASE("loop: a wrong element is a mismatch, not a crash, a failed collective
   FakeComm comm(0, 8);
   comm.corrupt_at_ = 2;
   comm.fail_at_ = 5;
-  auto w = Make("training_step");
+  auto compute = FindWorkloadPlugin("training_step").value()->options.Parse({{"compute", "1ms"}});
+  REQUIRE(compute.ok());
+  auto w = Make("training_step", *compute);
   WorkloadConfig c;
   c.size_bytes = 1024;
-  c.compute_ns = kNsPerMs;
   REQUIRE(w->Init(&comm, c).ok());
   VectorSink sink;
   std::atomic<bool> stop{false};

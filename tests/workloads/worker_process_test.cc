@@ -169,5 +169,44 @@ TEST_CASE("faultline-worker: --on-rank-loss shrink with a CCL that cannot shrink
   CHECK(RunWorker(with({"--on-rank-loss", "abort"}), out) == 0);
 }
 
+TEST_CASE("faultline-worker: workload options are checked against the workload's schema",
+          "[integration]") {
+  TempDir dir;
+  const std::string out = dir.path + "/out";
+  const std::vector<std::string> base = {"--rank",       "0",   "--world-size", "1",
+                                         "--iterations", "2",   "--store-dir",  dir.path + "/rdv",
+                                         "--size",       "4KiB"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // Another workload's option, an unknown one, a value out of its range, not key=value: exit 2
+  // before anything joins, naming the flag and the option.
+  CHECK(RunWorker(with({"--workload-option", "compute=5ms"}), out) == 2);
+  auto msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg,
+             Catch::Contains("--workload-option: allreduce_loop takes no options (got 'compute')"));
+  CHECK(RunWorker(with({"--workload", "training_step", "--workload-option", "computer=5ms"}),
+                  out) == 2);
+  msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg, Catch::Contains("--workload-option: unknown training_step option 'computer' "
+                                   "(known: compute, compute_device)"));
+  CHECK(RunWorker(with({"--workload", "training_step", "--workload-option", "compute_device=tpu"}),
+                  out) == 2);
+  msg = ReadFile(out);
+  REQUIRE(msg.ok());
+  CHECK_THAT(*msg, Catch::Contains("compute_device wants cpu, gpu, auto, got 'tpu'"));
+  CHECK(RunWorker(with({"--workload", "training_step", "--workload-option", "compute"}), out) == 2);
+  // Typed values reach training_step's factory: the run works with them.
+  CHECK(RunWorker(with({"--workload", "training_step", "--workload-option", "compute=1ms",
+                        "--workload-option", "compute_device=cpu"}),
+                  out) == 0);
+  // None given: the schema's defaults.
+  CHECK(RunWorker(with({"--workload", "training_step"}), out) == 0);
+}
+
 }  // namespace
 }  // namespace fl::workloads

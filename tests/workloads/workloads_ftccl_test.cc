@@ -49,12 +49,16 @@ void RunJob(const std::string& workload, ccl::DataType dtype, uint64_t bytes, in
         results[r] = s;
         return;
       }
-      auto w = *reg.Create(workload);
+      // training_step's options typed, as faultline-worker parses --workload-option.
+      OptionValues options;
+      if (workload == "training_step")
+        options = reg.Schema(workload)
+                      ->Parse({{"compute", "1ms"}, {"compute_device", compute_device}})
+                      .value();
+      auto w = *reg.Create(workload, options);
       WorkloadConfig c;
       c.size_bytes = bytes;
       c.dtype = dtype;
-      c.compute_ns = kNsPerMs;
-      c.compute_device = compute_device;
       if (Status s = w->Init(comm->get(), c); !s.ok()) {
         results[r] = s;
         return;
@@ -106,10 +110,10 @@ TEST_CASE("training_step: compute_device gpu needs a GPU, cpu never touches one"
   REQUIRE(comm.ok());
   WorkloadRegistry reg("workload");
   REQUIRE(RegisterBuiltinWorkloads(reg).ok());
-  auto w = *reg.Create("training_step");
+  const OptionSchema& schema = *reg.Schema("training_step");
+  auto w = *reg.Create("training_step", schema.Parse({{"compute_device", "gpu"}}).value());
   WorkloadConfig c;
   c.size_bytes = 4096;
-  c.compute_device = "gpu";
   Status st = w->Init(comm->get(), c);
   if (CudaDeviceCount() == 0) {
     CHECK(st.code() == Code::kUnavailable);
@@ -117,8 +121,16 @@ TEST_CASE("training_step: compute_device gpu needs a GPU, cpu never touches one"
     CHECK(st.ok());
     RunJob("training_step", ccl::DataType::kFloat32, 64 * 1024, 2, 20, "gpu");
   }
-  c.compute_device = "tpu";
-  CHECK(reg.Create("training_step").value()->Init(comm->get(), c).code() == Code::kInvalidArgument);
+  // A value the schema refuses never reaches the workload: its factory says so.
+  CHECK(schema.Check("compute_device", "tpu") ==
+        "training_step option compute_device wants cpu, gpu, auto, got 'tpu'");
+  OptionValues tpu =
+      OptionSchema("other", {{"compute_device", OptionType::kString, 0, 0, {}, "", "any"}})
+          .Parse({{"compute_device", "tpu"}})
+          .value();
+  auto refused = reg.Create("training_step", tpu);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == Code::kInvalidArgument);
   RunJob("training_step", ccl::DataType::kFloat32, 64 * 1024, 2, 10, "cpu");
 }
 

@@ -313,5 +313,67 @@ TEST_CASE("scenario: ccl, workload and their options are checked against the plu
         "x.yaml:11:17: gloo takes no options (got 'algorithm')");
 }
 
+// A workload's own options are the job keys its schema declares (workload_plugins.h): checked
+// there at load, with the failing node's position, and kept as written for the rank
+// (--workload-option), whose factory gets them typed.
+TEST_CASE("scenario: a workload's options are checked against its schema and kept as text",
+          "[unit]") {
+  auto err = [](const std::string& text) {
+    auto s = ParseScenario(text, "x.yaml");
+    return s.ok() ? std::string("ok") : s.status().message();
+  };
+  const std::string training =
+      Replace(kGood, "workload: allreduce_loop", "workload: training_step");
+  auto with = [&](const std::string& lines) {
+    return Replace(training, "  iterations: 400\n", "  iterations: 400\n" + lines);
+  };
+  auto s = ParseScenario(with("  compute: 5ms\n  compute_device: cpu\n"), "x.yaml");
+  REQUIRE(s.ok());
+  CHECK(s->job.workload_options ==
+        std::map<std::string, std::string>{{"compute", "5ms"}, {"compute_device", "cpu"}});
+  // Not given: nothing stored; the workload's factory takes the schema's defaults.
+  auto plain = ParseScenario(training, "x.yaml");
+  REQUIRE(plain.ok());
+  CHECK(plain->job.workload_options.empty());
+  CHECK(ParseScenario(kGood, "x.yaml").value().job.workload_options.empty());
+  // Out of range or of the wrong type: at the value.
+  CHECK(err(with("  compute: 2h\n"))
+            .rfind("x.yaml:11:12: training_step option compute must be within 0", 0) == 0);
+  CHECK(err(with("  compute: 0.5ms\n")) ==
+        "x.yaml:11:12: training_step option compute wants whole milliseconds, got '0.5ms'");
+  CHECK(err(with("  compute_device: tpu\n")) ==
+        "x.yaml:11:19: training_step option compute_device wants cpu, gpu, auto, got 'tpu'");
+  CHECK(err(with("  compute: [1, 2]\n")) ==
+        "x.yaml:11:12: compute must be a single value (training_step option)");
+  // An unknown key: at the key, with every key this workload's job takes.
+  CHECK(err(with("  computer: 5ms\n")) ==
+        "x.yaml:11:3: unknown key 'computer' in job (allowed: workload, ccl, size, dtype, "
+        "iterations, duration, warmup_iterations, check_every, failover, collective_timeout, "
+        "hang_timeout, ccl_options, env, compute, compute_device)");
+  CHECK(err(Replace(kGood, "  iterations: 400\n", "  iterations: 400\n  computer: 5ms\n")) ==
+        "x.yaml:11:3: unknown key 'computer' in job (allowed: workload, ccl, size, dtype, "
+        "iterations, duration, warmup_iterations, check_every, failover, collective_timeout, "
+        "hang_timeout, ccl_options, env)");
+  // Another workload's option: naming who takes it.
+  CHECK(err(Replace(Replace(kGood, "workload: allreduce_loop", "workload: moe_alltoall"),
+                    "  iterations: 400\n", "  iterations: 400\n  compute_device: gpu\n")) ==
+        "x.yaml:11:19: compute_device applies to workload training_step only (moe_alltoall takes "
+        "no options)");
+}
+
+TEST_CASE("scenario: a command job refuses any workload's options", "[unit]") {
+  constexpr const char* kCommandJob = R"(name: c
+lab:
+  topology: /labs/rail.yaml
+job:
+  command: [/usr/bin/true]
+  compute: 5ms
+)";
+  auto s = ParseScenario(kCommandJob, "x.yaml");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().message().rfind("x.yaml:6:12: 'compute' configures faultline-worker's workload",
+                                   0) == 0);
+}
+
 }  // namespace
 }  // namespace fl::harness
