@@ -162,7 +162,7 @@ class RecordingSink : public TelemetrySink {
 std::unique_ptr<Workload> Make(const std::string& name) {
   WorkloadRegistry reg("workload");
   REQUIRE(RegisterBuiltinWorkloads(reg).ok());
-  auto w = reg.Create(name);
+  auto w = reg.Create(name, OptionValues{});
   REQUIRE(w.ok());
   return std::move(*w);
 }
