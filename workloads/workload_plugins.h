@@ -40,6 +40,7 @@ std::vector<std::string> WorkloadNames();
 std::string WorkloadOptionSummary();
 
 // The job keys every workload takes (not options of one), for listings and messages.
-inline constexpr const char* kCommonJobKeys = "size, dtype, collective_timeout, check_every";
+inline constexpr const char* kCommonJobKeys =
+    "size, dtype, collective_timeout, check_every, on_rank_loss, shrink_grace";
 
 }  // namespace fl::workloads

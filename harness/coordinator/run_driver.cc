@@ -595,6 +595,10 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   else
     args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
   if (!j.failover) args.push_back("--no-failover");
+  if (j.command.empty() && j.on_rank_loss != "abort")
+    args.insert(args.end(), {"--on-rank-loss", j.on_rank_loss});
+  if (j.command.empty() && j.shrink_grace_ns > 0)
+    args.insert(args.end(), {"--shrink-grace", std::to_string(j.shrink_grace_ns) + "ns"});
   for (const auto& [k, v] : j.workload_options)
     args.insert(args.end(), {"--workload-option", k + "=" + v});
   for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
@@ -919,6 +923,7 @@ int Runner::Timeline() {
   cfg.send_ahead_ns = kSendAheadNs;
   cfg.restart_enabled = scenario_.restart.enabled;
   cfg.max_restarts = static_cast<int>(scenario_.restart.max_restarts);
+  cfg.tolerate_rank_loss = j.command.empty() && j.on_rank_loss == "shrink";
   TimelineState state;
   state.start = MonoNowNs();
 

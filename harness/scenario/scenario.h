@@ -39,6 +39,11 @@ struct JobSpec {
   uint64_t warmup_iterations = 20;
   uint64_t check_every = 1;  // verify the result every k iterations
   bool failover = true;      // ftccl: false = fail-stop mode
+  // What the survivors do when a rank is lost: "abort" (the job fails, for the restart
+  // policy) or "shrink" (shrink the communicator to the survivors and go on: a CCL whose
+  // descriptor says may_shrink). shrink_grace_ns 0: the worker's default.
+  std::string on_rank_loss = "abort";
+  Nanos shrink_grace_ns = 0;
   // The CCL's options as text, e.g. dead_timeout_ms: "900": checked at load against the
   // schema the CCL declares (`faultline ccls`), parsed into typed values by the rank.
   std::map<std::string, std::string> ccl_options;

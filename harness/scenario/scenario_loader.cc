@@ -107,14 +107,14 @@ Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   for (auto it = n.begin(); it != n.end(); ++it)
     if (!WorkloadsTaking(it->first.Scalar()).empty())
       return worker_only(it->second, it->first.Scalar());
-  FL_RETURN_IF_ERROR(
-      doc.CheckKeys(n,
-                    {"command", "env", "ranks_per_host", "progress", "ccl", "iterations",
-                     "duration", "warmup_iterations", "hang_timeout", "workload", "size", "dtype",
-                     "check_every", "failover", "collective_timeout", "ccl_options"},
-                    "job"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(
+      n,
+      {"command", "env", "ranks_per_host", "progress", "ccl", "iterations", "duration",
+       "warmup_iterations", "hang_timeout", "workload", "size", "dtype", "check_every", "failover",
+       "collective_timeout", "ccl_options", "on_rank_loss", "shrink_grace"},
+      "job"));
   for (const char* key : {"workload", "size", "dtype", "check_every", "failover",
-                          "collective_timeout", "ccl_options"})
+                          "collective_timeout", "ccl_options", "on_rank_loss", "shrink_grace"})
     if (doc.Has(n, key)) return worker_only(n[key], key);
   const YAML::Node c = n["command"];
   FL_RETURN_IF_ERROR(doc.ExpectSequence(c, "command"));
@@ -180,6 +180,8 @@ const std::vector<std::string>& WorkerJobKeys() {
                                                          "collective_timeout",
                                                          "hang_timeout",
                                                          "ccl_options",
+                                                         "on_rank_loss",
+                                                         "shrink_grace",
                                                          "env"};
   return *keys;
 }
@@ -252,6 +254,20 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
       job->check_every,
       doc.GetBoundedOr<uint64_t>(n, "check_every", job->check_every, 1, limits::kMaxIterations));
   FL_ASSIGN_OR_RETURN(job->failover, doc.GetOr<bool>(n, "failover", job->failover));
+  FL_ASSIGN_OR_RETURN(job->on_rank_loss,
+                      doc.GetOr<std::string>(n, "on_rank_loss", job->on_rank_loss));
+  if (job->on_rank_loss != "abort" && job->on_rank_loss != "shrink")
+    return doc.Error(n["on_rank_loss"],
+                     "on_rank_loss must be abort or shrink, not '" + job->on_rank_loss + "'");
+  if (job->on_rank_loss == "shrink" && !(*ccl)->may_shrink)
+    return doc.Error(n["on_rank_loss"],
+                     "on_rank_loss: shrink needs a CCL that can shrink its "
+                     "communicator (nccl, with ncclCommShrink); " +
+                         job->ccl + " cannot");
+  if (doc.Has(n, "shrink_grace") && job->on_rank_loss != "shrink")
+    return doc.Error(n["shrink_grace"], "shrink_grace applies with on_rank_loss: shrink only");
+  FL_ASSIGN_OR_RETURN(job->shrink_grace_ns,
+                      doc.GetDurationIn(n, "shrink_grace", 0, kNsPerMs, limits::kMaxTimeout));
   FL_ASSIGN_OR_RETURN(job->collective_timeout_ns,
                       doc.GetDurationIn(n, "collective_timeout", job->collective_timeout_ns,
                                         kNsPerMs, limits::kMaxTimeout));

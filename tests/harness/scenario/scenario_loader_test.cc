@@ -349,16 +349,42 @@ TEST_CASE("scenario: a workload's options are checked against its schema and kep
   CHECK(err(with("  computer: 5ms\n")) ==
         "x.yaml:11:3: unknown key 'computer' in job (allowed: workload, ccl, size, dtype, "
         "iterations, duration, warmup_iterations, check_every, failover, collective_timeout, "
-        "hang_timeout, ccl_options, env, compute, compute_device)");
+        "hang_timeout, ccl_options, on_rank_loss, shrink_grace, env, compute, compute_device)");
   CHECK(err(Replace(kGood, "  iterations: 400\n", "  iterations: 400\n  computer: 5ms\n")) ==
         "x.yaml:11:3: unknown key 'computer' in job (allowed: workload, ccl, size, dtype, "
         "iterations, duration, warmup_iterations, check_every, failover, collective_timeout, "
-        "hang_timeout, ccl_options, env)");
+        "hang_timeout, ccl_options, on_rank_loss, shrink_grace, env)");
   // Another workload's option: naming who takes it.
   CHECK(err(Replace(Replace(kGood, "workload: allreduce_loop", "workload: moe_alltoall"),
                     "  iterations: 400\n", "  iterations: 400\n  compute_device: gpu\n")) ==
         "x.yaml:11:19: compute_device applies to workload training_step only (moe_alltoall takes "
         "no options)");
+}
+
+TEST_CASE("scenario: on_rank_loss shrink needs a CCL that can shrink; shrink_grace goes with it",
+          "[unit]") {
+  auto err = [](const std::string& text) {
+    auto s = ParseScenario(text, "x.yaml");
+    return s.ok() ? std::string("ok") : s.status().message();
+  };
+  auto with = [&](const std::string& ccl, const std::string& lines) {
+    return Replace(Replace(kGood, "ccl: ftccl", "ccl: " + ccl), "  iterations: 400\n",
+                   "  iterations: 400\n" + lines);
+  };
+  auto s = ParseScenario(with("nccl", "  on_rank_loss: shrink\n  shrink_grace: 12s\n"), "x.yaml");
+  REQUIRE(s.ok());
+  CHECK(s->job.on_rank_loss == "shrink");
+  CHECK(s->job.shrink_grace_ns == 12 * kNsPerSec);
+  CHECK(ParseScenario(kGood, "x.yaml").value().job.on_rank_loss == "abort");
+  CHECK(err(with("ftccl", "  on_rank_loss: shrink\n")) ==
+        "x.yaml:11:17: on_rank_loss: shrink needs a CCL that can shrink its communicator (nccl, "
+        "with ncclCommShrink); ftccl cannot");
+  CHECK(err(with("nccl", "  on_rank_loss: elastic\n")) ==
+        "x.yaml:11:17: on_rank_loss must be abort or shrink, not 'elastic'");
+  CHECK(err(with("nccl", "  shrink_grace: 5s\n")) ==
+        "x.yaml:11:17: shrink_grace applies with on_rank_loss: shrink only");
+  CHECK(err(with("nccl", "  on_rank_loss: shrink\n  shrink_grace: 0s\n"))
+            .rfind("x.yaml:12:17: ", 0) == 0);
 }
 
 TEST_CASE("scenario: a command job refuses any workload's options", "[unit]") {
