@@ -84,6 +84,17 @@ struct ControlServerStats {
   uint64_t lost = 0;
 };
 
+// Runs fn(host) for every host, at most max_in_flight at a time (on threads of its own, so
+// that one slow or silent agent holds up only its own call), and returns fn's statuses in the
+// order of hosts. A host whose turn has not come by the deadline is not called
+// (DeadlineExceeded); fn enforces its own deadline once called. fn may run concurrently
+// with itself.
+std::vector<Status> FanOut(const std::vector<std::string>& hosts, int max_in_flight,
+                           const std::function<Status(const std::string& host)>& fn,
+                           Deadline deadline);
+// The first error of FanOut's statuses, in host order, or OK.
+Status FirstError(const std::vector<Status>& statuses);
+
 class ControlServer {
  public:
   using TelemetryHandler =
