@@ -15,6 +15,7 @@
 // --batch-ms: each agent sends a batch every this many milliseconds (rate*batch/1000 samples).
 // --tls: mutual TLS as on an inventory lab (a lab CA and a certificate per simulated agent).
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +81,10 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
   bool welcomed() const { return welcomed_; }
   uint64_t sent_samples() const { return sent_samples_; }
   bool done() const { return done_; }
+  bool closed() {
+    std::lock_guard lock(mu_);
+    return closed_;
+  }
 
   void Send(pb::AgentMessage m) {
     std::lock_guard lock(mu_);
@@ -144,10 +149,11 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
         break;
       case pb::CoordinatorMessage::kHeartbeat:
         break;
-      default:  // a command: acknowledged at once
+      default:  // a command: acknowledged at once; after Shutdown's ack the stream ends
         out.mutable_ack()->set_command_id(in_.command_id());
         out.mutable_ack()->set_ok(true);
         Send(std::move(out));
+        if (in_.has_shutdown()) Close();
         break;
     }
     StartRead(&in_);
@@ -179,7 +185,8 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
 };
 
 // The agents' process: N sessions; each sends rate*batch_ms/1000 samples every batch_ms and a
-// heartbeat every 500 ms. Streams for `seconds` once all are welcomed, then half-closes and
+// heartbeat every 500 ms, from when all are welcomed until each has acknowledged Shutdown;
+// then each half-closes its stream, and the process
 // writes the samples whose writes completed to sent_file.
 int Agents(const std::string& address, const std::string& token, int n, int rate, double seconds,
            int batch_ms, const std::string& tls_dir, const std::string& sent_file) {
@@ -216,12 +223,19 @@ int Agents(const std::string& address, const std::string& token, int n, int rate
     std::fprintf(stderr, "not every simulated agent was welcomed\n");
     return 3;
   }
+  std::fprintf(stderr, "agents: all %d welcomed at %.3f\n", n, WallNowNs() / 1e9);
   const int per_batch = std::max(1, rate * batch_ms / 1000);
   const Nanos tick = batch_ms * kNsPerMs;
-  const Nanos end = MonoNowNs() + static_cast<Nanos>(seconds * 1e9);
+  // Until every agent has its Shutdown (or the coordinator is long overdue with it).
+  const Nanos end = MonoNowNs() + static_cast<Nanos>(seconds * 1e9) + 300 * kNsPerSec;
+  auto all_closed = [&] {
+    for (auto& a : agents)
+      if (!a->closed()) return false;
+    return true;
+  };
   Nanos next = MonoNowNs(), next_hb = next;
   uint64_t iteration = 0;
-  while (MonoNowNs() < end) {
+  while (MonoNowNs() < end && !all_closed()) {
     const bool hb = MonoNowNs() >= next_hb;
     if (hb) next_hb += 500 * kNsPerMs;
     for (int i = 0; i < n; ++i) {
@@ -248,6 +262,8 @@ int Agents(const std::string& address, const std::string& token, int n, int rate
     Nanos wait = next - MonoNowNs();
     if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   }
+  std::fprintf(stderr, "agents: streamed until %.3f, %llu ticks\n", WallNowNs() / 1e9,
+               static_cast<unsigned long long>(iteration / per_batch));
   for (auto& a : agents) a->Close();
   bool all_done = WaitUntil(
       [&] {
@@ -301,8 +317,19 @@ std::string MakeCerts(const std::string& dir, int n) {
   return tls;
 }
 
+pid_t g_agents_pid = -1;  // the agents' process of the current repetition
+
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "%s\n", what.c_str());
+  if (g_agents_pid > 0) {
+    int status = 0;
+    if (waitpid(g_agents_pid, &status, WNOHANG) == g_agents_pid)
+      std::fprintf(stderr, "the agents' process %s %d\n",
+                   WIFEXITED(status) ? "exited" : "was killed by signal",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    else
+      kill(g_agents_pid, SIGKILL);
+  }
   std::exit(3);
 }
 
@@ -364,6 +391,7 @@ Result RunOnce(int n, int rate, double seconds, int batch_ms, const std::string&
           std::to_string(batch_ms).c_str(), tls_dir.c_str(), sent_file.c_str(), nullptr);
     _exit(127);
   }
+  g_agents_pid = child;
   std::vector<std::string> hosts;
   for (int i = 0; i < n; ++i) hosts.push_back("sim" + std::to_string(i));
   if (!(*server)->WaitForAgents(hosts, Deadline::After(120 * kNsPerSec)).ok())
@@ -373,20 +401,27 @@ Result RunOnce(int n, int rate, double seconds, int batch_ms, const std::string&
   double cpu0 = CpuSeconds();
   Nanos t0 = MonoNowNs();
   uint64_t r0 = received;
-  // While they stream: a launch, then a stop, to every agent.
+  // As a run: a launch to every agent, `seconds` of streaming, a stop, then Shutdown (after
+  // whose ack each agent ends its stream).
   pb::CoordinatorMessage launch;
   launch.mutable_launch()->set_worker_args_json("[\"--bench\"]");
   launch.mutable_launch()->add_ranks()->set_rank(0);
   res.launch_s = TimedFanOut(**server, hosts, launch, "launch");
+  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<Nanos>(seconds * 1e9)));
+  const uint64_t r1 = received;
+  const Nanos t1 = MonoNowNs();
   pb::CoordinatorMessage stop;
   stop.mutable_stop()->set_grace_ms(2000);
   res.stop_s = TimedFanOut(**server, hosts, stop, "stop");
+  pb::CoordinatorMessage bye;
+  bye.mutable_shutdown()->set_reason("bench over");
+  TimedFanOut(**server, hosts, bye, "shutdown");
   int status = 0;
   waitpid(child, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("the agents' process failed");
   double wall = static_cast<double>(MonoNowNs() - t0) / 1e9;
   double cpu = CpuSeconds() - cpu0;
-  res.received = received - r0;
+  res.received = received;
   (*writer)->Close(Deadline::After(60 * kNsPerSec)).IgnoreError();
   res.committed = (*writer)->GetStats().committed_rows;
   (*server)->Shutdown();
@@ -396,7 +431,7 @@ Result RunOnce(int n, int rate, double seconds, int batch_ms, const std::string&
   getrusage(RUSAGE_SELF, &u);
   res.cpu_percent = 100.0 * cpu / wall;
   res.rss_mb = u.ru_maxrss / 1024.0;
-  res.received_per_s = res.received / wall;
+  res.received_per_s = static_cast<double>(r1 - r0) / (static_cast<double>(t1 - t0) / 1e9);
   return res;
 }
 
