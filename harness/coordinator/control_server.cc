@@ -26,6 +26,8 @@ namespace {
 // agent whose queue is full fails at once (Unavailable); a heartbeat is not queued behind
 // another one. An agent that stops reading so holds at most this many messages here.
 constexpr size_t kSendQueueLimit = 64;
+// Threads that run the telemetry handler (off gRPC's own threads).
+constexpr int kTelemetryThreads = 2;
 
 using Reactor = grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>;
 
@@ -36,7 +38,8 @@ using Reactor = grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage
 // takes it again on the same thread.
 struct Session {
   std::string host;
-  std::recursive_mutex mu;  // guards everything below
+  AgentInfo* info = nullptr;  // its entry in agents_ (never erased), set at registration; mu_
+  std::recursive_mutex mu;    // guards everything below
   Reactor* reactor = nullptr;
   grpc::CallbackServerContext* context = nullptr;
   bool alive = true;       // false once the stream has ended: no more writes
@@ -169,6 +172,8 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     auto colon = options_.listen_address.rfind(':');
     host_part_ = options_.listen_address.substr(0, colon);
     heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+    for (int i = 0; i < kTelemetryThreads; ++i)
+      tele_threads_.emplace_back([this] { TelemetryLoop(); });
     FL_LOG(kInfo, "coord") << "control plane listening on " << host_part_ << ":" << port_;
     return OkStatus();
   }
@@ -222,7 +227,7 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
   void OnMessage(const std::shared_ptr<struct Session>& session, const pb::AgentMessage& msg) {
     {
       std::lock_guard lock(mu_);
-      agents_[session->host].last_heard_mono_ns = MonoNowNs();
+      session->info->last_heard_mono_ns = MonoNowNs();
     }
     switch (msg.body_case()) {
       case pb::AgentMessage::kAck: {
@@ -366,6 +371,7 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
       }
       sessions_[host] = session;
       AgentInfo& info = agents_[host];
+      session->info = &info;
       info.host = host;
       info.peer = peer;
       info.fingerprint = hello.fingerprint();
@@ -482,8 +488,37 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     hb_cv_.notify_all();
     if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
     if (server_) {
+      // The telemetry threads run until every call is done: each read they start fails then.
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
       server_->Wait();
+    }
+    {
+      std::lock_guard lock(tele_mu_);
+      tele_stop_ = true;
+    }
+    tele_cv_.notify_all();
+    for (auto& t : tele_threads_) t.join();
+    tele_threads_.clear();
+  }
+
+  void PostTelemetry(std::function<void()> task) {
+    {
+      std::lock_guard lock(tele_mu_);
+      tele_q_.push_back(std::move(task));  // at most one per session: its read waits for it
+    }
+    tele_cv_.notify_one();
+  }
+
+  void TelemetryLoop() {
+    std::unique_lock lock(tele_mu_);
+    for (;;) {
+      tele_cv_.wait(lock, [&] { return tele_stop_ || !tele_q_.empty(); });
+      if (tele_q_.empty()) return;  // stopping, and nothing left
+      std::function<void()> task = std::move(tele_q_.front());
+      tele_q_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
     }
   }
 
@@ -506,6 +541,11 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
   std::condition_variable hb_cv_;
   bool stopping_ = false;
   std::thread heartbeat_thread_;
+  std::mutex tele_mu_;
+  std::condition_variable tele_cv_;
+  std::deque<std::function<void()>> tele_q_;
+  bool tele_stop_ = false;
+  std::vector<std::thread> tele_threads_;
 };
 
 // One agent's Session call: the metadata token checked at once, then one read outstanding at
@@ -530,6 +570,18 @@ class ControlServer::Impl::Reactor final : public ::fl::harness::Reactor {
     if (!ok) {  // the agent closed its side, or the call was cancelled or broke
       if (registered_) impl_->CloseSession(s);
       s->Finish(grpc::Status::OK);
+      return;
+    }
+    if (registered_ && in_.has_telemetry()) {
+      // Handled on a telemetry thread, which then reads this stream's next message: a slow
+      // handler (the store pushing back) holds up this agent's stream only, never the gRPC
+      // threads that carry the other agents' acks and heartbeats. No read is outstanding
+      // meanwhile, so the call cannot finish and this reactor outlives the task.
+      impl_->PostTelemetry([this, s] {
+        impl_->OnMessage(s, in_);
+        in_.Clear();
+        StartRead(&in_);
+      });
       return;
     }
     if (!registered_) {

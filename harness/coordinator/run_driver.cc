@@ -73,7 +73,7 @@ ccl::CclEnvContext LabEnv(const std::vector<lab::JobHost>& hosts) {
 
 // Commands sent to every agent (clock sync, launch, stop, revert, shutdown) go out to at most
 // this many agents at a time (FanOut).
-constexpr int kFanOutWidth = 64;
+constexpr int kFanOutWidth = 256;
 
 constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3,
               kExitInterrupted = 130;

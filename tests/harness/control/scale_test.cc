@@ -139,7 +139,7 @@ class StuckAgent {
 };
 
 TEST_CASE(
-    "control: an agent that stops reading fills only its own send queue; the others keep "
+    "control: an agent that stops reading fills only its own send queue, and the others keep "
     "their heartbeats and answers",
     "[integration]") {
   ControlServerOptions o;
