@@ -20,8 +20,14 @@
 // leases), clock probes on request, and commands; it routes acks back to the waiting Call() and
 // hands telemetry to the telemetry handler.
 //
+// Sessions run on gRPC's callback API (a reactor each, no thread per stream). Writes to an
+// agent go one at a time from a send queue of its own (64 messages at most); heartbeats are
+// queued from a timer thread and never wait on an agent, so an agent that stops reading holds
+// up only itself (its commands fail Unavailable once its queue is full).
+//
 // Thread-safety: all public methods may be called from any thread. The telemetry handler is
-// called from gRPC threads, concurrently for different agents.
+// called from the server's two telemetry threads, concurrently for different agents; an
+// agent's next message is read once its last batch has been handled.
 // Blocking: every waiting method takes a Deadline.
 #pragma once
 
