@@ -19,47 +19,95 @@
 namespace fl::harness {
 
 namespace pb = faultline::v1;
-using Stream = grpc::ServerReaderWriter<pb::CoordinatorMessage, pb::AgentMessage>;
 
 namespace {
 
-// One agent's stream. stream and context belong to gRPC and live only while the Session()
-// handler runs, but other threads (heartbeats, Call, SyncClock) hold the Session longer: they
-// write only through Write(), which fails once Detach() (run by the handler before it
-// returns) has cut the session off from the stream.
+// Messages waiting to be written to one agent, beyond the one being written. A command to an
+// agent whose queue is full fails at once (Unavailable); a heartbeat is not queued behind
+// another one. An agent that stops reading so holds at most this many messages here.
+constexpr size_t kSendQueueLimit = 64;
+// Threads that run the telemetry handler (off gRPC's own threads).
+constexpr int kTelemetryThreads = 2;
+
+using Reactor = grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>;
+
+// One agent's stream. The reactor belongs to gRPC and lives until its OnDone; other threads
+// (heartbeats, Call, SyncClock) hold the Session longer and reach the stream only through
+// Send() and Cancel(), which do nothing once the reactor is done (reactor == nullptr).
+// mu is recursive: a reaction that gRPC runs inline in a StartWrite or Finish made under mu
+// takes it again on the same thread.
 struct Session {
   std::string host;
-  std::mutex write_mu;  // guards stream
-  Stream* stream = nullptr;
-  std::mutex ctx_mu;  // guards context
-  grpc::ServerContext* context = nullptr;
-  std::mutex mu;  // guards the fields below
-  bool alive = true;
+  AgentInfo* info = nullptr;  // its entry in agents_ (never erased), set at registration; mu_
+  std::recursive_mutex mu;    // guards everything below
+  Reactor* reactor = nullptr;
+  grpc::CallbackServerContext* context = nullptr;
+  bool alive = true;       // false once the stream has ended: no more writes
+  bool writing = false;    // a StartWrite is outstanding (on queue.front())
+  bool finishing = false;  // Finish called, or wanted once the outstanding write is done
+  grpc::Status finish_status;
+  std::deque<pb::CoordinatorMessage> queue;  // front: being written while writing
+  int heartbeats_queued = 0;
   std::map<uint64_t, std::promise<StatusOr<pb::Ack>>> pending;
   std::map<uint64_t, std::promise<Nanos>> probes;
 
-  bool Write(const pb::CoordinatorMessage& m) {
-    std::lock_guard lock(write_mu);
-    return stream != nullptr && stream->Write(m);
-  }
-  // Ends the call (its handler's Read fails) from any thread, while the handler runs.
-  void Cancel() {
-    std::lock_guard lock(ctx_mu);
-    if (context) context->TryCancel();
-  }
-  // After this no thread touches the stream. A write blocked on flow control (an agent that
-  // stopped reading) is unblocked by cancelling the call, which is ending anyway.
-  void Detach() {
-    {
-      std::unique_lock lock(write_mu, std::try_to_lock);
-      if (!lock.owns_lock()) {
-        Cancel();
-        lock.lock();
-      }
-      stream = nullptr;
+  // Queues m for writing; false when the stream has ended or the queue is full. A heartbeat
+  // while another is still queued is dropped (true): the agent is behind, one is enough.
+  bool Send(pb::CoordinatorMessage m) {
+    std::lock_guard lock(mu);
+    if (!alive || finishing || reactor == nullptr) return false;
+    const bool heartbeat = m.has_heartbeat();
+    if (heartbeat && heartbeats_queued > 0) return true;
+    if (queue.size() > kSendQueueLimit) return false;
+    heartbeats_queued += heartbeat;
+    queue.push_back(std::move(m));
+    if (!writing) {
+      writing = true;
+      reactor->StartWrite(&queue.front());
     }
-    std::lock_guard lock(ctx_mu);
-    context = nullptr;
+    return true;
+  }
+  // The outstanding write is done: the next one, or the Finish that waited for it.
+  void WriteDone(bool ok) {
+    std::lock_guard lock(mu);
+    writing = false;
+    heartbeats_queued -= queue.front().has_heartbeat();
+    queue.pop_front();
+    if (!ok) {
+      alive = false;  // the call is broken; its reads fail too, and then it is closed
+      queue.clear();
+      heartbeats_queued = 0;
+    }
+    if (finishing) {
+      if (reactor) reactor->Finish(finish_status);
+      return;
+    }
+    if (alive && !queue.empty()) {
+      writing = true;
+      reactor->StartWrite(&queue.front());
+    }
+  }
+  // Finishes the call now, or after the outstanding write (one at a time, Finish included).
+  void Finish(grpc::Status st) {
+    std::lock_guard lock(mu);
+    if (finishing) return;
+    finishing = true;
+    alive = false;
+    if (writing) {
+      // Only the message being written stays; WriteDone pops it and finishes.
+      while (queue.size() > 1) queue.pop_back();
+      heartbeats_queued = queue.front().has_heartbeat();
+      finish_status = std::move(st);
+      return;
+    }
+    queue.clear();
+    heartbeats_queued = 0;
+    if (reactor) reactor->Finish(std::move(st));
+  }
+  // Ends the call (its reads fail) from any thread, as a cut connection would.
+  void Cancel() {
+    std::lock_guard lock(mu);
+    if (context) context->TryCancel();
   }
 };
 
@@ -93,7 +141,7 @@ pb::Ack NormalisedAck(const pb::Ack& in, const std::string& host) {
 
 }  // namespace
 
-class ControlServer::Impl final : public pb::Coordinator::Service {
+class ControlServer::Impl final : public pb::Coordinator::CallbackService {
  public:
   explicit Impl(ControlServerOptions options) : options_(std::move(options)) {}
 
@@ -124,11 +172,18 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     auto colon = options_.listen_address.rfind(':');
     host_part_ = options_.listen_address.substr(0, colon);
     heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+    for (int i = 0; i < kTelemetryThreads; ++i)
+      tele_threads_.emplace_back([this] { TelemetryLoop(); });
     FL_LOG(kInfo, "coord") << "control plane listening on " << host_part_ << ":" << port_;
     return OkStatus();
   }
 
-  grpc::Status Session(grpc::ServerContext* ctx, Stream* stream) override {
+  class Reactor;
+  grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* Session(
+      grpc::CallbackServerContext* ctx) override;
+
+  // The metadata token, before anything is read.
+  grpc::Status CheckToken(grpc::CallbackServerContext* ctx) {
     auto md = ctx->client_metadata().find(kTokenMetadataKey);
     if (md == ctx->client_metadata().end() ||
         !TokensEqual(std::string_view(md->second.data(), md->second.size()), options_.token)) {
@@ -136,8 +191,15 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
       FL_LOG(kWarn, "coord") << "rejected agent from " << ctx->peer() << ": bad or missing token";
       return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing token"};
     }
-    pb::AgentMessage first;
-    if (!stream->Read(&first) || !first.has_hello())
+    return grpc::Status::OK;
+  }
+
+  // The stream's first message: a Hello with the token, a valid host name and (with TLS) a
+  // certificate for it; then the host's registration and the Welcome.
+  grpc::Status Hello(grpc::CallbackServerContext* ctx,
+                     const std::shared_ptr<struct Session>& session,
+                     const pb::AgentMessage& first) {
+    if (!first.has_hello())
       return {grpc::StatusCode::INVALID_ARGUMENT, "first message must be hello"};
     const pb::Hello& hello = first.hello();
     if (!TokensEqual(hello.token(), options_.token)) {
@@ -155,73 +217,66 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
       FL_LOG(kWarn, "coord") << "rejected agent from " << ctx->peer() << ": " << st.error_message();
       return st;
     }
-
-    auto session = std::make_shared<struct Session>();
     session->host = hello.host();
-    session->stream = stream;
-    session->context = ctx;
     if (grpc::Status st = Register(session, hello, ctx->peer()); !st.ok()) return st;
     FL_LOG(kInfo, "coord") << "agent " << hello.host() << " registered from " << ctx->peer();
-
-    pb::AgentMessage msg;
-    while (stream->Read(&msg)) {
-      Nanos now_wall = WallNowNs();
-      {
-        std::lock_guard lock(mu_);
-        agents_[session->host].last_heard_mono_ns = MonoNowNs();
-      }
-      switch (msg.body_case()) {
-        case pb::AgentMessage::kAck: {
-          std::lock_guard lock(session->mu);
-          auto it = session->pending.find(msg.ack().command_id());
-          if (it != session->pending.end()) {
-            it->second.set_value(NormalisedAck(msg.ack(), session->host));
-            session->pending.erase(it);
-          }
-          break;
-        }
-        case pb::AgentMessage::kClockReply: {
-          std::lock_guard lock(session->mu);
-          auto it = session->probes.find(msg.clock_reply().probe_id());
-          if (it != session->probes.end()) {
-            it->second.set_value(msg.clock_reply().agent_wall_ns());
-            session->probes.erase(it);
-          }
-          (void)now_wall;
-          break;
-        }
-        case pb::AgentMessage::kTelemetry: {
-          stats_.telemetry_batches++;
-          stats_.samples += msg.telemetry().samples_size();
-          stats_.events += msg.telemetry().events_size();
-          TelemetryHandler handler;
-          {
-            std::lock_guard lock(mu_);
-            handler = telemetry_;
-          }
-          // The handler checks each record; nothing that escapes it may end the coordinator.
-          if (handler) {
-            try {
-              handler(session->host, msg.telemetry());
-            } catch (const std::exception& e) {
-              if (stats_.bad_messages++ == 0)
-                FL_LOG(kError, "coord")
-                    << "dropped a telemetry batch from agent " << session->host << ": " << e.what();
-            }
-          }
-          break;
-        }
-        default:
-          break;  // heartbeat: last_heard already updated
-      }
-    }
-    CloseSession(session);
     return grpc::Status::OK;
+  }
+
+  // A message after the Hello.
+  void OnMessage(const std::shared_ptr<struct Session>& session, const pb::AgentMessage& msg) {
+    {
+      std::lock_guard lock(mu_);
+      session->info->last_heard_mono_ns = MonoNowNs();
+    }
+    switch (msg.body_case()) {
+      case pb::AgentMessage::kAck: {
+        std::lock_guard lock(session->mu);
+        auto it = session->pending.find(msg.ack().command_id());
+        if (it != session->pending.end()) {
+          it->second.set_value(NormalisedAck(msg.ack(), session->host));
+          session->pending.erase(it);
+        }
+        break;
+      }
+      case pb::AgentMessage::kClockReply: {
+        std::lock_guard lock(session->mu);
+        auto it = session->probes.find(msg.clock_reply().probe_id());
+        if (it != session->probes.end()) {
+          it->second.set_value(msg.clock_reply().agent_wall_ns());
+          session->probes.erase(it);
+        }
+        break;
+      }
+      case pb::AgentMessage::kTelemetry: {
+        stats_.telemetry_batches++;
+        stats_.samples += msg.telemetry().samples_size();
+        stats_.events += msg.telemetry().events_size();
+        TelemetryHandler handler;
+        {
+          std::lock_guard lock(mu_);
+          handler = telemetry_;
+        }
+        // The handler checks each record; nothing that escapes it may end the coordinator.
+        if (handler) {
+          try {
+            handler(session->host, msg.telemetry());
+          } catch (const std::exception& e) {
+            if (stats_.bad_messages++ == 0)
+              FL_LOG(kError, "coord")
+                  << "dropped a telemetry batch from agent " << session->host << ": " << e.what();
+          }
+        }
+        break;
+      }
+      default:
+        break;  // heartbeat: last_heard already updated
+    }
   }
 
   // With TLS: the agent's certificate (already verified against the lab CA by the handshake)
   // must name the host it claims and have the role for it.
-  grpc::Status CheckPeerCertificate(grpc::ServerContext* ctx, const std::string& host) {
+  grpc::Status CheckPeerCertificate(grpc::CallbackServerContext* ctx, const std::string& host) {
     if (!options_.tls) return grpc::Status::OK;
     auto auth = ctx->auth_context();
     if (!auth || !auth->IsPeerAuthenticated())
@@ -253,7 +308,13 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
   // host is lost. Sends the Welcome before anyone else can write to the new session.
   grpc::Status Register(const std::shared_ptr<struct Session>& session, const pb::Hello& hello,
                         const std::string& peer) {
-    std::unique_lock write_lock(session->write_mu);
+    // Sessions pushed aside, cancelled once mu_ is released (whichever way this returns).
+    struct CancelOnExit {
+      std::vector<std::shared_ptr<struct Session>> sessions;
+      ~CancelOnExit() {
+        for (auto& s : sessions) s->Cancel();
+      }
+    } cancel;
     bool resumed = false;
     {
       std::lock_guard lock(mu_);
@@ -282,7 +343,7 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
                       "host " + host + " was lost in run " + options_.run_id + " (" +
                           known->second.lost_reason + "); it takes no agent until the next run");
       if (same_instance) {
-        if (old != sessions_.end()) old->second->Cancel();
+        if (old != sessions_.end()) cancel.sessions.push_back(old->second);
         resumed = true;
       } else {
         if (old != sessions_.end() &&
@@ -295,7 +356,7 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
             MarkLost(host, known->second,
                      "its agent was restarted (a new instance dialled in): the ranks and faults "
                      "of the old one are gone");
-          if (old != sessions_.end()) old->second->Cancel();
+          if (old != sessions_.end()) cancel.sessions.push_back(old->second);
           return refuse(
               grpc::StatusCode::FAILED_PRECONDITION,
               "host " + host + " is done with run " + options_.run_id +
@@ -305,11 +366,12 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
         if (old != sessions_.end()) {
           FL_LOG(kWarn, "coord") << "agent " << host << " silent for more than a lease;"
                                  << " replacing its session with one from " << peer;
-          old->second->Cancel();
+          cancel.sessions.push_back(old->second);
         }
       }
       sessions_[host] = session;
       AgentInfo& info = agents_[host];
+      session->info = &info;
       info.host = host;
       info.peer = peer;
       info.fingerprint = hello.fingerprint();
@@ -324,16 +386,12 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
         FL_LOG(kWarn, "coord") << "agent " << host << " re-dialled from " << peer
                                << "; its session resumes";
       }
-    }
-    pb::CoordinatorMessage welcome;
-    welcome.mutable_welcome()->set_run_id(options_.run_id);
-    welcome.mutable_welcome()->set_lease_ms(options_.lease_ns / kNsPerMs);
-    welcome.mutable_welcome()->set_resumed(resumed);
-    bool sent = session->stream->Write(welcome);
-    write_lock.unlock();
-    if (!sent) {
-      CloseSession(session);
-      return {grpc::StatusCode::UNAVAILABLE, "agent went away"};
+      // Queued before anyone else can find the new session: the Welcome is its first message.
+      pb::CoordinatorMessage welcome;
+      welcome.mutable_welcome()->set_run_id(options_.run_id);
+      welcome.mutable_welcome()->set_lease_ms(options_.lease_ns / kNsPerMs);
+      welcome.mutable_welcome()->set_resumed(resumed);
+      session->Send(std::move(welcome));
     }
     cv_.notify_all();
     return grpc::Status::OK;
@@ -372,7 +430,6 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
   }
 
   void CloseSession(const std::shared_ptr<struct Session>& session) {
-    session->Detach();
     {
       std::lock_guard lock(session->mu);
       session->alive = false;
@@ -417,7 +474,8 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
       }
       pb::CoordinatorMessage hb;
       hb.mutable_heartbeat()->set_wall_ns(WallNowNs());
-      for (auto& s : live) s->Write(hb);
+      for (auto& s : live)
+        if (!s->Send(hb)) ++stats_.queue_full;
     }
   }
 
@@ -430,8 +488,37 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
     hb_cv_.notify_all();
     if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
     if (server_) {
+      // The telemetry threads run until every call is done: each read they start fails then.
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
       server_->Wait();
+    }
+    {
+      std::lock_guard lock(tele_mu_);
+      tele_stop_ = true;
+    }
+    tele_cv_.notify_all();
+    for (auto& t : tele_threads_) t.join();
+    tele_threads_.clear();
+  }
+
+  void PostTelemetry(std::function<void()> task) {
+    {
+      std::lock_guard lock(tele_mu_);
+      tele_q_.push_back(std::move(task));  // at most one per session: its read waits for it
+    }
+    tele_cv_.notify_one();
+  }
+
+  void TelemetryLoop() {
+    std::unique_lock lock(tele_mu_);
+    for (;;) {
+      tele_cv_.wait(lock, [&] { return tele_stop_ || !tele_q_.empty(); });
+      if (tele_q_.empty()) return;  // stopping, and nothing left
+      std::function<void()> task = std::move(tele_q_.front());
+      tele_q_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
     }
   }
 
@@ -448,13 +535,96 @@ class ControlServer::Impl final : public pb::Coordinator::Service {
   std::atomic<uint64_t> next_id_{1};
   struct AtomicStats {
     std::atomic<uint64_t> sessions{0}, rejected{0}, telemetry_batches{0}, samples{0}, events{0};
-    std::atomic<uint64_t> bad_messages{0}, resumes{0}, lost{0};
+    std::atomic<uint64_t> bad_messages{0}, resumes{0}, lost{0}, queue_full{0};
   } stats_;
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
   bool stopping_ = false;
   std::thread heartbeat_thread_;
+  std::mutex tele_mu_;
+  std::condition_variable tele_cv_;
+  std::deque<std::function<void()>> tele_q_;
+  bool tele_stop_ = false;
+  std::vector<std::thread> tele_threads_;
 };
+
+// One agent's Session call: the metadata token checked at once, then one read outstanding at
+// a time (the Hello, then every message after it), writes through Session::Send. Deletes
+// itself in OnDone, after every other reaction.
+class ControlServer::Impl::Reactor final : public ::fl::harness::Reactor {
+ public:
+  Reactor(Impl* impl, grpc::CallbackServerContext* ctx)
+      : impl_(impl), ctx_(ctx), session_(std::make_shared<struct Session>()) {
+    session_->reactor = this;
+    session_->context = ctx;
+    if (grpc::Status st = impl_->CheckToken(ctx); !st.ok()) {
+      session_->Finish(std::move(st));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    // Held here: an OnDone run inline by Finish may delete this, not the Session.
+    std::shared_ptr<struct Session> s = session_;
+    if (!ok) {  // the agent closed its side, or the call was cancelled or broke
+      if (registered_) impl_->CloseSession(s);
+      s->Finish(grpc::Status::OK);
+      return;
+    }
+    if (registered_ && in_.has_telemetry()) {
+      // Handled on a telemetry thread, which then reads this stream's next message: a slow
+      // handler (the store pushing back) holds up this agent's stream only, never the gRPC
+      // threads that carry the other agents' acks and heartbeats. No read is outstanding
+      // meanwhile, so the call cannot finish and this reactor outlives the task.
+      impl_->PostTelemetry([this, s] {
+        impl_->OnMessage(s, in_);
+        in_.Clear();
+        StartRead(&in_);
+      });
+      return;
+    }
+    if (!registered_) {
+      if (grpc::Status st = impl_->Hello(ctx_, s, in_); !st.ok()) {
+        s->Finish(std::move(st));
+        return;
+      }
+      registered_ = true;
+    } else {
+      impl_->OnMessage(s, in_);
+    }
+    in_.Clear();
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::shared_ptr<struct Session> s = session_;
+    s->WriteDone(ok);
+  }
+
+  void OnDone() override {
+    std::shared_ptr<struct Session> s = session_;
+    {
+      std::lock_guard lock(s->mu);
+      s->reactor = nullptr;
+      s->context = nullptr;
+      s->alive = false;
+    }
+    delete this;
+  }
+
+ private:
+  Impl* impl_;
+  grpc::CallbackServerContext* ctx_;
+  std::shared_ptr<struct Session> session_;
+  pb::AgentMessage in_;
+  bool registered_ = false;
+};
+
+grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* ControlServer::Impl::Session(
+    grpc::CallbackServerContext* ctx) {
+  return new Reactor(this, ctx);
+}
 
 StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(ControlServerOptions options) {
   if (options.token.empty()) return InvalidArgumentError("control server needs a token");
@@ -542,10 +712,12 @@ StatusOr<pb::Ack> ControlServer::Call(const std::string& host, pb::CoordinatorMe
     if (!session->alive) return UnavailableError("agent " + host + " is not connected");
     fut = session->pending[id].get_future();
   }
-  if (!session->Write(cmd)) {
+  if (!session->Send(cmd)) {
     std::lock_guard lock(session->mu);
     session->pending.erase(id);
-    return UnavailableError("cannot send to agent " + host);
+    return UnavailableError("cannot send to agent " + host +
+                            " (its stream ended, or it has not read its last " +
+                            std::to_string(kSendQueueLimit) + " messages)");
   }
   if (fut.wait_for(std::chrono::nanoseconds(deadline.Remaining())) != std::future_status::ready) {
     std::lock_guard lock(session->mu);
@@ -591,7 +763,11 @@ StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int prob
     Nanos t0 = WallNowNs();
     m.mutable_clock_probe()->set_probe_id(id);
     m.mutable_clock_probe()->set_coordinator_wall_ns(t0);
-    if (!session->Write(m)) return UnavailableError("cannot send to agent " + host);
+    if (!session->Send(m)) {
+      std::lock_guard lock(session->mu);
+      session->probes.erase(id);
+      return UnavailableError("cannot send to agent " + host);
+    }
     if (fut.wait_for(std::chrono::nanoseconds(deadline.Remaining())) != std::future_status::ready) {
       std::lock_guard lock(session->mu);
       session->probes.erase(id);
@@ -622,5 +798,43 @@ ControlServerStats ControlServer::stats() const {
 }
 
 void ControlServer::Shutdown() { impl_->Shutdown(); }
+
+std::vector<Status> FanOut(const std::vector<std::string>& hosts, int max_in_flight,
+                           const std::function<Status(const std::string& host)>& fn,
+                           Deadline deadline) {
+  std::vector<Status> out(hosts.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < hosts.size(); i = next++) {
+      if (deadline.Expired()) {
+        out[i] = DeadlineExceededError("no time left to send to agent " + hosts[i]);
+        continue;
+      }
+      try {
+        out[i] = fn(hosts[i]);
+      } catch (const std::exception& e) {  // nothing thrown may end the coordinator
+        out[i] = InternalError("agent " + hosts[i] + ": " + e.what());
+      }
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(hosts.size(), static_cast<size_t>(std::max(1, max_in_flight)));
+  if (threads <= 1) {
+    work();
+    return out;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+Status FirstError(const std::vector<Status>& statuses) {
+  for (const Status& st : statuses)
+    if (!st.ok()) return st;
+  return OkStatus();
+}
 
 }  // namespace fl::harness

@@ -20,8 +20,14 @@
 // leases), clock probes on request, and commands; it routes acks back to the waiting Call() and
 // hands telemetry to the telemetry handler.
 //
+// Sessions run on gRPC's callback API (a reactor each, no thread per stream). Writes to an
+// agent go one at a time from a send queue of its own (64 messages at most); heartbeats are
+// queued from a timer thread and never wait on an agent, so an agent that stops reading holds
+// up only itself (its commands fail Unavailable once its queue is full).
+//
 // Thread-safety: all public methods may be called from any thread. The telemetry handler is
-// called from gRPC threads, concurrently for different agents.
+// called from the server's two telemetry threads, concurrently for different agents; an
+// agent's next message is read once its last batch has been handled.
 // Blocking: every waiting method takes a Deadline.
 #pragma once
 
@@ -83,6 +89,17 @@ struct ControlServerStats {
   uint64_t resumes = 0;
   uint64_t lost = 0;
 };
+
+// Runs fn(host) for every host, at most max_in_flight at a time (on threads of its own, so
+// that one slow or silent agent holds up only its own call), and returns fn's statuses in the
+// order of hosts. A host whose turn has not come by the deadline is not called
+// (DeadlineExceeded); fn enforces its own deadline once called. fn may run concurrently
+// with itself.
+std::vector<Status> FanOut(const std::vector<std::string>& hosts, int max_in_flight,
+                           const std::function<Status(const std::string& host)>& fn,
+                           Deadline deadline);
+// The first error of FanOut's statuses, in host order, or OK.
+Status FirstError(const std::vector<Status>& statuses);
 
 class ControlServer {
  public:

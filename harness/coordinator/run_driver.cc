@@ -10,11 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +71,10 @@ ccl::CclEnvContext LabEnv(const std::vector<lab::JobHost>& hosts) {
   }
   return c;
 }
+
+// Commands sent to every agent (clock sync, launch, stop, revert, shutdown) go out to at most
+// this many agents at a time (FanOut).
+constexpr int kFanOutWidth = 256;
 
 constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3,
               kExitInterrupted = 130;
@@ -199,6 +205,11 @@ class Runner {
   // The inject's answer (immediate or sent ahead): fills the fault's record as the ack says.
   Status FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack);
   Status RevertFault(ActiveFault& f);
+  // RevertFault after its Call: the record, as the revert's ack says.
+  Status FinishRevert(ActiveFault& f, StatusOr<pb::Ack> ack);
+  // Every fault in effect or sent ahead reverted: the agents in parallel (FanOut), each
+  // agent's faults in turn; the records written afterwards, in the plan's order.
+  void RevertAll();
   // An agent process of this run that ended on its own (crash, kill -9): its host, after its
   // faults were reverted from the journal.
   std::optional<std::string> LostAgent();
@@ -429,9 +440,20 @@ Status Runner::RegisterAgents() {
   nlohmann::json nccl_env = nlohmann::json::object();  // the same for every host
   for (const auto& [k, v] : EffectiveJobEnv(scenario_, LabEnv(hosts_)))
     if (k.rfind("NCCL_", 0) == 0) nccl_env[k] = v;
+  std::mutex clocks_mu;
+  std::map<std::string, ClockOffset> clocks;
+  FL_RETURN_IF_ERROR(FirstError(FanOut(
+      agent_hosts_, kFanOutWidth,
+      [&](const std::string& host) -> Status {
+        FL_ASSIGN_OR_RETURN(ClockOffset off,
+                            server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
+        std::lock_guard lock(clocks_mu);
+        clocks[host] = off;
+        return OkStatus();
+      },
+      Deadline::After(60 * kNsPerSec))));
   for (const auto& host : agent_hosts_) {
-    FL_ASSIGN_OR_RETURN(ClockOffset off,
-                        server_->SyncClock(host, 5, Deadline::After(5 * kNsPerSec)));
+    const ClockOffset off = clocks.at(host);
     offsets_[host] = off;
     FL_ASSIGN_OR_RETURN(AgentInfo info, server_->Agent(host));
     reports::HostRecord hr;
@@ -632,6 +654,8 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
   }
   nlohmann::json extra = args;
   int first_rank = 0;
+  std::map<std::string, pb::CoordinatorMessage> launches;
+  std::vector<std::string> launch_hosts;
   for (const HostSlot& slot : hosts_) {
     const std::string& host = slot.name;
     const std::vector<std::string>& nics = slot.nics;
@@ -647,24 +671,36 @@ Status Runner::Launch(int attempt, uint64_t first_iteration) {
       else
         for (const auto& n : nics) r->add_nics(n);
     }
-    FL_ASSIGN_OR_RETURN(pb::Ack ack, server_->Call(host, m, Deadline::After(30 * kNsPerSec)));
-    if (!ack.ok())
-      return Status(static_cast<Code>(ack.error_code()), host + ": launch failed: " + ack.error());
+    launches[host] = std::move(m);
+    launch_hosts.push_back(host);
     first_rank += slot.ranks;
   }
+  FL_RETURN_IF_ERROR(FirstError(FanOut(
+      launch_hosts, kFanOutWidth,
+      [&](const std::string& host) -> Status {
+        FL_ASSIGN_OR_RETURN(
+            pb::Ack ack, server_->Call(host, launches.at(host), Deadline::After(30 * kNsPerSec)));
+        if (!ack.ok())
+          return Status(static_cast<Code>(ack.error_code()),
+                        host + ": launch failed: " + ack.error());
+        return OkStatus();
+      },
+      Deadline::After(30 * kNsPerSec))));
   Event("job_launch", {{"attempt", attempt}, {"first_iteration", first_iteration}});
   return OkStatus();
 }
 
 Status Runner::StopRanks() {
-  Status first;
-  for (const HostSlot& slot : hosts_) {
-    pb::CoordinatorMessage m;
-    m.mutable_stop()->set_grace_ms(2000);
-    auto ack = server_->Call(slot.name, m, Deadline::After(20 * kNsPerSec));
-    if (!ack.ok() && first.ok()) first = ack.status();
-  }
-  return first;
+  std::vector<std::string> hosts;
+  for (const HostSlot& slot : hosts_) hosts.push_back(slot.name);
+  pb::CoordinatorMessage m;
+  m.mutable_stop()->set_grace_ms(2000);
+  return FirstError(FanOut(
+      hosts, kFanOutWidth,
+      [&](const std::string& host) {
+        return server_->Call(host, m, Deadline::After(20 * kNsPerSec)).status();
+      },
+      Deadline::After(20 * kNsPerSec)));
 }
 
 namespace {
@@ -735,7 +771,38 @@ Status Runner::RevertFault(ActiveFault& f) {
   if (!ahead && (!f.injected || f.reverted || f.failed)) return OkStatus();
   pb::CoordinatorMessage m;
   m.mutable_revert()->set_fault_id(f.plan.id);
-  auto ack = server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec));
+  return FinishRevert(f, server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec)));
+}
+
+void Runner::RevertAll() {
+  std::vector<ActiveFault*> todo;
+  std::vector<std::string> agents;
+  for (auto& f : faults_) {
+    if (!f.ahead && (!f.injected || f.reverted || f.failed)) continue;
+    todo.push_back(&f);
+    if (std::find(agents.begin(), agents.end(), f.agent) == agents.end()) agents.push_back(f.agent);
+  }
+  std::vector<StatusOr<pb::Ack>> acks(todo.size(), UnavailableError("revert not sent"));
+  FanOut(
+      agents, kFanOutWidth,
+      [&](const std::string& agent) {
+        for (size_t i = 0; i < todo.size(); ++i) {
+          if (todo[i]->agent != agent) continue;
+          pb::CoordinatorMessage m;
+          m.mutable_revert()->set_fault_id(todo[i]->plan.id);
+          acks[i] = server_->Call(agent, m, Deadline::After(30 * kNsPerSec));
+        }
+        return OkStatus();
+      },
+      Deadline::After(30 * kNsPerSec));
+  for (size_t i = 0; i < todo.size(); ++i) {
+    Status st = FinishRevert(*todo[i], std::move(acks[i]));
+    if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
+  }
+}
+
+Status Runner::FinishRevert(ActiveFault& f, StatusOr<pb::Ack> ack) {
+  const bool ahead = f.ahead != nullptr;
   if (ahead) {
     // Sent ahead and not answered yet (the run ends before its time): the revert cancelled
     // it on the agent (nothing applied, no journal entry; its inject is answered
@@ -1142,16 +1209,16 @@ std::optional<std::string> Runner::LostAgent() {
 void Runner::Teardown(bool keep_run_dir) {
   while (LostAgent()) {
   }
-  for (auto& f : faults_) {
-    Status st = RevertFault(f);
-    if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
-  }
+  RevertAll();
   if (server_) {
-    for (const auto& host : agent_hosts_) {
-      pb::CoordinatorMessage m;
-      m.mutable_shutdown()->set_reason("run over");
-      server_->Call(host, m, Deadline::After(15 * kNsPerSec)).status().IgnoreError();
-    }
+    pb::CoordinatorMessage m;
+    m.mutable_shutdown()->set_reason("run over");
+    FanOut(
+        agent_hosts_, kFanOutWidth,
+        [&](const std::string& host) {
+          return server_->Call(host, m, Deadline::After(15 * kNsPerSec)).status();
+        },
+        Deadline::After(15 * kNsPerSec));
   }
   if (lab_) lab_->StopAgents(Deadline::After(10 * kNsPerSec));
   if (server_) server_->Shutdown();
@@ -1439,10 +1506,7 @@ int Runner::Run() {
   // applied (a revert that needs the job, e.g. a path check, still sees it).
   while (LostAgent()) {
   }
-  for (auto& f : faults_) {
-    Status st = RevertFault(f);
-    if (!st.ok()) FL_LOG(kError, "coord") << st.ToUserString();
-  }
+  RevertAll();
   PrintFaultEvents(/*all=*/true);
   stopping_ = true;  // the ranks' exits from here on are ours, not news
   if (server_) StopRanks().IgnoreError();
