@@ -2,35 +2,46 @@
 
 namespace fl::workloads {
 
+namespace {
+
+using T = OptionType;
+
+// The descriptors (name, doc, options), listed in workload_list.h.
+const WorkloadPlugin kAllReduceLoopPlugin{
+    "allreduce_loop", "one AllReduce of job.size per iteration, verified exactly",
+    OptionSchema("allreduce_loop", {})};
+
+const WorkloadPlugin kMoeAllToAllPlugin{
+    "moe_alltoall", "an AllToAll of job.size per iteration (expert routing), verified",
+    OptionSchema("moe_alltoall", {})};
+
+const WorkloadPlugin kTrainingStepPlugin{
+    "training_step", "a compute phase, then an AllReduce of job.size (gradients), per iteration",
+    OptionSchema("training_step",
+                 {
+                     {"compute",
+                      T::kDurationMs,
+                      0,
+                      3600 * 1000,
+                      {},
+                      "20ms",
+                      "the compute phase of each step (whole ms)"},
+                     {"compute_device",
+                      T::kEnum,
+                      0,
+                      0,
+                      {"cpu", "gpu", "auto"},
+                      "auto",
+                      "where it runs: cuBLAS GEMMs on a GPU, host arithmetic, or auto"},
+                 })};
+
+}  // namespace
+
 const std::vector<const WorkloadPlugin*>& WorkloadPlugins() {
-  using T = OptionType;
   static const auto* all = new std::vector<const WorkloadPlugin*>{
-      new WorkloadPlugin{"allreduce_loop",
-                         "one AllReduce of job.size per iteration, verified exactly",
-                         OptionSchema("allreduce_loop", {})},
-      new WorkloadPlugin{"moe_alltoall",
-                         "an AllToAll of job.size per iteration (expert routing), verified",
-                         OptionSchema("moe_alltoall", {})},
-      new WorkloadPlugin{
-          "training_step",
-          "a compute phase, then an AllReduce of job.size (gradients), per iteration",
-          OptionSchema("training_step",
-                       {
-                           {"compute",
-                            T::kDurationMs,
-                            0,
-                            3600 * 1000,
-                            {},
-                            "20ms",
-                            "the compute phase of each step (whole ms)"},
-                           {"compute_device",
-                            T::kEnum,
-                            0,
-                            0,
-                            {"cpu", "gpu", "auto"},
-                            "auto",
-                            "where it runs: cuBLAS GEMMs on a GPU, host arithmetic, or auto"},
-                       })},
+#define FL_WORKLOAD(name, descriptor, cls) &descriptor,
+#include "workloads/workload_list.h"
+#undef FL_WORKLOAD
   };
   return *all;
 }

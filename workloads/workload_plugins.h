@@ -10,8 +10,8 @@
 // workload takes (job.size, job.dtype, job.collective_timeout, and the loop's job.check_every)
 // is not an option: WorkloadConfig and LoopOptions carry it (kCommonJobKeys).
 //
-// Adding a workload: its class and one Add<...> line in workloads.cc, and its descriptor (name,
-// doc, schema) in workload_plugins.cc. Adding an option: its spec in the descriptor, read from
+// Adding a workload: its class in workloads.cc, its descriptor (name, doc, schema) in
+// workload_plugins.cc, and its one registration line in workload_list.h, which both read. Adding an option: its spec in the descriptor, read from
 // OptionValues in the workload's constructor; the loader, the worker and `faultline workloads`
 // take it from the schema.
 #pragma once

@@ -218,9 +218,9 @@ Status Add(WorkloadRegistry& registry, std::string_view name) {
 }  // namespace
 
 Status RegisterBuiltinWorkloads(WorkloadRegistry& registry) {
-  FL_RETURN_IF_ERROR(Add<AllReduceLoop>(registry, "allreduce_loop"));
-  FL_RETURN_IF_ERROR(Add<TrainingStep>(registry, "training_step"));
-  FL_RETURN_IF_ERROR(Add<MoeAllToAll>(registry, "moe_alltoall"));
+#define FL_WORKLOAD(name, descriptor, cls) FL_RETURN_IF_ERROR(Add<cls>(registry, #name));
+#include "workloads/workload_list.h"
+#undef FL_WORKLOAD
   return OkStatus();
 }
 

@@ -142,5 +142,19 @@ TEST_CASE("loop: alltoall verification knows each block's sender, stop ends the 
   CHECK_FALSE(RunLoop(*w, 1, {0, 0, 1}, sink, stop).ok());  // neither iterations nor duration
 }
 
+TEST_CASE("workload list: every descriptor has its factory, with the descriptor's schema",
+          "[unit]") {
+  WorkloadRegistry reg("workload");
+  REQUIRE(RegisterBuiltinWorkloads(reg).ok());
+  CHECK(reg.Names() == WorkloadNames());  // both in name order, from workload_list.h
+  for (const WorkloadPlugin* p : WorkloadPlugins()) {
+    INFO(p->name);
+    const OptionSchema* schema = reg.Schema(p->name);
+    REQUIRE(schema != nullptr);
+    CHECK(schema->Names() == p->options.Names());
+    CHECK(reg.Create(p->name, OptionValues{}).ok());  // the schema's defaults suffice
+  }
+}
+
 }  // namespace
 }  // namespace fl::workloads
