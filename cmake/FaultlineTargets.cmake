@@ -42,6 +42,18 @@ function(fl_test name)
     endif()
   endforeach()
   set(_sources ${A_SOURCES} ${A_UNPARSED_ARGUMENTS})
+  # A ';' in a test name splits its ctest entry into names that match nothing (CMake's list
+  # separator): refused here, naming the file, instead of failing at test time.
+  foreach(_src ${_sources} ${A_HIDDEN_SOURCES})
+    if(_src MATCHES "_test\\.cc$" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${_src}")
+      file(READ "${CMAKE_CURRENT_SOURCE_DIR}/${_src}" _text)
+      string(REGEX MATCH "TEST_CASE[ \t\r\n]*\\([ \t\r\n]*\"([^\"]|\"[ \t\r\n]*\")*;" _semi "${_text}")
+      if(_semi)
+        message(FATAL_ERROR "${CMAKE_CURRENT_SOURCE_DIR}/${_src}: a test name with ';' (CMake "
+                            "splits its ctest entry there and neither half matches a test)")
+      endif()
+    endif()
+  endforeach()
   if(NOT FL_SANITIZE)
     list(APPEND _sources ${A_HIDDEN_SOURCES})
   endif()

@@ -150,7 +150,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "timeline: a second fault of a busy agent is not sent ahead but injected at its time; "
+    "timeline: a second fault of a busy agent is not sent ahead but injected at its time, while "
     "another agent's goes ahead",
     "[unit]") {
   FakeRun run;
