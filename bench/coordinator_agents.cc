@@ -160,8 +160,7 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
   }
 
   void OnDone(const grpc::Status& st) override {
-    if (!st.ok())
-      std::fprintf(stderr, "agent %s: %s\n", host_.c_str(), st.error_message().c_str());
+    if (!st.ok()) std::fprintf(stderr, "agent %s: %s\n", host_.c_str(), st.error_message().c_str());
     done_ = true;
   }
 

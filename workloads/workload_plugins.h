@@ -11,9 +11,9 @@
 // is not an option: WorkloadConfig and LoopOptions carry it (kCommonJobKeys).
 //
 // Adding a workload: its class in workloads.cc, its descriptor (name, doc, schema) in
-// workload_plugins.cc, and its one registration line in workload_list.h, which both read. Adding an option: its spec in the descriptor, read from
-// OptionValues in the workload's constructor; the loader, the worker and `faultline workloads`
-// take it from the schema.
+// workload_plugins.cc, and its one registration line in workload_list.h, which both read. Adding an
+// option: its spec in the descriptor, read from OptionValues in the workload's constructor; the
+// loader, the worker and `faultline workloads` take it from the schema.
 #pragma once
 
 #include <string>

@@ -361,8 +361,9 @@ TEST_CASE("scenario: a workload's options are checked against its schema and kep
         "no options)");
 }
 
-TEST_CASE("scenario: on_rank_loss shrink needs a CCL that can shrink, and shrink_grace goes with it",
-          "[unit]") {
+TEST_CASE(
+    "scenario: on_rank_loss shrink needs a CCL that can shrink, and shrink_grace goes with it",
+    "[unit]") {
   auto err = [](const std::string& text) {
     auto s = ParseScenario(text, "x.yaml");
     return s.ok() ? std::string("ok") : s.status().message();
