@@ -707,6 +707,18 @@ namespace {
 
 constexpr Nanos kSendAheadNs = 500 * kNsPerMs;
 
+// What an agent's answer to a command says: the call's error, the agent's, or OK.
+Status AckStatus(const StatusOr<pb::Ack>& ack) {
+  if (!ack.ok()) return ack.status();
+  if (!ack->ok()) return Status(static_cast<Code>(ack->error_code()), ack->error());
+  return OkStatus();
+}
+
+// A fault the run still has to revert: in effect, or sent ahead and not answered yet.
+bool Outstanding(const ActiveFault& f) {
+  return f.ahead != nullptr || (f.injected && !f.reverted && !f.failed);
+}
+
 pb::CoordinatorMessage InjectMessage(const ActiveFault& f) {
   pb::CoordinatorMessage m;
   auto* in = m.mutable_inject();
@@ -746,9 +758,7 @@ void Runner::SendAhead(ActiveFault& f) {
 
 Status Runner::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
   f.injected = true;
-  Status st = ack.ok() ? (ack->ok() ? OkStatus()
-                                    : Status(static_cast<Code>(ack->error_code()), ack->error()))
-                       : ack.status();
+  Status st = AckStatus(ack);
   if (!st.ok()) {
     f.failed = true;
     Keep(store_->PutFault(f.record), "fault record " + f.plan.id);
@@ -767,8 +777,7 @@ Status Runner::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
 }
 
 Status Runner::RevertFault(ActiveFault& f) {
-  const bool ahead = f.ahead != nullptr;
-  if (!ahead && (!f.injected || f.reverted || f.failed)) return OkStatus();
+  if (!Outstanding(f)) return OkStatus();
   pb::CoordinatorMessage m;
   m.mutable_revert()->set_fault_id(f.plan.id);
   return FinishRevert(f, server_->Call(f.agent, m, Deadline::After(30 * kNsPerSec)));
@@ -778,7 +787,7 @@ void Runner::RevertAll() {
   std::vector<ActiveFault*> todo;
   std::vector<std::string> agents;
   for (auto& f : faults_) {
-    if (!f.ahead && (!f.injected || f.reverted || f.failed)) continue;
+    if (!Outstanding(f)) continue;
     todo.push_back(&f);
     if (std::find(agents.begin(), agents.end(), f.agent) == agents.end()) agents.push_back(f.agent);
   }
@@ -818,9 +827,7 @@ Status Runner::FinishRevert(ActiveFault& f, StatusOr<pb::Ack> ack) {
       FL_LOG(kError, "coord") << st.ToUserString();
   }
   f.reverted = true;
-  Status st = ack.ok() ? (ack->ok() ? OkStatus()
-                                    : Status(static_cast<Code>(ack->error_code()), ack->error()))
-                       : ack.status();
+  Status st = AckStatus(ack);
   f.record.revert_verified = st.ok();
   f.record.reverted_wall_ns = st.ok() && ack->effective_wall_ns()
                                   ? ack->effective_wall_ns() - offsets_[f.agent].offset_ns

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "tests/workloads/fake_comm.h"
 #include "workloads/data.h"
 #include "workloads/worker.h"
 #include "workloads/workload_plugins.h"
@@ -12,12 +13,11 @@ namespace {
 
 // Pretends to be rank `rank` of `world` ranks whose data follow workloads/data.h, and computes
 // the collective's result locally; can be told to corrupt or to fail.
-class FakeComm : public ccl::Communicator {
+class FakeComm : public testing::FakeCommBase {
  public:
   FakeComm(int rank, int world) : rank_(rank), world_(world) {}
   int rank() const override { return rank_; }
   int size() const override { return world_; }
-  std::string name() const override { return "fake"; }
   Status AllReduce(const void*, void* recv, size_t count, ccl::DataType t, ccl::ReduceOp,
                    const ccl::CollectiveOptions&) override {
     if (fail_at_ == calls_++) return UnavailableError("no path to rank 1");
@@ -25,17 +25,6 @@ class FakeComm : public ccl::Communicator {
     for (size_t i = 0; i < count; ++i) Store(recv, i, t, ExpectedSum(world_, i, calls_ - 1, m));
     if (corrupt_at_ == calls_ - 1) Store(recv, count / 2, t, 999);
     return OkStatus();
-  }
-  Status AllGather(const void*, void*, size_t, ccl::DataType,
-                   const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
-  }
-  Status ReduceScatter(const void*, void*, size_t, ccl::DataType, ccl::ReduceOp,
-                       const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
-  }
-  Status Broadcast(void*, size_t, ccl::DataType, int, const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
   }
   Status AllToAll(const void*, void* recv, size_t count, ccl::DataType t,
                   const ccl::CollectiveOptions&) override {
@@ -47,9 +36,6 @@ class FakeComm : public ccl::Communicator {
     ++calls_;
     return OkStatus();
   }
-  Status Barrier(const ccl::CollectiveOptions&) override { return OkStatus(); }
-  Status GetAsyncError() override { return OkStatus(); }
-  void Abort() override {}
 
   uint64_t fail_at_ = UINT64_MAX;
   uint64_t corrupt_at_ = UINT64_MAX;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "ccl_under_test/api/rendezvous.h"
+#include "tests/workloads/fake_comm.h"
 #include "workloads/data.h"
 #include "workloads/worker.h"
 
@@ -75,13 +76,12 @@ class FakeGroup : public std::enable_shared_from_this<FakeGroup> {
   std::map<std::vector<int>, std::shared_ptr<FakeGroup>> children_;
 };
 
-class FakeComm : public ccl::Communicator {
+class FakeComm : public testing::FakeCommBase {
  public:
   FakeComm(std::shared_ptr<FakeGroup> group, int rank, bool can_shrink = true)
       : group_(std::move(group)), rank_(rank), can_shrink_(can_shrink) {}
   int rank() const override { return rank_; }
   int size() const override { return group_->n(); }
-  std::string name() const override { return "fake"; }
   Status AllReduce(const void* send, void* recv, size_t count, ccl::DataType t, ccl::ReduceOp,
                    const ccl::CollectiveOptions& o) override {
     if (!error_.ok()) return error_;
@@ -93,24 +93,7 @@ class FakeComm : public ccl::Communicator {
     if (!st.ok()) error_ = st;
     return st;
   }
-  Status AllGather(const void*, void*, size_t, ccl::DataType,
-                   const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
-  }
-  Status ReduceScatter(const void*, void*, size_t, ccl::DataType, ccl::ReduceOp,
-                       const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
-  }
-  Status Broadcast(void*, size_t, ccl::DataType, int, const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
-  }
-  Status AllToAll(const void*, void*, size_t, ccl::DataType,
-                  const ccl::CollectiveOptions&) override {
-    return InternalError("unused");
-  }
-  Status Barrier(const ccl::CollectiveOptions&) override { return OkStatus(); }
   Status GetAsyncError() override { return error_; }
-  void Abort() override {}
 
   Status ShrinkSupport() const override {
     if (!can_shrink_) return FailedPreconditionError("fake: this one cannot shrink");

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
 
 #include "common/file_util.h"
 #include "harness/agent/agent_runtime.h"
@@ -112,74 +115,82 @@ class ResolveOnly : public injectors::Injector {
   int applied = 0;
 };
 
-TEST_CASE("InjectFault's admit hook refuses a prepared fault before the journal", "[unit]") {
-  fl::testing::RegisterTestSwitchDriver();
-  fl::testing::TempDir dir("fl_swpol");
-  REQUIRE_FALSE(dir.path().empty());
-  auto inv = lab::ParseInventory(kInventory, "i.yaml");
-  REQUIRE(inv.ok());
-  lab::InventoryFabricSite site(*inv);
-  injectors::FaultJournal journal(dir.path() + "/journal");
+// The fabric site of kInventory, a journal in a temporary directory, an injector that only
+// resolves, and the admit hook of a policy that allows tor_port_down on leaf0's ports only
+// (the handle's ports decide, not the target's name).
+struct AdmitSetup {
+  fl::testing::TempDir dir{"fl_swpol"};
+  std::unique_ptr<lab::InventoryFabricSite> site;
+  std::unique_ptr<injectors::FaultJournal> journal;
   ResolveOnly inj;
   injectors::FaultSpec spec;
-  spec.kind = "tor_port_down";
-  spec.target = "rail1";
-  auto policy = ParseAgentPolicy("allow_kinds: [tor_port_down]\nswitch_ports: [leaf0]\n", "p");
-  REQUIRE(policy.ok());
-  // The handle's ports (not the target's name) decide: rail1 is leaf1's port.
-  auto admit = [&](const injectors::FaultHandle& h) {
-    std::vector<injectors::Port> ports;
-    for (const auto& p : h.state["ports"]) ports.push_back(injectors::PortFromJson(p));
-    return CheckSwitchPorts(*policy, ports);
-  };
+  std::optional<AgentPolicy> policy;
+  std::function<Status(const injectors::FaultHandle&)> admit;
+
+  AdmitSetup() {
+    fl::testing::RegisterTestSwitchDriver();
+    REQUIRE_FALSE(dir.path().empty());
+    auto inv = lab::ParseInventory(kInventory, "i.yaml");
+    REQUIRE(inv.ok());
+    site = std::make_unique<lab::InventoryFabricSite>(*inv);
+    journal = std::make_unique<injectors::FaultJournal>(JournalDir());
+    spec.kind = "tor_port_down";
+    auto p = ParseAgentPolicy("allow_kinds: [tor_port_down]\nswitch_ports: [leaf0]\n", "p");
+    REQUIRE(p.ok());
+    policy = *std::move(p);
+    admit = [this](const injectors::FaultHandle& h) {
+      std::vector<injectors::Port> ports;
+      for (const auto& port : h.state["ports"]) ports.push_back(injectors::PortFromJson(port));
+      return CheckSwitchPorts(*policy, ports);
+    };
+  }
+  std::string JournalDir() const { return dir.path() + "/journal"; }
+};
+
+TEST_CASE("InjectFault's admit hook refuses a prepared fault before the journal", "[unit]") {
+  AdmitSetup t;
+  t.spec.target = "rail1";  // leaf1's port
+  ResolveOnly& inj = t.inj;
+  injectors::FaultSpec& spec = t.spec;
+  lab::InventoryFabricSite& site = *t.site;
+  injectors::FaultJournal& journal = *t.journal;
+  const auto& admit = t.admit;
   auto refused = injectors::InjectFault(inj, spec, site, &journal, admit);
   CHECK(refused.status().code() == Code::kFailedPrecondition);
   CHECK(refused.status().message().find("leaf1:Ethernet12") != std::string::npos);
   CHECK(inj.applied == 0);
-  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  CHECK(JournalEntries(t.JournalDir()) == 0);
   spec.target = "rail0";
   auto ok = injectors::InjectFault(inj, spec, site, &journal, admit);
   INFO(ok.status().ToString());
   REQUIRE(ok.ok());
   CHECK(inj.applied == 1);
   CHECK(injectors::RevertFault(inj, *ok, &journal).ok());
-  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  CHECK(JournalEntries(t.JournalDir()) == 0);
 }
 
 TEST_CASE(
     "PrepareFault journals without applying, CancelPrepared leaves nothing, FireFault applies",
     "[unit]") {
-  fl::testing::RegisterTestSwitchDriver();
-  fl::testing::TempDir dir("fl_prep");
-  REQUIRE_FALSE(dir.path().empty());
-  auto inv = lab::ParseInventory(kInventory, "i.yaml");
-  REQUIRE(inv.ok());
-  lab::InventoryFabricSite site(*inv);
-  injectors::FaultJournal journal(dir.path() + "/journal");
-  ResolveOnly inj;
-  injectors::FaultSpec spec;
-  spec.kind = "tor_port_down";
-  spec.target = "rail0";
-  auto policy = ParseAgentPolicy("allow_kinds: [tor_port_down]\nswitch_ports: [leaf0]\n", "p");
-  REQUIRE(policy.ok());
-  auto admit = [&](const injectors::FaultHandle& h) {
-    std::vector<injectors::Port> ports;
-    for (const auto& p : h.state["ports"]) ports.push_back(injectors::PortFromJson(p));
-    return CheckSwitchPorts(*policy, ports);
-  };
+  AdmitSetup t;
+  ResolveOnly& inj = t.inj;
+  injectors::FaultSpec& spec = t.spec;
+  lab::InventoryFabricSite& site = *t.site;
+  injectors::FaultJournal& journal = *t.journal;
+  const auto& admit = t.admit;
   // The admit hook (the policy) applies to a prepared fault as to an immediate one.
   spec.target = "rail1";
   CHECK(injectors::PrepareFault(inj, spec, site, &journal, admit).status().code() ==
         Code::kFailedPrecondition);
-  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  CHECK(JournalEntries(t.JournalDir()) == 0);
   spec.target = "rail0";
   auto prepared = injectors::PrepareFault(inj, spec, site, &journal, admit);
   REQUIRE(prepared.ok());
   CHECK(inj.applied == 0);
-  CHECK(JournalEntries(dir.path() + "/journal") == 1);  // "applying", for recovery
+  CHECK(JournalEntries(t.JournalDir()) == 1);  // "applying", for recovery
   CHECK(injectors::CancelPrepared(*prepared, &journal).ok());
   CHECK(inj.applied == 0);
-  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  CHECK(JournalEntries(t.JournalDir()) == 0);
 
   auto again = injectors::PrepareFault(inj, spec, site, &journal, admit);
   REQUIRE(again.ok());
@@ -190,7 +201,7 @@ TEST_CASE(
   REQUIRE(entries->size() == 1);
   CHECK((*entries)[0].phase == "applied");
   CHECK(injectors::RevertFault(inj, *again, &journal).ok());
-  CHECK(JournalEntries(dir.path() + "/journal") == 0);
+  CHECK(JournalEntries(t.JournalDir()) == 0);
 }
 
 }  // namespace
