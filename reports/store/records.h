@@ -122,6 +122,30 @@ struct VerdictRecord {
   bool operator==(const VerdictRecord&) const = default;
 };
 
+// One data NIC's counters on one host at one moment, as read (cumulative since the NIC came
+// up; the report turns successive samples into rates). Agents sample every 100 ms during a run.
+struct NicSampleRecord {
+  std::string run_id;
+  std::string host;  // the lab host name, e.g. "h1"
+  std::string nic;   // the data NIC's lab name, e.g. "nic0"
+  Nanos wall_ns = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t rx_packets = 0;
+  uint64_t tx_packets = 0;
+  uint64_t rx_dropped = 0;
+  uint64_t tx_dropped = 0;
+  uint64_t rx_errors = 0;
+  uint64_t tx_errors = 0;
+  // Pause (PFC) frames, where the NIC reports them (ethtool statistics); nullopt otherwise.
+  std::optional<uint64_t> rx_pause;
+  std::optional<uint64_t> tx_pause;
+  // Further counters the driver (ethtool) or the RDMA port (sysfs) has, by name.
+  std::map<std::string, uint64_t> extra;
+
+  bool operator==(const NicSampleRecord&) const = default;
+};
+
 // Everything stored about one run.
 struct RunData {
   RunRecord run;
@@ -131,6 +155,7 @@ struct RunData {
   std::vector<EventRecord> events;      // by time
   std::vector<MetricRecord> metrics;    // in insertion order
   std::vector<VerdictRecord> verdicts;  // in insertion order
+  std::vector<NicSampleRecord> nics;    // by host, nic, time
 };
 
 }  // namespace fl::reports
