@@ -19,7 +19,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "reports/store/batch_writer.h"
-#include "reports/store/sqlite.h"
+#include "reports/store/sql.h"
 #include "reports/store/store.h"
 
 namespace fl::reports {

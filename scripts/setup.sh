@@ -25,6 +25,9 @@ PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libmnl-dev libnftables-dev
   iproute2 nftables ethtool iperf3 procps util-linux
   slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway
+  # PostgreSQL: libpq for the store's PostgreSQL back end (--db postgresql://...); the server
+  # (postgresql-15) for the tests, which start their own with initdb and pg_ctl as nobody
+  postgresql-15 libpq-dev
   # /usr/bin/python3's jsonschema and yaml: ctest schema:check_schemas validates the shipped
   # YAML files against configs/schema/*.schema.json (tests/schema/check_schemas.py)
   python3-jsonschema python3-yaml

@@ -34,6 +34,21 @@ bool ParseKeyValues(const char* cmd, const char* flag, const std::vector<std::st
   return true;
 }
 
+std::string DefaultDb() {
+  const char* env = std::getenv("FAULTLINE_DB");
+  return env != nullptr && *env != '\0' ? env : "results.db";
+}
+
+void AddDbOption(CLI::App* command, std::string* db) {
+  *db = DefaultDb();
+  command
+      ->add_option("--db", *db,
+                   "results database: a SQLite file, or a PostgreSQL server shared by many\n"
+                   "coordinators as postgresql://[user[:password]@]host[:port]/dbname\n"
+                   "(default: $FAULTLINE_DB, else results.db)")
+      ->capture_default_str();
+}
+
 void QuietLogsUnlessAsked() {
   if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
 }

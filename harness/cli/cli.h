@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace fl::harness {
 
 // Returns the process exit code: 0 pass, 1 an expectation failed, 2 bad input,
@@ -17,6 +21,11 @@ int RunCli(int argc, char** argv);
 // stderr, "faultline CMD: FLAG wants key=value, got '...'") for one without a key or '='.
 bool ParseKeyValues(const char* cmd, const char* flag, const std::vector<std::string>& in,
                     std::map<std::string, std::string>* out);
+// The results database every command uses unless --db says otherwise: $FAULTLINE_DB when
+// set, else results.db (a SQLite file in the working directory).
+std::string DefaultDb();
+// Adds --db to a command, defaulting *db to DefaultDb().
+void AddDbOption(CLI::App* command, std::string* db);
 // Commands that print their own progress show library logs below warnings only when
 // FAULTLINE_LOG asks for them.
 void QuietLogsUnlessAsked();

@@ -7,6 +7,7 @@
 
 #include "common/file_util.h"
 #include "common/http_put.h"
+#include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
 #include "reports/render/html.h"
 #include "reports/render/json_view.h"
@@ -100,7 +101,7 @@ bool Push(const std::string& gateway, const reports::RunData& run, const std::st
 
 void AddReportCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string run, db = "results.db", html, junit, md, openmetrics, pushgateway;
+    std::string run, db, html, junit, md, openmetrics, pushgateway;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -115,7 +116,7 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       "written at once; '-' writes to standard output. Exit 0 when the outputs were written,\n"
       "whatever the verdicts (the run's own exit status carries those).");
   cmd->add_option("run", args->run, "run id (see faultline runs) or 'latest'")->required();
-  cmd->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
+  AddDbOption(cmd, &args->db);
   cmd->add_option("--html", args->html, "write the HTML report to this file");
   cmd->add_option("--junit", args->junit, "write JUnit XML to this file");
   cmd->add_option("--md", args->md, "write the Markdown summary to this file");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/clock.h"
@@ -23,7 +24,7 @@ constexpr double kMinLeaseS = 0.1, kMaxLeaseS = 300;
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string scenario, db = "results.db", run_id, policy, tls_dir, lab;
+    std::string scenario, db, run_id, policy, tls_dir, lab;
     bool no_tls = false;
     uint64_t seed = 0;
     std::vector<std::string> tags, ccl_options;
@@ -46,7 +47,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")
       ->required();
   auto add_common = [&](CLI::App* c) {
-    c->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
+    AddDbOption(c, &args->db);
     c->add_option("--lab", args->lab,
                   "run on this lab instead of the scenario's: a topology (configs/labs/*.yaml,\n"
                   "the local lab) or an inventory of real hosts (configs/inventories/*.yaml;\n"
@@ -141,7 +142,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   replay->callback([run_with, replay] { run_with(replay, true); });
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database, newest first");
-  runs->add_option("--db", args->db, "results database (SQLite)")->capture_default_str();
+  AddDbOption(runs, &args->db);
   runs->add_option("--limit", args->limit, "how many")->capture_default_str();
   runs->add_flag("--json", args->json, "print the runs as a JSON array");
   runs->callback([args, exit_code] {
@@ -182,6 +183,76 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     }
     *exit_code = 0;
   });
+
+  struct ImportArgs {
+    std::string from, db;
+    std::vector<std::string> select;
+  };
+  auto imp = std::make_shared<ImportArgs>();
+  auto* import = app.add_subcommand(
+      "import",
+      "copy runs from another results database into --db (e.g. a lab's local SQLite history\n"
+      "into the PostgreSQL store all clusters share): every finished run, or those named.\n"
+      "Each run is copied whole in one transaction; runs already in --db are left as they are");
+  import
+      ->add_option("from", imp->from,
+                   "the results database to copy from (a SQLite file or "
+                   "postgresql://...)")
+      ->required();
+  import->add_option("runs", imp->select,
+                     "run ids or tag selections (tag:KEY=VALUE[,KEY=VALUE]); default: all");
+  AddDbOption(import, &imp->db);
+  import->callback([imp, exit_code] {
+    auto fail = [&](const char* what, const Status& s, int code) {
+      std::fprintf(stderr, "faultline import: %s: %s\n", what, s.ToUserString().c_str());
+  *exit_code = code;
+};
+auto from = reports::Store::Open(imp->from, {.create = false});
+if (!from.ok()) return fail("source", from.status(), 2);
+std::vector<reports::RunRecord> runs;
+if (imp->select.empty()) imp->select.push_back("");
+for (const auto& sel : imp->select) {
+  reports::RunFilter f;
+  if (sel.rfind("tag:", 0) == 0) {
+    if (Status s = reports::ParseTagSelector(sel, f); !s.ok()) return fail("selection", s, 2);
+  } else if (!sel.empty()) {
+    auto r = (*from)->GetRun(sel);
+    if (!r.ok()) return fail("source", r.status(), 2);
+    runs.push_back(std::move(*r));
+    continue;
+  }
+  auto list = (*from)->ListRuns(f);
+  if (!list.ok()) return fail("source", list.status(), 3);
+  runs.insert(runs.end(), list->rbegin(), list->rend());  // oldest first
+}
+auto to = reports::Store::Open(imp->db);
+if (!to.ok()) return fail("destination", to.status(), 3);
+int copied = 0, present = 0, running = 0;
+std::set<std::string> seen;
+for (size_t i = 0; i < runs.size(); ++i) {
+  const auto& r = runs[i];
+  if (!seen.insert(r.id).second) continue;
+  const char* what = "imported";
+  if (r.status == reports::RunStatus::kRunning) {
+    what = "skipped: still running";
+    ++running;
+  } else if ((*to)->GetRun(r.id).ok()) {
+    what = "already there";
+    ++present;
+  } else {
+    auto data = (*from)->LoadRun(r.id);
+    if (!data.ok()) return fail(r.id.c_str(), data.status(), 3);
+    if (Status s = (*to)->ImportRun(*data); !s.ok()) return fail(r.id.c_str(), s, 3);
+    ++copied;
+  }
+  std::fprintf(stderr, "[%zu/%zu] %s %s: %s\n", i + 1, runs.size(), r.id.c_str(),
+               r.scenario_name.c_str(), what);
+}
+std::printf("imported %d run(s) into %s; %d already there, %d still running (skipped)\n", copied,
+            (*to)->path().c_str(), present, running);
+*exit_code = 0;
+}  // namespace fl::harness
+);
 }
 
 }  // namespace fl::harness

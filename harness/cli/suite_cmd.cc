@@ -44,7 +44,7 @@ bool WriteOut(const char* cmd, const std::string& path, const std::string& text)
 
 void AddSuite(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string file, db = "results.db", junit, policy, lab;
+    std::string file, db, junit, policy, lab;
     uint32_t repeat = 0;
     std::vector<std::string> tags;
     bool json = false;
@@ -60,7 +60,7 @@ void AddSuite(CLI::App& app, int* exit_code) {
   c->add_option("--repeat", a->repeat, "repetitions of each scenario x CCL (default: the file's)")
       ->check(CLI::Range(1, 1000));
   c->add_option("--junit", a->junit, "write one JUnit XML file for the whole suite");
-  c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
+  AddDbOption(c, &a->db);
   c->add_option("--tag", a->tags, "k=v tag on every run (repeatable), e.g. fw=22.41");
   c->add_option("--policy", a->policy, "agent policy file passed to every run");
   c->add_flag("--json", a->json,
@@ -108,7 +108,7 @@ void AddSuite(CLI::App& app, int* exit_code) {
 
 void AddCompare(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string a, b, db = "results.db", md, html, suite, scenario;
+    std::string a, b, db, md, html, suite, scenario;
     std::vector<std::string> metrics, tolerances;
     bool json = false;
     double confidence = 0.95;
@@ -124,7 +124,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
       "regressed, 2 bad input (see docs/suites.md)");
   c->add_option("A", a->a, "run id, 'latest', or tag:k=v[,k=v] (e.g. tag:fw=22.39)")->required();
   c->add_option("B", a->b, "run id, 'latest', or tag:k=v[,k=v] (e.g. tag:fw=22.41)")->required();
-  c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
+  AddDbOption(c, &a->db);
   c->add_option("--md", a->md, "also write a Markdown table to this file");
   c->add_option("--html", a->html, "also write a self-contained HTML page to this file");
   c->add_flag("--json", a->json, "print the comparison as JSON instead of the table");
@@ -210,7 +210,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
 
 void AddHistory(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string scenario, db = "results.db", html;
+    std::string scenario, db, html;
     std::vector<std::string> metrics, tags;
     size_t limit = 50;
     bool json = false;
@@ -222,7 +222,7 @@ void AddHistory(CLI::App& app, int* exit_code) {
   c->add_option("--metric", a->metrics,
                 "metric name or key (repeatable; default: detection, recovery, degraded ratio, "
                 "throughput loss, baseline algbw)");
-  c->add_option("--db", a->db, "results database (SQLite)")->capture_default_str();
+  AddDbOption(c, &a->db);
   c->add_option("--html", a->html, "write a self-contained HTML page with an SVG chart per metric");
   c->add_option("--tag", a->tags, "only runs with this k=v tag (repeatable)");
   c->add_option("--limit", a->limit, "the newest N finished runs (0: all)")->capture_default_str();

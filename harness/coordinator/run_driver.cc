@@ -85,6 +85,16 @@ std::string Hostname() {
   return buf;
 }
 
+// Who runs a coordinator, for telling a dead coordinator's run from a live one: the host name
+// and the start of /etc/machine-id, so that two clusters' hosts of one name that share a
+// PostgreSQL store never judge each other's pids.
+std::string CoordinatorHost() {
+  std::string id;
+  if (auto text = ReadFile("/etc/machine-id"); text.ok()) id = text->substr(0, 12);
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id.empty() ? Hostname() : Hostname() + "#" + id;
+}
+
 std::string LabNameOf(const std::string& run_id) { return "fl" + run_id.substr(run_id.size() - 6); }
 
 // What the telemetry tells us about the job while it runs.
@@ -1440,7 +1450,7 @@ int Runner::Run() {
   rr.seed = seed_;
   rr.start_wall_ns = WallNowNs();
   rr.coordinator_pid = getpid();
-  rr.coordinator_host = Hostname();
+  rr.coordinator_host = CoordinatorHost();
   rr.tags = opts_.tags;
   // The CCL and its tuning as tags, so runs can be selected and compared by them
   // (faultline compare tag:ccl.dead_timeout_ms=900 ...).
@@ -1458,7 +1468,24 @@ int Runner::Run() {
   for (const char* k : {"CI_COMMIT_SHA", "GITHUB_SHA", "BUILD_URL", "CI_PIPELINE_URL"})
     if (const char* v = std::getenv(k); v && *v && !rr.tags.count(k))
       rr.tags[k] = std::string(v).substr(0, 512);
-  if (Status s = store_->CreateRun(rr); !s.ok()) {
+  // The cluster, so that runs of many clusters in one shared store can be told apart
+  // (--tag cluster=NAME, else $FAULTLINE_CLUSTER, else this host's name).
+  if (!rr.tags.count("cluster")) {
+    const char* c = std::getenv("FAULTLINE_CLUSTER");
+    rr.tags["cluster"] = c != nullptr && *c != '\0' ? std::string(c) : Hostname();
+  }
+  // A run id is unique in the store; one drawn twice (another coordinator, the same second,
+  // the same random part) is drawn again.
+  for (int attempt = 0;; ++attempt) {
+    Status s = store_->CreateRun(rr);
+    if (s.ok()) break;
+    if (attempt < 3 && s.code() == Code::kInvalidArgument && store_->GetRun(rr.id).ok()) {
+      run_id_ = NewRunId();
+      lab_name_ = LabNameOf(run_id_);
+      run_dir_ = injectors::StateDir() + "/runs/" + run_id_;
+      rr.id = run_id_;
+      continue;
+    }
     std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
     return kExitInfra;
   }
@@ -1548,10 +1575,10 @@ int Runner::Run() {
 }  // namespace
 
 std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
-  if (access(db_path.c_str(), F_OK) != 0) return {};
+  if (!reports::sql::IsPostgresTarget(db_path) && access(db_path.c_str(), F_OK) != 0) return {};
   auto store = reports::Store::Open(db_path);
   if (!store.ok()) return {};
-  auto marked = (*store)->MarkDeadRunsAborted(Hostname());
+  auto marked = (*store)->MarkDeadRunsAborted(CoordinatorHost());
   if (!marked.ok()) return {};
   for (const auto& id : *marked) {
     std::fprintf(stderr,

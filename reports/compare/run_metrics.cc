@@ -32,7 +32,7 @@ RunMetricSet ToMetricSet(RunRecord run, const std::vector<MetricRecord>& metrics
 }
 
 StatusOr<std::unique_ptr<RunReader>> RunReader::Open(const std::string& db_path) {
-  if (access(db_path.c_str(), F_OK) != 0)
+  if (!sql::IsPostgresTarget(db_path) && access(db_path.c_str(), F_OK) != 0)
     return NotFoundError("results database '" + db_path + "' does not exist");
   FL_ASSIGN_OR_RETURN(auto store, Store::Open(db_path, {.create = false}));
   return std::unique_ptr<RunReader>(new RunReader(std::move(store)));

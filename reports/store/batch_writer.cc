@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "reports/store/sqlite.h"
+#include "reports/store/sql.h"
 #include "reports/store/store.h"
 
 namespace fl::reports {
@@ -79,7 +79,9 @@ StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Open(const std::string& path
   FL_ASSIGN_OR_RETURN(impl->db, OpenStoreDb(path, /*create=*/true, options.busy_timeout, 0));
   // Checkpoint the WAL every ~40 MB instead of every 4 MB: fewer stalls inside the writer's
   // commits during an ingest burst. Readers and other connections are unaffected.
-  FL_RETURN_IF_ERROR(impl->db->Exec("PRAGMA wal_autocheckpoint = 10000"));
+  if (impl->db->dialect() == sql::Dialect::kSqlite) {
+    FL_RETURN_IF_ERROR(impl->db->Exec("PRAGMA wal_autocheckpoint = 10000"));
+  }
   FL_ASSIGN_OR_RETURN(auto inserter, TelemetryInserter::Prepare(*impl->db));
   impl->inserter.emplace(std::move(inserter));
   return std::unique_ptr<BatchWriter>(new BatchWriter(std::move(impl)));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "reports/store/postgres.h"
 
 namespace fl::reports {
 
@@ -138,12 +139,9 @@ constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }
 
 StatusOr<int> ReadSchemaVersion(sql::Db& db) {
-  FL_ASSIGN_OR_RETURN(int64_t has_version,
-                      db.QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                                  "name = 'schema_version'"));
-  if (has_version == 0) {
-    FL_ASSIGN_OR_RETURN(int64_t tables,
-                        db.QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'"));
+  FL_ASSIGN_OR_RETURN(bool has_version, db.HasTable("schema_version"));
+  if (!has_version) {
+    FL_ASSIGN_OR_RETURN(int64_t tables, db.CountTables());
     if (tables != 0) {
       return FailedPreconditionError(db.path() +
                                      ": not a faultline results database (no schema_version)");
@@ -153,6 +151,12 @@ StatusOr<int> ReadSchemaVersion(sql::Db& db) {
   auto version = db.QueryInt("SELECT max(version) FROM schema_version");
   if (!version.ok()) return version.status();
   return static_cast<int>(*version);
+}
+
+std::string MigrationSql(sql::Dialect dialect, int version) {
+  std::string_view text = kMigrations[static_cast<size_t>(version)];
+  if (dialect == sql::Dialect::kPostgres) return sql::PostgresDdl(text);
+  return std::string(text);
 }
 
 Status MigrateSchema(sql::Db& db, int target_version) {
@@ -169,15 +173,17 @@ Status MigrateSchema(sql::Db& db, int target_version) {
                                    "; use a newer faultline or another --db");
   }
   while (version < target_version) {
-    // BEGIN IMMEDIATE, then re-read: another process may have migrated meanwhile.
+    // Take the write (or schema) lock, then re-read: another process may have migrated
+    // meanwhile.
     FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(db));
+    FL_RETURN_IF_ERROR(db.LockSchema());
     FL_ASSIGN_OR_RETURN(int now, ReadSchemaVersion(db));
     if (now != version) {
       FL_RETURN_IF_ERROR(txn.Commit());
       version = now;
       continue;
     }
-    Status s = db.Exec(kMigrations[static_cast<size_t>(version)]);
+    Status s = db.Exec(MigrationSql(db.dialect(), version));
     if (!s.ok()) {
       return s.Prepend("migrating results schema to version " + std::to_string(version + 1));
     }

@@ -11,8 +11,10 @@
 #include <span>
 #include <string_view>
 
+#include <string>
 #include "common/status.h"
-#include "reports/store/sqlite.h"
+
+#include "reports/store/sql.h"
 
 namespace fl::reports {
 
@@ -24,6 +26,9 @@ std::span<const std::string_view> SchemaMigrations();
 // The version recorded in schema_version, 0 for an empty database (no tables at all).
 // FailedPrecondition for a non-empty database that is not a faultline results database.
 [[nodiscard]] StatusOr<int> ReadSchemaVersion(sql::Db& db);
+
+// Migration `version` (0: the one that creates version 1) in the dialect's SQL.
+std::string MigrationSql(sql::Dialect dialect, int version);
 
 // Brings the database to target_version (default: this build's). FailedPrecondition when the
 // database is newer than target_version, naming both versions.

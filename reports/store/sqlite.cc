@@ -33,69 +33,112 @@ Status MapCode(int rc, std::string message) {
   }
 }
 
-}  // namespace
+class SqliteDb;
 
-// ---- Stmt ----
+class SqliteStmt final : public StmtImpl {
+ public:
+  SqliteStmt(SqliteDb* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~SqliteStmt() override { sqlite3_finalize(stmt_); }
 
-Stmt::~Stmt() {
-  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
-}
-
-Stmt::Stmt(Stmt&& other) noexcept
-    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)), bind_rc_(other.bind_rc_) {}
-
-Stmt& Stmt::operator=(Stmt&& other) noexcept {
-  if (this != &other) {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
-    db_ = other.db_;
-    stmt_ = std::exchange(other.stmt_, nullptr);
-    bind_rc_ = other.bind_rc_;
+  void BindInt(int index, int64_t value) override { Note(sqlite3_bind_int64(stmt_, index, value)); }
+  void BindDouble(int index, double value) override {
+    Note(sqlite3_bind_double(stmt_, index, value));
   }
-  return *this;
-}
+  void BindText(int index, std::string_view value, bool copy) override {
+    Note(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
+                             copy ? SQLITE_TRANSIENT : SQLITE_STATIC, SQLITE_UTF8));
+  }
+  void BindBlob(int index, std::span<const uint8_t> data, bool copy) override {
+    // A non-null pointer even for an empty blob: a zero-length blob, not NULL.
+    static const uint8_t kEmpty = 0;
+    Note(sqlite3_bind_blob64(stmt_, index, data.empty() ? &kEmpty : data.data(), data.size(),
+                             copy ? SQLITE_TRANSIENT : SQLITE_STATIC));
+  }
+  void BindNull(int index) override { Note(sqlite3_bind_null(stmt_, index)); }
 
-Stmt& Stmt::Bind(int index, int64_t value) {
-  int rc = sqlite3_bind_int64(stmt_, index, value);
-  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  return *this;
-}
+  StatusOr<bool> Step() override;
+  void Reset() override {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    bind_rc_ = SQLITE_OK;
+  }
 
-Stmt& Stmt::Bind(int index, double value) {
-  int rc = sqlite3_bind_double(stmt_, index, value);
-  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  return *this;
-}
+  bool IsNull(int col) const override { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int64_t Int(int col) const override { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const override { return sqlite3_column_double(stmt_, col); }
+  std::string Text(int col) const override {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    if (p == nullptr) return {};
+    return std::string(reinterpret_cast<const char*>(p),
+                       static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+  std::span<const uint8_t> Blob(int col) const override {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    if (p == nullptr) return {};
+    return {static_cast<const uint8_t*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
+  }
 
-Stmt& Stmt::Bind(int index, std::string_view value) {
-  int rc =
-      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  return *this;
-}
+ private:
+  void Note(int rc) {
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  }
 
-Stmt& Stmt::BindStatic(int index, std::string_view value) {
-  int rc =
-      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8);
-  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  return *this;
-}
+  SqliteDb* db_;
+  sqlite3_stmt* stmt_;
+  int bind_rc_ = SQLITE_OK;  // first failed bind, reported by Step()
+};
 
-Stmt& Stmt::BindBlobStatic(int index, std::span<const uint8_t> data) {
-  // A non-null pointer even for an empty blob: a zero-length blob, not NULL.
-  static const uint8_t kEmpty = 0;
-  int rc = sqlite3_bind_blob64(stmt_, index, data.empty() ? &kEmpty : data.data(), data.size(),
-                               SQLITE_STATIC);
-  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  return *this;
-}
+class SqliteDb final : public Db {
+ public:
+  SqliteDb(sqlite3* db, std::string path) : Db(std::move(path)), db_(db) {}
+  ~SqliteDb() override { sqlite3_close_v2(db_); }
 
-Stmt& Stmt::BindNull(int index) {
-  int rc = sqlite3_bind_null(stmt_, index);
-  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  return *this;
-}
+  Status Error(int rc, std::string_view context) const {
+    std::string msg = path() + ": " + sqlite3_errmsg(db_);
+    if (!context.empty()) msg += " in: " + std::string(context);
+    return MapCode(rc, std::move(msg));
+  }
 
-StatusOr<bool> Stmt::Step() {
+  Status Exec(std::string_view sql) override {
+    std::string text(sql);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+    if (rc == SQLITE_OK) return OkStatus();
+    std::string msg = path() + ": " + (err != nullptr ? err : sqlite3_errstr(rc)) + " in: " + text;
+    sqlite3_free(err);
+    return MapCode(rc, std::move(msg));
+  }
+
+  StatusOr<Stmt> Prepare(std::string_view sql) override {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return Error(rc, sql);
+    return Stmt(std::make_unique<SqliteStmt>(this, stmt));
+  }
+
+  int64_t Changes() const override { return sqlite3_changes64(db_); }
+  Dialect dialect() const override { return Dialect::kSqlite; }
+
+  StatusOr<bool> HasTable(std::string_view name) override {
+    FL_ASSIGN_OR_RETURN(auto st,
+                        Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                "name = ?1"));
+    st.Bind(1, name);
+    FL_ASSIGN_OR_RETURN(bool row, st.Step());
+    return row && st.Int(0) > 0;
+  }
+  StatusOr<int64_t> CountTables() override {
+    return QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+  }
+  Status BeginWrite() override { return Exec("BEGIN IMMEDIATE"); }
+  Status LockSchema() override { return OkStatus(); }
+
+ private:
+  sqlite3* db_;
+};
+
+StatusOr<bool> SqliteStmt::Step() {
   if (bind_rc_ != SQLITE_OK) {
     int rc = std::exchange(bind_rc_, SQLITE_OK);
     return MapCode(rc, std::string("binding a parameter: ") + sqlite3_errstr(rc) +
@@ -109,55 +152,9 @@ StatusOr<bool> Stmt::Step() {
   return s;
 }
 
-Status Stmt::Run() {
-  for (;;) {
-    auto row = Step();
-    if (!row.ok()) {
-      Reset();
-      return row.status();
-    }
-    if (!*row) break;
-  }
-  Reset();
-  return OkStatus();
-}
+}  // namespace
 
-void Stmt::Reset() {
-  sqlite3_reset(stmt_);
-  sqlite3_clear_bindings(stmt_);
-  bind_rc_ = SQLITE_OK;
-}
-
-bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-int64_t Stmt::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Stmt::Double(int col) const { return sqlite3_column_double(stmt_, col); }
-std::string Stmt::Text(int col) const {
-  const auto* p = sqlite3_column_text(stmt_, col);
-  if (p == nullptr) return {};
-  return std::string(reinterpret_cast<const char*>(p),
-                     static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
-}
-std::span<const uint8_t> Stmt::Blob(int col) const {
-  const void* p = sqlite3_column_blob(stmt_, col);
-  if (p == nullptr) return {};
-  return {static_cast<const uint8_t*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
-}
-std::optional<int64_t> Stmt::OptInt(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Int(col);
-}
-std::optional<double> Stmt::OptDouble(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Double(col);
-}
-std::optional<std::string> Stmt::OptText(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Text(col);
-}
-
-// ---- Db ----
-
-StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& options) {
+StatusOr<std::unique_ptr<Db>> OpenSqlite(const std::string& path, const Db::Options& options) {
   int flags = SQLITE_OPEN_NOMUTEX;
   if (options.read_only) {
     flags |= SQLITE_OPEN_READONLY;
@@ -176,60 +173,7 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, const Options& o
   sqlite3_extended_result_codes(raw, 1);
   Nanos ms = options.busy_timeout / kNsPerMs;
   sqlite3_busy_timeout(raw, static_cast<int>(ms > INT32_MAX ? INT32_MAX : ms));
-  return std::unique_ptr<Db>(new Db(raw, path));
-}
-
-Db::~Db() { sqlite3_close_v2(db_); }
-
-Status Db::Error(int rc, std::string_view context) const {
-  std::string msg = path_ + ": " + sqlite3_errmsg(db_);
-  if (!context.empty()) msg += " in: " + std::string(context);
-  return MapCode(rc, std::move(msg));
-}
-
-Status Db::Exec(std::string_view sql) {
-  std::string text(sql);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
-  if (rc == SQLITE_OK) return OkStatus();
-  std::string msg = path_ + ": " + (err != nullptr ? err : sqlite3_errstr(rc)) + " in: " + text;
-  sqlite3_free(err);
-  return MapCode(rc, std::move(msg));
-}
-
-StatusOr<Stmt> Db::Prepare(std::string_view sql) {
-  sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
-                              SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-  if (rc != SQLITE_OK) return Error(rc, sql);
-  return Stmt(this, stmt);
-}
-
-StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
-  FL_ASSIGN_OR_RETURN(Stmt stmt, Prepare(sql));
-  FL_ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return NotFoundError("no row from: " + std::string(sql));
-  return stmt.Int(0);
-}
-
-int64_t Db::Changes() const { return sqlite3_changes64(db_); }
-
-// ---- Transaction ----
-
-StatusOr<Transaction> Transaction::Begin(Db& db) {
-  FL_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
-  return Transaction(&db);
-}
-
-Transaction::~Transaction() {
-  if (db_ != nullptr) db_->Exec("ROLLBACK").IgnoreError();
-}
-
-Status Transaction::Commit() {
-  Db* db = std::exchange(db_, nullptr);
-  Status s = db->Exec("COMMIT");
-  if (!s.ok()) db->Exec("ROLLBACK").IgnoreError();
-  return s;
+  return std::unique_ptr<Db>(new SqliteDb(raw, path));
 }
 
 }  // namespace fl::reports::sql

@@ -102,16 +102,23 @@ StatusOr<std::unique_ptr<sql::Db>> OpenStoreDb(const std::string& path, bool cre
   opts.create = create;
   opts.busy_timeout = busy_timeout;
   FL_ASSIGN_OR_RETURN(auto db, sql::Db::Open(path, opts));
-  // WAL: readers (reports, compare) never block the writer and vice versa. NORMAL
-  // synchronous is durable across process crashes; a power cut may lose the last commits.
-  FL_ASSIGN_OR_RETURN(auto mode, db->Prepare("PRAGMA journal_mode = WAL"));
-  FL_ASSIGN_OR_RETURN(bool row, mode.Step());
-  if (!row || mode.Text(0) != "wal") {
-    return FailedPreconditionError(path + ": cannot switch the results database to WAL mode" +
-                                   (row ? " (got " + mode.Text(0) + ")" : std::string()));
+  if (db->dialect() == sql::Dialect::kSqlite) {
+    // WAL: readers (reports, compare) never block the writer and vice versa. NORMAL
+    // synchronous is durable across process crashes; a power cut may lose the last commits.
+    FL_ASSIGN_OR_RETURN(auto mode, db->Prepare("PRAGMA journal_mode = WAL"));
+    FL_ASSIGN_OR_RETURN(bool row, mode.Step());
+    if (!row || mode.Text(0) != "wal") {
+      return FailedPreconditionError(path + ": cannot switch the results database to WAL mode" +
+                                     (row ? " (got " + mode.Text(0) + ")" : std::string()));
+    }
+    mode.Reset();
+    FL_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
   }
-  mode.Reset();
-  FL_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
+  if (!create && db->dialect() == sql::Dialect::kPostgres) {
+    // A server has no file to be missing: a database without the store's tables is.
+    FL_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(*db));
+    if (version == 0) return NotFoundError(db->path() + ": no faultline results there (no tables)");
+  }
   FL_RETURN_IF_ERROR(MigrateSchema(*db, schema_version == 0 ? kSchemaVersion : schema_version));
   return db;
 }
@@ -353,17 +360,23 @@ Status Store::FinishRun(const std::string& run_id, RunStatus status, Nanos end_w
 
 Status Store::SetTag(const std::string& run_id, const std::string& key, const std::string& value) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT OR REPLACE INTO run_tags (run_id, key, "
-                                            "value) VALUES (?1, ?2, ?3)"));
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO run_tags (run_id, key, value) VALUES "
+                                            "(?1, ?2, ?3) ON CONFLICT (run_id, key) DO UPDATE "
+                                            "SET value = excluded.value"));
   st.Bind(1, run_id).Bind(2, key).Bind(3, value);
   return st.Run();
 }
 
 Status Store::PutHost(const HostRecord& h) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT OR REPLACE INTO hosts (run_id, name, "
-                                            "address, clock_offset_ns, clock_uncertainty_ns, "
-                                            "fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO hosts (run_id, name, address, "
+                                            "clock_offset_ns, clock_uncertainty_ns, "
+                                            "fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                                            "ON CONFLICT (run_id, name) DO UPDATE SET address = "
+                                            "excluded.address, clock_offset_ns = "
+                                            "excluded.clock_offset_ns, clock_uncertainty_ns = "
+                                            "excluded.clock_uncertainty_ns, fingerprint_json = "
+                                            "excluded.fingerprint_json"));
   st.Bind(1, h.run_id)
       .Bind(2, h.name)
       .Bind(3, h.address)
@@ -377,9 +390,14 @@ Status Store::PutFault(const FaultRecord& f) {
   std::lock_guard lock(mu_);
   FL_ASSIGN_OR_RETURN(
       auto st,
-      db_->Prepare("INSERT OR REPLACE INTO faults (run_id, fault_id, kind, target, params_json, "
+      db_->Prepare("INSERT INTO faults (run_id, fault_id, kind, target, params_json, "
                    "scheduled_wall_ns, requested_wall_ns, effective_wall_ns, reverted_wall_ns, "
-                   "revert_verified) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+                   "revert_verified) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT "
+                   "(run_id, fault_id) DO UPDATE SET kind = excluded.kind, target = "
+                   "excluded.target, params_json = excluded.params_json, scheduled_wall_ns = "
+                   "excluded.scheduled_wall_ns, requested_wall_ns = excluded.requested_wall_ns, "
+                   "effective_wall_ns = excluded.effective_wall_ns, reverted_wall_ns = "
+                   "excluded.reverted_wall_ns, revert_verified = excluded.revert_verified"));
   std::optional<int64_t> verified;
   if (f.revert_verified) verified = *f.revert_verified ? 1 : 0;
   st.Bind(1, f.run_id)
@@ -457,6 +475,19 @@ Status Store::ReplaceVerdicts(const std::string& run_id, std::span<const Verdict
   return txn.Commit();
 }
 
+Status Store::ImportRun(const RunData& d) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_RETURN_IF_ERROR(CreateRun(d.run));
+  for (const auto& h : d.hosts) FL_RETURN_IF_ERROR(PutHost(h));
+  for (const auto& f : d.faults) FL_RETURN_IF_ERROR(PutFault(f));
+  FL_RETURN_IF_ERROR(InsertSamples(d.samples));
+  FL_RETURN_IF_ERROR(InsertEvents(d.events));
+  FL_RETURN_IF_ERROR(ReplaceMetrics(d.run.id, d.metrics));
+  FL_RETURN_IF_ERROR(ReplaceVerdicts(d.run.id, d.verdicts));
+  return txn.Commit();
+}
+
 StatusOr<std::vector<std::string>> Store::MarkDeadRunsAborted(
     const std::string& host, const std::function<bool(int64_t)>& is_alive, Nanos now_wall_ns) {
   std::lock_guard lock(mu_);
@@ -486,7 +517,7 @@ StatusOr<std::vector<std::string>> Store::MarkDeadRunsAborted(
 
 StatusOr<std::vector<RunRecord>> Store::ListRuns(const RunFilter& filter) {
   std::lock_guard lock(mu_);
-  std::string q = "SELECT " + std::string(kRunColumns) + " FROM runs r WHERE 1";
+  std::string q = "SELECT " + std::string(kRunColumns) + " FROM runs r WHERE TRUE";
   int n = 0;
   if (filter.scenario_name) q += " AND scenario_name = ?" + std::to_string(++n);
   if (filter.status) q += " AND status = ?" + std::to_string(++n);
@@ -531,7 +562,7 @@ Status Store::LoadTagsLocked(RunRecord& run) {
 StatusOr<RunRecord> Store::GetRunLocked(const std::string& run_id) {
   std::string q =
       "SELECT " + std::string(kRunColumns) + " FROM runs WHERE " +
-      (run_id == "latest" ? "1 ORDER BY start_wall_ns DESC, id DESC LIMIT 1" : "id = ?1");
+      (run_id == "latest" ? "TRUE ORDER BY start_wall_ns DESC, id DESC LIMIT 1" : "id = ?1");
   FL_ASSIGN_OR_RETURN(auto st, db_->Prepare(q));
   if (run_id != "latest") st.Bind(1, run_id);
   FL_ASSIGN_OR_RETURN(bool row, st.Step());

@@ -4,11 +4,13 @@
 // BatchWriter (reports/store/batch_writer.h), which uses its own connection.
 //
 // Thread-safety: all methods may be called from any thread; calls on one Store are serialised
-// by an internal mutex. Several Stores (and processes) may open the same file: WAL lets
-// readers run while one writer commits; writers wait for each other up to the busy timeout.
-// Ownership: Store owns its connection; records are copied in and out.
-// Blocking: every call does file I/O and may wait up to Options::busy_timeout for another
-// writer, then fails with kDeadlineExceeded.
+// by an internal mutex.
+// Back ends: `path` is a SQLite file or a postgresql:// URI (reports/store/sql.h); the schema,
+// its migrations and every call are the same on both. Several Stores (and processes) may open the
+// same file: WAL lets readers run while one writer commits; writers wait for each other up to the
+// busy timeout. Ownership: Store owns its connection; records are copied in and out. Blocking:
+// every call does file I/O and may wait up to Options::busy_timeout for another writer, then fails
+// with kDeadlineExceeded.
 #pragma once
 
 #include <functional>
@@ -23,7 +25,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "reports/store/records.h"
-#include "reports/store/sqlite.h"
+#include "reports/store/sql.h"
 
 namespace fl::reports {
 
@@ -79,6 +81,9 @@ class Store {
                                       std::span<const MetricRecord> metrics);
   [[nodiscard]] Status ReplaceVerdicts(const std::string& run_id,
                                        std::span<const VerdictRecord> verdicts);
+  // Writes a whole run as loaded from another store (LoadRun), in one transaction: all of it
+  // or, on any error, none of it. InvalidArgument when its id is already here.
+  [[nodiscard]] Status ImportRun(const RunData& data);
 
   // Marks aborted every run still 'running' whose coordinator ran on `host` and is no longer
   // alive according to is_alive(pid). Runs of other hosts are left alone (their liveness
@@ -111,7 +116,7 @@ class Store {
   StatusOr<std::vector<VerdictRecord>> LoadVerdictsLocked(const std::string& id);
   StatusOr<std::vector<FaultRecord>> LoadFaultsLocked(const std::string& id);
 
-  std::mutex mu_;
+  std::recursive_mutex mu_;  // recursive: ImportRun is made of the other writes
   std::unique_ptr<sql::Db> db_;
 };
 

@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "common/log.h"
-#include "reports/store/sqlite.h"
+#include "reports/store/sql.h"
 #include "reports/store/store.h"
 #include "tests/reports/temp_dir.h"
 

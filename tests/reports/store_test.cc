@@ -3,7 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "reports/store/schema.h"
-#include "reports/store/sqlite.h"
+#include "reports/store/sql.h"
+#include "tests/pg_server.h"
 #include "tests/reports/temp_dir.h"
 
 namespace fl::reports {
@@ -26,6 +27,26 @@ RunRecord MakeRun(const std::string& id, Nanos start, std::map<std::string, std:
   r.coordinator_host = "lab-coord";
   r.tags = std::move(tags);
   return r;
+}
+
+// Where a test's store lives on `backend`: a file in dir (sqlite), or a fresh database on this
+// process's own PostgreSQL server (postgresql; started on first use, stopped at exit).
+std::string FreshTarget(const std::string& backend, const TempDir& dir) {
+  if (backend == "sqlite") return dir.File("results.db");
+  static std::unique_ptr<fl::testing::PgServer> server;
+  static int databases = 0;
+  if (!server) {
+    std::string error;
+    server = fl::testing::PgServer::Start(&error);
+    INFO(error);
+    REQUIRE(server);
+  }
+  const std::string name = "t" + std::to_string(++databases);
+  auto admin = sql::Db::Open(server->Uri(), {});
+  INFO(admin.status().ToString());
+  REQUIRE(admin.ok());
+  REQUIRE((*admin)->Exec("CREATE DATABASE " + name).ok());
+  return server->Uri(name);
 }
 
 std::unique_ptr<sql::Db> RawDb(const std::string& path) {
@@ -312,9 +333,12 @@ TEST_CASE("store: a missing file with create=false is NotFound", "[unit]") {
   CHECK(store.status().code() == Code::kNotFound);
 }
 
-TEST_CASE("store: every table round-trips", "[unit]") {
+TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integration]") {
   TempDir dir;
-  auto opened = Store::Open(dir.File("results.db"));
+  const std::string backend = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO(backend);
+  auto opened = Store::Open(FreshTarget(backend, dir));
+  INFO(opened.status().ToString());
   REQUIRE(opened.ok());
   Store& store = **opened;
 
@@ -391,9 +415,13 @@ TEST_CASE("store: every table round-trips", "[unit]") {
   CHECK(store.GetRun("latest")->id == "r2");
 }
 
-TEST_CASE("store: errors are statuses with the right codes", "[unit]") {
+TEST_CASE("store: errors are statuses with the right codes, on SQLite and on PostgreSQL",
+          "[integration]") {
   TempDir dir;
-  auto opened = Store::Open(dir.File("results.db"));
+  const std::string backend = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO(backend);
+  auto opened = Store::Open(FreshTarget(backend, dir));
+  INFO(opened.status().ToString());
   REQUIRE(opened.ok());
   Store& store = **opened;
   REQUIRE(store.CreateRun(MakeRun("r1", kT0)).ok());
@@ -408,9 +436,13 @@ TEST_CASE("store: errors are statuses with the right codes", "[unit]") {
   CHECK(store.LoadRun("r1")->metrics.empty());  // the failed transaction left nothing
 }
 
-TEST_CASE("store: runs are selected by scenario, status and tags", "[unit]") {
+TEST_CASE("store: runs are selected by scenario, status and tags, on SQLite and on PostgreSQL",
+          "[integration]") {
   TempDir dir;
-  auto opened = Store::Open(dir.File("results.db"));
+  const std::string backend = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO(backend);
+  auto opened = Store::Open(FreshTarget(backend, dir));
+  INFO(opened.status().ToString());
   REQUIRE(opened.ok());
   Store& store = **opened;
   REQUIRE(store.CreateRun(MakeRun("a", kT0, {{"fw", "22.39"}, {"lab", "x"}})).ok());
@@ -459,9 +491,13 @@ TEST_CASE("store: runs are selected by scenario, status and tags", "[unit]") {
   CHECK(ParseRunStatus("exploded").status().code() == Code::kInvalidArgument);
 }
 
-TEST_CASE("store: runs of a dead coordinator are marked aborted", "[unit]") {
+TEST_CASE("store: runs of a dead coordinator are marked aborted, on SQLite and on PostgreSQL",
+          "[integration]") {
   TempDir dir;
-  auto opened = Store::Open(dir.File("results.db"));
+  const std::string backend = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO(backend);
+  auto opened = Store::Open(FreshTarget(backend, dir));
+  INFO(opened.status().ToString());
   REQUIRE(opened.ok());
   Store& store = **opened;
   RunRecord dead = MakeRun("dead", kT0);

@@ -26,6 +26,7 @@
 #include "reports/store/store.h"
 #include "tests/child_process.h"
 #include "tests/harness/run_testing.h"
+#include "tests/pg_server.h"
 #include "tests/test_util.h"
 
 namespace fl::harness {
@@ -146,6 +147,55 @@ TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cle
   CHECK_FALSE(data->metrics.empty());
   CHECK_FALSE(data->verdicts.empty());
   CHECK(f.out().find("PASS") != std::string::npos);
+}
+
+TEST_CASE("faultline run: two coordinators at once write their runs into one PostgreSQL store",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string error;
+  auto server = testing::PgServer::Start(&error);
+  INFO(error);
+  REQUIRE(server);
+  const std::string pg = server->Uri();
+  std::string scenario =
+      WriteScenario(dir.path(), WriteLab(dir.path()), "3s",
+                    "  - kind: bandwidth_throttle\n    target: h0.nic0\n    at: 500ms\n"
+                    "    duration: 1s\n    params: {rate: 200mbit}\n");
+  auto before = Netns();
+  // Two clusters' coordinators, started together on an empty database (both migrate it).
+  Faultline a({"run", scenario, "--db", pg, "--tag", "cluster=A"}, dir.path());
+  Faultline b({"run", scenario, "--db", pg, "--tag", "cluster=B"}, dir.path());
+  auto rc_a = a.Wait(Deadline::After(300 * kNsPerSec));
+  auto rc_b = b.Wait(Deadline::After(300 * kNsPerSec));
+  INFO(a.err() << "\n---\n" << b.err() << "\n---\n" << server->Log());
+  REQUIRE(rc_a.has_value());
+  REQUIRE(rc_b.has_value());
+  CHECK(*rc_a == 0);
+  CHECK(*rc_b == 0);
+  CHECK(Netns() == before);
+  auto store = reports::Store::Open(pg, {.create = false});
+  REQUIRE(store.ok());
+  auto runs = (*store)->ListRuns({});
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 2);
+  std::set<std::string> clusters;
+  for (const auto& r : *runs) {
+    INFO(r.id);
+    clusters.insert(r.tags.at("cluster"));
+    auto data = (*store)->LoadRun(r.id);
+    REQUIRE(data.ok());
+    CHECK(data->run.status == reports::RunStatus::kPassed);
+    CHECK(data->samples.size() > 40);
+    REQUIRE(data->faults.size() == 1);
+    CHECK(data->faults[0].revert_verified == true);
+    CHECK(data->hosts.size() == 3);
+    CHECK_FALSE(data->metrics.empty());
+    CHECK_FALSE(data->verdicts.empty());
+    // Every sample is of this run's own ranks.
+    for (const auto& smp : data->samples) CHECK(smp.run_id == r.id);
+  }
+  CHECK(clusters == std::set<std::string>{"A", "B"});
+  CHECK(runs->front().id != runs->back().id);
 }
 
 // What a person reads of the main job (scripts/main.sh runs this scenario): a short account,

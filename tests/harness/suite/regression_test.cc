@@ -11,6 +11,7 @@
 
 #include "reports/render/escape.h"
 #include "reports/store/store.h"
+#include "tests/reports/scored_run.h"
 #include "tests/test_util.h"
 
 namespace fl::harness::suite {
@@ -23,20 +24,7 @@ using testing::TempDir;
 
 RunRecord AddRun(reports::Store& store, const std::string& id, Nanos start, RunStatus status,
                  std::map<std::string, std::string> tags, double detection, double algbw) {
-  RunRecord r;
-  r.id = id;
-  r.scenario_name = "blackhole";
-  r.scenario_text = "name: blackhole\n";
-  r.start_wall_ns = start;
-  r.tags = std::move(tags);
-  REQUIRE(store.CreateRun(r).ok());
-  REQUIRE(store.FinishRun(id, status, start + 10, "").ok());
-  std::vector<MetricRecord> m = {{id, std::nullopt, "baseline_algbw", algbw, "B/s"},
-                                 {id, std::nullopt, "ranks", 4, "count"},
-                                 {id, "f0", "detection_latency_ms", detection, "ms"}};
-  REQUIRE(store.ReplaceMetrics(id, m).ok());
-  r.status = status;
-  return r;
+  return fl::testing::AddScoredRun(store, id, start, status, std::move(tags), detection, algbw);
 }
 
 struct History {

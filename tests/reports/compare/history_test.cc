@@ -6,6 +6,7 @@
 #include "reports/compare/compare.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/store/store.h"
+#include "tests/reports/scored_run.h"
 #include "tests/test_util.h"
 
 namespace fl::reports::compare {
@@ -16,22 +17,7 @@ using testing::TempDir;
 void AddRun(Store& store, const std::string& id, Nanos start, RunStatus status,
             std::map<std::string, std::string> tags, std::optional<double> detection,
             double algbw) {
-  RunRecord r;
-  r.id = id;
-  r.scenario_name = "blackhole";
-  r.scenario_text = "name: blackhole\n";
-  r.start_wall_ns = start;
-  r.tags = std::move(tags);
-  REQUIRE(store.CreateRun(r).ok());
-  REQUIRE(store.FinishRun(id, status, start + 10, "").ok());
-  std::vector<MetricRecord> m;
-  m.push_back({id, std::nullopt, "baseline_algbw", algbw, "B/s"});
-  m.push_back({id, std::nullopt, "ranks", 4, "count"});
-  if (detection) m.push_back({id, "f0", "detection_latency_ms", *detection, "ms"});
-  REQUIRE(store.ReplaceMetrics(id, m).ok());
-  std::vector<VerdictRecord> v = {VerdictRecord{
-      id, "f0", "max_detection_ms", status == RunStatus::kPassed, detection, 2000.0, "msg"}};
-  REQUIRE(store.ReplaceVerdicts(id, v).ok());
+  fl::testing::AddScoredRun(store, id, start, status, std::move(tags), detection, algbw);
 }
 
 TEST_CASE("selectors: run ids and tag selections of finished runs", "[unit]") {

@@ -1,0 +1,92 @@
+#include "reports/store/sql.h"
+
+#include <utility>
+
+#include "reports/store/postgres.h"
+#include "reports/store/sqlite.h"
+
+namespace fl::reports::sql {
+
+bool IsPostgresTarget(std::string_view target) {
+  return target.starts_with("postgresql://") || target.starts_with("postgres://");
+}
+
+// ---- Stmt ----
+
+Status Stmt::Run() {
+  for (;;) {
+    auto row = Step();
+    if (!row.ok()) {
+      Reset();
+      return row.status();
+    }
+    if (!*row) break;
+  }
+  Reset();
+  return OkStatus();
+}
+
+std::optional<int64_t> Stmt::OptInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+std::optional<double> Stmt::OptDouble(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Double(col);
+}
+std::optional<std::string> Stmt::OptText(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Text(col);
+}
+
+// ---- Db ----
+
+StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& target, const Options& options) {
+  if (IsPostgresTarget(target)) return OpenPostgres(target, options);
+  return OpenSqlite(target, options);
+}
+
+StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
+  FL_ASSIGN_OR_RETURN(Stmt stmt, Prepare(sql));
+  FL_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return NotFoundError("no row from: " + std::string(sql));
+  int64_t v = stmt.Int(0);
+  stmt.Reset();
+  return v;
+}
+
+// ---- Transaction ----
+
+StatusOr<Transaction> Transaction::Begin(Db& db) {
+  if (db.txn_depth_ == 0) {
+    FL_RETURN_IF_ERROR(db.BeginWrite());
+    db.txn_failed_ = false;
+  }
+  ++db.txn_depth_;
+  return Transaction(&db);
+}
+
+Transaction::~Transaction() {
+  if (db_ == nullptr) return;
+  if (--db_->txn_depth_ > 0) {
+    db_->txn_failed_ = true;
+    return;
+  }
+  db_->Exec("ROLLBACK").IgnoreError();
+}
+
+Status Transaction::Commit() {
+  Db* db = std::exchange(db_, nullptr);
+  if (--db->txn_depth_ > 0) return OkStatus();
+  if (db->txn_failed_) {
+    db->txn_failed_ = false;
+    db->Exec("ROLLBACK").IgnoreError();
+    return FailedPreconditionError(db->path() +
+                                   ": a step of the transaction failed; all of it rolled back");
+  }
+  Status s = db->Exec("COMMIT");
+  if (!s.ok()) db->Exec("ROLLBACK").IgnoreError();
+  return s;
+}
+
+}  // namespace fl::reports::sql
