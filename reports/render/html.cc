@@ -106,17 +106,13 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
     }
     o += ']';
   }
-  // The job's line: per bin, the mean over the ranks that have a value (in lockstep every
-  // rank's bandwidth is the job's), comparable with the baseline and degraded levels.
+  // The job's line: the algbw of its iterations (BinJobThroughput), the quantity the baseline
+  // and degraded levels are medians of.
   o += "],\"job\":[";
-  for (size_t b = 0; b < tp.bins; ++b) {
+  const std::vector<std::optional<double>> job = BinJobThroughput(d.samples, tp);
+  for (size_t b = 0; b < job.size(); ++b) {
     if (b) o += ',';
-    double sum = 0;
-    size_t count = 0;
-    for (const auto& series : tp.values)
-      if (series[b]) sum += *series[b], ++count;
-    JsonNumber(
-        o, count ? std::optional<double>(sum / static_cast<double>(count) / scale) : std::nullopt);
+    JsonNumber(o, job[b] ? std::optional<double>(*job[b] / scale) : std::nullopt);
   }
   o += "],\"baseline\":";
   auto baseline = view.RunMetric("baseline_algbw");
@@ -386,7 +382,8 @@ void Verdicts(std::string& o, const RunView& view) {
 
 void Charts(std::string& o, const RunView& view) {
   o += "<section id=\"charts\"><h2>Job throughput</h2>"
-       "<p class=\"note\">The job's bandwidth per time bin (the mean over its ranks). Dashed: "
+       "<p class=\"note\">The job's algorithm bandwidth: each iteration's bytes over its time "
+       "from the first rank's start to the last rank's end, per time bin. Dashed: "
        "the baseline (median before the first fault) across the run, and each fault's degraded "
        "steady state over its window. Shaded: fault windows.</p>"
        "<div id=\"chart-job\" class=\"chart\"></div>"

@@ -63,6 +63,54 @@ ThroughputSeries BinThroughput(std::span<const SampleRecord> samples, Nanos t0, 
   return out;
 }
 
+std::vector<std::optional<double>> BinJobThroughput(std::span<const SampleRecord> samples,
+                                                    const ThroughputSeries& bins) {
+  std::vector<std::optional<double>> out(bins.bins);
+  if (bins.bins == 0 || bins.bin_ns <= 0) return out;
+  struct Iteration {
+    Nanos start = 0, end = 0;
+    uint64_t bytes = 0;
+    size_t ranks = 0;
+  };
+  std::map<int64_t, Iteration> iterations;
+  std::map<int32_t, bool> ranks;
+  for (const auto& s : samples) {
+    ranks[s.rank] = true;
+    Iteration& it = iterations[s.iteration];
+    if (it.ranks == 0) {
+      it.start = s.start_ns;
+      it.end = s.end_ns;
+    } else {
+      it.start = std::min(it.start, s.start_ns);
+      it.end = std::max(it.end, s.end_ns);
+    }
+    it.bytes = std::max(it.bytes, s.bytes);
+    ++it.ranks;
+  }
+  std::vector<double> weighted(bins.bins, 0.0), weight(bins.bins, 0.0);
+  const Nanos t1 = bins.t0 + static_cast<Nanos>(bins.bins) * bins.bin_ns;
+  for (const auto& [index, it] : iterations) {
+    if (it.ranks < ranks.size() || it.end <= it.start) continue;
+    const double algbw =
+        static_cast<double>(it.bytes) / static_cast<double>(it.end - it.start) * kNsPerSec;
+    const Nanos a = std::max(it.start, bins.t0), b = std::min(it.end, t1);
+    if (b <= a) continue;
+    const size_t first = static_cast<size_t>((a - bins.t0) / bins.bin_ns);
+    const size_t last =
+        std::min(static_cast<size_t>((b - 1 - bins.t0) / bins.bin_ns), bins.bins - 1);
+    for (size_t k = first; k <= last; ++k) {
+      const Nanos lo = std::max(a, bins.t0 + static_cast<Nanos>(k) * bins.bin_ns);
+      const Nanos hi = std::min(b, bins.t0 + static_cast<Nanos>(k + 1) * bins.bin_ns);
+      if (hi <= lo) continue;
+      weighted[k] += algbw * static_cast<double>(hi - lo);
+      weight[k] += static_cast<double>(hi - lo);
+    }
+  }
+  for (size_t k = 0; k < bins.bins; ++k)
+    if (weight[k] > 0) out[k] = weighted[k] / weight[k];
+  return out;
+}
+
 double NicTrafficSeries::BinCenterSeconds(size_t b) const {
   return (static_cast<double>(b) + 0.5) * static_cast<double>(bin_ns) / kNsPerSec;
 }

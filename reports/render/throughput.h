@@ -42,6 +42,15 @@ struct ThroughputSeries {
 ThroughputSeries BinThroughput(std::span<const SampleRecord> samples, Nanos t0, Nanos t1,
                                size_t max_bins, Nanos min_bin_ns = kNsPerMs);
 
+// The job's throughput on the bins of `bins`: iteration i of the job spans [S_i, C_i] (the
+// earliest start and the latest end over its ranks) at algbw_i = bytes / (C_i - S_i), as
+// reports/metrics defines it (docs/metrics.md), for the iterations every rank reported; a bin's
+// value is the mean of the algbw of the iterations overlapping it, weighted by the overlap, so
+// its median over the baseline period is the baseline_algbw metric and a stall shows as the
+// low algbw of the iteration that spans it. nullopt where no iteration overlaps the bin.
+std::vector<std::optional<double>> BinJobThroughput(std::span<const SampleRecord> samples,
+                                                    const ThroughputSeries& bins);
+
 // Per-NIC traffic over time from cumulative counters (RunData::nics): between two successive
 // samples of one host's NIC, its rx + tx bytes moved at a constant rate; each bin's value is
 // the bytes moved inside the bin divided by the time of the bin those intervals cover (so a bin

@@ -253,7 +253,7 @@
           ctx.lineWidth = 1.5 * dpr;
           ctx.setLineDash([6 * dpr, 4 * dpr]);
           ctx.font = Math.round(11 * dpr) + 'px sans-serif';
-          function level(v, t0, t1, color, text) {
+          function level(v, t0, t1, color, text, below) {
             var y = u.valToPos(v, 'y', true);
             var x0 = Math.max(b.left, u.valToPos(t0, 'x', true));
             var x1 = Math.min(b.left + b.width, u.valToPos(t1, 'x', true));
@@ -265,7 +265,7 @@
             ctx.stroke();
             ctx.fillStyle = color;
             ctx.fillText(text, Math.max(x0, x1 - ctx.measureText(text).width - 4 * dpr),
-                         y - 4 * dpr);
+                         below ? y + 13 * dpr : y - 4 * dpr);
             levelsDrawn++;
           }
           if (tp.baseline !== null) level(tp.baseline, 0, data.duration, BASELINE_COLOR,
@@ -274,7 +274,7 @@
             var from = f.effective !== null ? f.effective : f.requested;
             if (f.degraded === null || from === null) return;
             level(f.degraded, from, f.reverted === null ? data.duration : f.reverted,
-                  DEGRADED_COLOR, f.id + ' degraded ' + fmt(f.degraded));
+                  DEGRADED_COLOR, f.id + ' degraded ' + fmt(f.degraded), true);
           });
           ctx.restore();
         }]

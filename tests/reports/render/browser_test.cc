@@ -211,12 +211,13 @@ NicFailoverCheck CheckNicFailover(const nlohmann::json& drawn, double settle_s =
   double end_s = x.empty() ? 0 : x.back().get<double>() + 1;
   for (size_t f = 0; f < faults.size(); ++f) {
     const auto& fault = faults[f];
+    // "h1/nic0" (the synthetic runs) or "h1.nic0" (the lab's NIC injectors).
     std::string target = fault["target"].get<std::string>();
-    size_t slash = target.find('/');
+    size_t slash = target.find_first_of("/.");
     if (slash == std::string::npos) continue;
     std::string host = target.substr(0, slash);
     std::string nic = target.substr(slash + 1);
-    nic = nic.substr(0, nic.find_first_of(" /"));
+    nic = nic.substr(0, nic.find_first_of(" /."));
     auto it = index.find(host + "." + nic);
     if (it == index.end() || !fault["reverted"].is_number()) continue;
     std::vector<size_t> others;

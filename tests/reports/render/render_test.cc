@@ -223,6 +223,47 @@ NicSampleRecord Nic(std::string host, std::string nic, double t_s, uint64_t rx, 
   return s;
 }
 
+TEST_CASE("BinJobThroughput: the algbw of the job's iterations, first start to last end",
+          "[unit]") {
+  auto sample = [](int32_t rank, int64_t it, double s, double e, uint64_t bytes) {
+    SampleRecord r;
+    r.rank = rank;
+    r.iteration = it;
+    r.start_ns = testing::Sec(s);
+    r.end_ns = testing::Sec(e);
+    r.bytes = bytes;
+    return r;
+  };
+  // Iteration 0 spans [0, 1] over both ranks (1000 B/s although each rank took 0.5 s);
+  // iteration 1 spans [1, 3] (500 B/s); iteration 2 only rank 0 reported: left out.
+  std::vector<SampleRecord> s = {sample(0, 0, 0, 0.5, 1000), sample(1, 0, 0.5, 1, 1000),
+                                 sample(0, 1, 1, 3, 1000), sample(1, 1, 1, 2.5, 1000),
+                                 sample(0, 2, 3, 4, 1000)};
+  ThroughputSeries bins = BinThroughput(s, 0, testing::Sec(4), 8, 1);  // 0.5 s bins
+  REQUIRE(bins.bins == 8);
+  auto job = BinJobThroughput(s, bins);
+  REQUIRE(job.size() == 8);
+  CHECK(*job[0] == Approx(1000));
+  CHECK(*job[1] == Approx(1000));
+  for (size_t k = 2; k < 6; ++k) CHECK(*job[k] == Approx(500));
+  CHECK_FALSE(job[6].has_value());
+  CHECK_FALSE(job[7].has_value());
+  // In a synthetic run the line before the first fault is at the baseline_algbw metric.
+  RunData run = MakeSyntheticRun(SyntheticRunSpec{});
+  RunView view(run);
+  ThroughputSeries tp = BinThroughput(run.samples, view.t0(), view.t1(), 600, testing::Sec(0.2));
+  auto line = BinJobThroughput(run.samples, tp);
+  REQUIRE(view.RunMetric("baseline_algbw"));
+  size_t checked = 0;
+  for (size_t k = 0; k < tp.bins; ++k) {
+    double t = tp.BinCenterSeconds(k);
+    if (t < 1 || t > 14 || !line[k]) continue;
+    CHECK(*line[k] == Approx(*view.RunMetric("baseline_algbw")).epsilon(0.01));
+    ++checked;
+  }
+  CHECK(checked > 50);
+}
+
 TEST_CASE("BinNicTraffic: rates from cumulative counters, gaps and resets", "[unit]") {
   // h1.nic0: 1000 B/s rx + 1000 B/s tx for 2 s, then a counter reset (skipped), then 500 B/s.
   // h0.nic1: sampled from 1 s on, 300 B/s.
