@@ -1,6 +1,7 @@
 #include "reports/render/throughput.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <utility>
 
@@ -72,11 +73,19 @@ std::vector<std::optional<double>> BinJobThroughput(std::span<const SampleRecord
     uint64_t bytes = 0;
     size_t ranks = 0;
   };
-  std::map<int64_t, Iteration> iterations;
-  std::map<int32_t, bool> ranks;
+  // Iteration indexes are dense from 0 in practice: a vector over their range, unless the
+  // range is far larger than the samples (then a map).
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  std::vector<int32_t> ranks;  // samples come by rank: a push per change, deduplicated after
   for (const auto& s : samples) {
-    ranks[s.rank] = true;
-    Iteration& it = iterations[s.iteration];
+    lo = std::min(lo, s.iteration);
+    hi = std::max(hi, s.iteration);
+    if (ranks.empty() || ranks.back() != s.rank) ranks.push_back(s.rank);
+  }
+  if (samples.empty()) return out;
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  auto add = [](Iteration& it, const SampleRecord& s) {
     if (it.ranks == 0) {
       it.start = s.start_ns;
       it.end = s.end_ns;
@@ -86,10 +95,19 @@ std::vector<std::optional<double>> BinJobThroughput(std::span<const SampleRecord
     }
     it.bytes = std::max(it.bytes, s.bytes);
     ++it.ranks;
+  };
+  std::vector<Iteration> iterations;
+  if (static_cast<uint64_t>(hi - lo) <= 2 * samples.size() + 1024) {
+    iterations.resize(static_cast<size_t>(hi - lo) + 1);
+    for (const auto& s : samples) add(iterations[static_cast<size_t>(s.iteration - lo)], s);
+  } else {
+    std::map<int64_t, Iteration> sparse;
+    for (const auto& s : samples) add(sparse[s.iteration], s);
+    for (auto& [index, it] : sparse) iterations.push_back(it);
   }
   std::vector<double> weighted(bins.bins, 0.0), weight(bins.bins, 0.0);
   const Nanos t1 = bins.t0 + static_cast<Nanos>(bins.bins) * bins.bin_ns;
-  for (const auto& [index, it] : iterations) {
+  for (const auto& it : iterations) {
     if (it.ranks < ranks.size() || it.end <= it.start) continue;
     const double algbw =
         static_cast<double>(it.bytes) / static_cast<double>(it.end - it.start) * kNsPerSec;

@@ -320,7 +320,8 @@
     }
     // Row i (the first fault on top) is at y = n - 1 - i.
     new uPlot({
-      width: chartWidth(el), height: Math.max(120, 46 * n + 60),
+      // 46 px a row, down to 14 for many faults (a 1-hour run has 120)
+      width: chartWidth(el), height: Math.max(120, Math.round(Math.max(14, Math.min(46, 1800 / n)) * n) + 60),
       legend: {show: false},
       cursor: {show: false},
       scales: {x: {time: false, distr: 4, asinh: 1, range: [0, xmax * 1.3]},
