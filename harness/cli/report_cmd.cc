@@ -154,8 +154,12 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       return;
     }
     bool ok = true;
-    if (!args->html.empty())
-      ok &= WriteOutput("HTML report", args->html, reports::render::RenderHtml(*data));
+    if (!args->html.empty()) {
+      reports::render::HtmlOptions html_options;
+      html_options.db_path = args->db;  // for the replay command in the page's header
+      ok &=
+          WriteOutput("HTML report", args->html, reports::render::RenderHtml(*data, html_options));
+    }
     if (!args->junit.empty())
       ok &= WriteOutput("JUnit XML", args->junit,
                         reports::render::RenderJUnit(*data, {args->db, args->html}));

@@ -223,7 +223,9 @@ void AddHistory(CLI::App& app, int* exit_code) {
                 "metric name or key (repeatable; default: detection, recovery, degraded ratio, "
                 "throughput loss, baseline algbw)");
   AddDbOption(c, &a->db);
-  c->add_option("--html", a->html, "write a self-contained HTML page with an SVG chart per metric");
+  c->add_option(
+      "--html", a->html,
+      "write a self-contained HTML page with a chart per metric (uPlot, as the run report)");
   c->add_option("--tag", a->tags, "only runs with this k=v tag (repeatable)");
   c->add_option("--limit", a->limit, "the newest N finished runs (0: all)")->capture_default_str();
   c->add_flag("--json", a->json, "print the series as JSON instead of the table");

@@ -6,6 +6,9 @@
 #include <set>
 
 #include "reports/compare/compare.h"
+#include "reports/render/escape.h"
+#include "reports/render/html.h"
+#include "reports/render/web_assets.h"
 
 namespace fl::reports::compare {
 namespace {
@@ -30,75 +33,6 @@ std::string Num(double v, const char* fmt = "%.4g") {
   char buf[32];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
-}
-
-// One line chart, 720 x 220, runs evenly spaced along x in time order.
-std::string Svg(const HistorySeries& s) {
-  const double w = 720, h = 220, left = 70, right = 15, top = 15, bottom = 35;
-  double lo = INFINITY, hi = -INFINITY;
-  for (const auto& p : s.points)
-    if (p.value) lo = std::min(lo, *p.value), hi = std::max(hi, *p.value);
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"" + Num(w) +
-                    "\" height=\"" + Num(h) + "\" viewBox=\"0 0 " + Num(w) + " " + Num(h) + "\">";
-  out += "<rect x=\"" + Num(left) + "\" y=\"" + Num(top) + "\" width=\"" + Num(w - left - right) +
-         "\" height=\"" + Num(h - top - bottom) + "\" fill=\"#fafafa\" stroke=\"#ccc\"/>";
-  if (!std::isfinite(lo)) return out + "<text x=\"80\" y=\"100\">no values</text></svg>";
-  if (hi == lo) {
-    double pad = lo == 0 ? 1 : std::fabs(lo) * 0.1;
-    lo -= pad;
-    hi += pad;
-  } else {
-    double pad = (hi - lo) * 0.08;
-    lo -= pad;
-    hi += pad;
-  }
-  size_t n = s.points.size();
-  auto x = [&](size_t i) {
-    return n <= 1 ? (left + w - right) / 2
-                  : left + (w - left - right) * static_cast<double>(i) / static_cast<double>(n - 1);
-  };
-  auto y = [&](double v) { return top + (h - top - bottom) * (hi - v) / (hi - lo); };
-  for (int t = 0; t <= 4; ++t) {
-    double v = lo + (hi - lo) * t / 4;
-    out += "<line x1=\"" + Num(left) + "\" x2=\"" + Num(w - right) + "\" y1=\"" + Num(y(v)) +
-           "\" y2=\"" + Num(y(v)) + "\" stroke=\"#e4e4e4\"/><text x=\"" + Num(left - 5) +
-           "\" y=\"" + Num(y(v) + 4) + "\" font-size=\"11\" text-anchor=\"end\">" +
-           HtmlEscape(FormatValue(v)) + "</text>";
-  }
-  std::string path;
-  for (size_t i = 0; i < n; ++i) {
-    if (!s.points[i].value) continue;
-    path +=
-        (path.empty() ? "M" : " L") + Num(x(i), "%.1f") + "," + Num(y(*s.points[i].value), "%.1f");
-  }
-  out += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#3060c0\" stroke-width=\"1.5\"/>";
-  for (size_t i = 0; i < n; ++i) {
-    const auto& p = s.points[i];
-    bool failed = p.status != RunStatus::kPassed;
-    if (p.value) {
-      out += "<circle class=\"pt\" cx=\"" + Num(x(i), "%.1f") + "\" cy=\"" +
-             Num(y(*p.value), "%.1f") + "\" r=\"3.5\" fill=\"" + (failed ? "#d03030" : "#3060c0") +
-             "\"><title>" +
-             HtmlEscape(p.run_id + ": " + FormatQuantity(*p.value, s.unit) +
-                        (failed ? " (failed)" : "")) +
-             "</title></circle>";
-    } else {
-      out += "<text x=\"" + Num(x(i), "%.1f") + "\" y=\"" + Num(h - bottom - 4) +
-             "\" font-size=\"11\" fill=\"#d03030\" text-anchor=\"middle\">&#215;<title>" +
-             HtmlEscape(p.run_id + ": no value") + "</title></text>";
-    }
-  }
-  size_t step = std::max<size_t>(1, n / 8);
-  for (size_t i = 0; i < n; i += step)
-    out += "<text x=\"" + Num(x(i), "%.1f") + "\" y=\"" + Num(h - bottom + 15) +
-           "\" font-size=\"10\" text-anchor=\"" +
-           (n > 1 && i + step >= n ? "end"
-            : i == 0 && n > 1      ? "start"
-                                   : "middle") +
-           "\">" + HtmlEscape(FormatWallIso(s.points[i].start_wall_ns).substr(5, 11)) + "</text>";
-  out += "<text x=\"" + Num(left) + "\" y=\"" + Num(h - 4) + "\" font-size=\"11\">runs, oldest " +
-         "to newest (" + std::to_string(n) + ")</text></svg>";
-  return out;
 }
 
 }  // namespace
@@ -179,19 +113,42 @@ std::string RenderHistoryText(const std::string& scenario,
 std::string RenderHistoryHtml(const std::string& scenario,
                               const std::vector<HistorySeries>& series) {
   std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline "
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"generator\" content=\"faultline history\"><title>faultline "
       "history: " +
+      HtmlEscape(scenario) + "</title>\n" + render::ErrorCaptureScript() + "<style>";
+  out += render::kUplotCss;
+  out += "\n";
+  out += render::kReportCss;
+  out +=
+      "\ntr.failed td{color:#b02020}td.v{text-align:right}</style></head><body>\n"
+      "<header><h1>history of " +
       HtmlEscape(scenario) +
-      "</title><style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
-      "table{border-collapse:collapse;font-size:12px;margin-bottom:2em}"
-      "th,td{border:1px solid #ccc;padding:2px 8px}td.v{text-align:right}"
-      "tr.failed td{color:#b02020}</style></head><body>\n<h1>history of " +
-      HtmlEscape(scenario) + "</h1>\n";
-  for (const auto& s : series) {
-    out += "<h2>" + HtmlEscape(s.key) + (s.unit.empty() ? "" : " [" + HtmlEscape(s.unit) + "]") +
-           "</h2>\n" + Svg(s) +
-           "\n<table><tr><th>run</th><th>started</th><th>status</th>"
-           "<th>value</th><th>tags</th></tr>\n";
+      "</h1><p>finished runs, oldest to newest: passed runs in blue, failed runs in red, a "
+      "run without a value as a red &#215; at the bottom</p></header>\n<main>\n";
+  // The data the page's script draws (render/web/history.js); JsonString is safe in <script>.
+  std::string data = "{\"series\":[";
+  for (size_t i = 0; i < series.size(); ++i) {
+    const HistorySeries& s = series[i];
+    if (i) data += ',';
+    data += "{\"key\":" + render::JsonString(s.key) + ",\"unit\":" + render::JsonString(s.unit);
+    std::string runs, started, failed, y, text;
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      const HistoryPoint& p = s.points[k];
+      const char* sep = k ? "," : "";
+      runs += sep + render::JsonString(p.run_id);
+      started += sep + render::JsonString(FormatWallIso(p.start_wall_ns));
+      failed += sep + std::string(p.status == RunStatus::kPassed ? "false" : "true");
+      y += sep + (p.value && std::isfinite(*p.value) ? Num(*p.value, "%.9g") : std::string("null"));
+      text += sep + render::JsonString(p.value ? FormatQuantity(*p.value, s.unit) : "");
+    }
+    data += ",\"runs\":[" + runs + "],\"started\":[" + started + "],\"failed\":[" + failed +
+            "],\"y\":[" + y + "],\"text\":[" + text + "]}";
+    out += "<section><h2>" + HtmlEscape(s.key) +
+           (s.unit.empty() ? "" : " <small>" + HtmlEscape(s.unit) + "</small>") +
+           "</h2>\n<div id=\"history-chart-" + std::to_string(i) +
+           "\" class=\"chart\"></div>\n<table><thead><tr><th>run</th><th>started</th>"
+           "<th>status</th><th>value</th><th>tags</th></tr></thead><tbody>\n";
     for (const auto& p : s.points) {
       out += std::string("<tr class=\"") + (p.status == RunStatus::kPassed ? "" : "failed") +
              "\"><td>" + HtmlEscape(p.run_id) + "</td><td>" +
@@ -200,8 +157,15 @@ std::string RenderHistoryHtml(const std::string& scenario,
              (p.value ? HtmlEscape(FormatQuantity(*p.value, s.unit)) : "&ndash;") + "</td><td>" +
              HtmlEscape(TagText(p.tags)) + "</td></tr>\n";
     }
-    out += "</table>\n";
+    out += "</tbody></table></section>\n";
   }
+  data += "]}";
+  out +=
+      "</main>\n<div id=\"fl-render-status\" data-state=\"pending\" hidden></div>\n"
+      "<script type=\"application/json\" id=\"fl-data\">" +
+      data + "</script>\n";
+  out += render::UplotScripts();
+  out += render::InlineScriptElement(render::kHistoryJs);
   return out + "</body></html>\n";
 }
 

@@ -43,8 +43,9 @@ struct HistoryOptions {
 
 std::string RenderHistoryText(const std::string& scenario,
                               const std::vector<HistorySeries>& series);
-// A self-contained page: one inline SVG line chart per series (failed runs drawn in red) and
-// the table.
+// A self-contained page: one chart per series drawn by uPlot, as in the run report
+// (reports/render: the same inlined library and style; the script is render/web/history.js),
+// failed runs in red, runs without a value as a red x, and the table under each chart.
 std::string RenderHistoryHtml(const std::string& scenario,
                               const std::vector<HistorySeries>& series);
 

@@ -9,6 +9,7 @@
 
 #include "common/json_util.h"
 #include "reports/render/escape.h"
+#include "reports/render/junit.h"
 #include "reports/render/run_view.h"
 #include "reports/render/throughput.h"
 #include "reports/render/web_assets.h"
@@ -105,7 +106,18 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
     }
     o += ']';
   }
-  o += "]}";
+  // The job's line: the algbw of its iterations (BinJobThroughput), the quantity the baseline
+  // and degraded levels are medians of.
+  o += "],\"job\":[";
+  const std::vector<std::optional<double>> job = BinJobThroughput(d.samples, tp);
+  for (size_t b = 0; b < job.size(); ++b) {
+    if (b) o += ',';
+    JsonNumber(o, job[b] ? std::optional<double>(*job[b] / scale) : std::nullopt);
+  }
+  o += "],\"baseline\":";
+  auto baseline = view.RunMetric("baseline_algbw");
+  JsonNumber(o, baseline ? std::optional<double>(*baseline / scale) : std::nullopt);
+  o += '}';
 
   // Fault windows.
   o += ",\"faults\":[";
@@ -121,9 +133,110 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
     JsonOptSeconds(o, f.effective_wall_ns, t0);
     o += ",\"reverted\":";
     JsonOptSeconds(o, f.reverted_wall_ns, t0);
+    o += ",\"degraded\":";
+    auto degraded = fv.Metric("degraded_algbw");
+    JsonNumber(o, degraded ? std::optional<double>(*degraded / scale) : std::nullopt);
     o += '}';
   }
   o += ']';
+
+  // Per-fault timeline: milestones in ms after the fault took effect, and the expectation
+  // limits on them.
+  o += ",\"timeline\":[";
+  first = true;
+  for (const auto& fv : view.faults()) {
+    const FaultRecord& f = *fv.fault;
+    if (!first) o += ',';
+    first = false;
+    const std::optional<Nanos> at = fv.InjectionTime();
+    o += "{\"id\":" + JsonString(f.fault_id) +
+         ",\"label\":" + JsonString(view.FaultLabel(f.fault_id)) + ",\"t\":";
+    JsonOptSeconds(o, at, t0);
+    o += ",\"marks\":[";
+    bool first_mark = true;
+    auto mark = [&](std::string_view name, std::optional<double> ms) {
+      if (!ms || !std::isfinite(*ms)) return;
+      if (!first_mark) o += ',';
+      first_mark = false;
+      o += "[\"";
+      o += name;
+      o += "\",";
+      JsonNumber(o, std::max(0.0, *ms));
+      o += ']';
+    };
+    std::optional<double> reverted_ms;
+    if (at && f.reverted_wall_ns)
+      reverted_ms = static_cast<double>(*f.reverted_wall_ns - *at) / kNsPerMs;
+    if (at) {
+      mark("detected", fv.Metric("detection_latency_ms"));
+      mark("first progress", fv.Metric("time_to_first_progress_ms"));
+      mark("recovered", fv.Metric("recovery_ms"));
+      mark("reverted", reverted_ms);
+      auto failback = fv.Metric("failback_ms");
+      mark("failed back", reverted_ms && failback ? std::optional<double>(*reverted_ms + *failback)
+                                                  : std::nullopt);
+    }
+    o += "],\"limits\":[";
+    bool first_limit = true;
+    for (const auto& v : d.verdicts) {
+      if (v.fault_id != f.fault_id || !v.limit) continue;
+      std::string_view name = v.expectation == "max_detection_ms"  ? "detection"
+                              : v.expectation == "max_recovery_ms" ? "recovery"
+                                                                   : "";
+      if (name.empty()) continue;
+      if (!first_limit) o += ',';
+      first_limit = false;
+      o += "{\"name\":\"";
+      o += name;
+      o += "\",\"ms\":";
+      JsonNumber(o, *v.limit);
+      o += std::string(",\"passed\":") + (v.passed ? "true" : "false") + '}';
+    }
+    o += "]}";
+  }
+  o += ']';
+
+  // Per-NIC traffic (rx + tx) from the counters the agents sampled.
+  NicTrafficSeries nic = BinNicTraffic(d.nics, t0, t1, options.max_points);
+  double nic_peak = 0;
+  for (const auto& series : nic.values)
+    for (const auto& v : series)
+      if (v) nic_peak = std::max(nic_peak, *v);
+  const double nic_scale = nic_peak >= 1e9   ? 1e9
+                           : nic_peak >= 1e6 ? 1e6
+                           : nic_peak >= 1e3 ? 1e3
+                                             : 1;
+  o += ",\"nics\":{\"unit\":";
+  o += nic_scale == 1e9   ? "\"GB/s\""
+       : nic_scale == 1e6 ? "\"MB/s\""
+       : nic_scale == 1e3 ? "\"kB/s\""
+                          : "\"B/s\"";
+  o += ",\"bin_s\":";
+  JsonNumber(o, static_cast<double>(nic.bin_ns) / kNsPerSec);
+  o += ",\"x\":[";
+  for (size_t b = 0; b < nic.bins && !nic.labels.empty(); ++b) {
+    if (b) o += ',';
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", nic.BinCenterSeconds(b));
+    o += buf;
+  }
+  o += "],\"labels\":[";
+  for (size_t i = 0; i < nic.labels.size(); ++i) {
+    if (i) o += ',';
+    o += JsonString(nic.labels[i]);
+  }
+  o += "],\"y\":[";
+  for (size_t i = 0; i < nic.values.size(); ++i) {
+    if (i) o += ',';
+    o += '[';
+    for (size_t b = 0; b < nic.values[i].size(); ++b) {
+      if (b) o += ',';
+      const auto& v = nic.values[i][b];
+      JsonNumber(o, v ? std::optional<double>(*v / nic_scale) : std::nullopt);
+    }
+    o += ']';
+  }
+  o += "]}";
 
   // Event markers: every kind but progress reports, thinned evenly per kind beyond max_markers.
   std::map<std::string, std::vector<const EventRecord*>> by_kind;
@@ -268,17 +381,39 @@ void Verdicts(std::string& o, const RunView& view) {
 }
 
 void Charts(std::string& o, const RunView& view) {
-  o += "<section id=\"charts\"><h2>Throughput</h2>"
+  o += "<section id=\"charts\"><h2>Job throughput</h2>"
+       "<p class=\"note\">The job's algorithm bandwidth: each iteration's bytes over its time "
+       "from the first rank's start to the last rank's end, per time bin. Dashed: "
+       "the baseline (median before the first fault) across the run, and each fault's degraded "
+       "steady state over its window. Shaded: fault windows.</p>"
+       "<div id=\"chart-job\" class=\"chart\"></div>"
+       "<h2>Throughput per rank</h2>"
        "<p class=\"note\">Per rank: bytes moved per time bin / bin width (algorithm bandwidth). "
        "Shaded: fault windows from the request to the revert (the line marks when the fault "
        "took effect). Markers: events.</p>"
        "<div id=\"chart-throughput\" class=\"chart\"></div>"
        "<div id=\"event-legend\" class=\"legend\"></div>";
   if (!view.faults().empty()) {
+    o += "<h2>Fault timelines</h2>"
+         "<p class=\"note\">Per fault, from the moment it took effect (0): the time until it "
+         "was detected, until the first progress, until the job settled at its degraded rate "
+         "(recovered), degraded until the revert, and until the job was back at its baseline "
+         "(failed back). Vertical lines: the expectation limits (red when exceeded). Time axis "
+         "linear under 1 ms, logarithmic above.</p>"
+         "<div id=\"chart-timeline\" class=\"chart\"></div>"
+         "<div id=\"timeline-legend\" class=\"legend\"></div>";
     o += "<h2>Detection and recovery per fault</h2>"
          "<p class=\"note\">Milliseconds after the fault took effect (failback and path "
          "restored: after the revert), log scale.</p>"
          "<div id=\"chart-faults\" class=\"chart\"></div>";
+  }
+  o += "<h2>NIC traffic</h2>";
+  if (view.data().nics.empty()) {
+    o += "<p class=\"note\">No NIC counters stored for this run.</p>";
+  } else {
+    o += "<p class=\"note\">Per host and data NIC: received + sent bytes per second, from the "
+         "counters the agents sampled. Shaded: fault windows.</p>"
+         "<div id=\"chart-nics\" class=\"chart\"></div>";
   }
   o += "</section>\n";
 }
@@ -362,51 +497,74 @@ void Flatten(const nlohmann::json& j, const std::string& prefix,
 
 void Hosts(std::string& o, const RunView& view) {
   const auto& hosts = view.data().hosts;
+  constexpr size_t kMaxHosts = 64;
+  const size_t shown = std::min(hosts.size(), kMaxHosts);
+  // Rows: address, clock, then every fingerprint key of any host, in first-seen order.
+  std::vector<std::map<std::string, std::string>> cells(shown);
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  auto add = [&](size_t host, const std::string& key, std::string value) {
+    if (seen.insert(key).second) keys.push_back(key);
+    cells[host].emplace(key, std::move(value));
+  };
+  for (size_t i = 0; i < shown; ++i) {
+    const HostRecord& h = hosts[i];
+    add(i, "address", h.address.empty() ? "—" : h.address);
+    add(i, "clock offset",
+        FormatNumber(static_cast<double>(h.clock_offset_ns) / 1e6, 4) + " ms ± " +
+            FormatNumber(static_cast<double>(h.clock_uncertainty_ns) / 1e6, 3) + " ms");
+    // From the database: bad or too deeply nested JSON is shown raw (escaped), never thrown.
+    std::vector<std::pair<std::string, std::string>> flat;
+    auto j = ParseJson(h.fingerprint_json, "fingerprint");
+    if (!j.ok()) {
+      flat.emplace_back("(raw)", h.fingerprint_json);
+    } else {
+      Flatten(*j, "", flat, 0);
+    }
+    for (auto& [k, v] : flat) add(i, k, std::move(v));
+  }
+  // A row whose value differs between hosts (or that some host lacks) is marked: a firmware or
+  // kernel mismatch is what one looks for here. Not the ones that differ by nature, nor the
+  // clock offsets.
+  auto differs = [&](const std::string& key) {
+    if (shown < 2 || key == "clock offset") return false;
+    for (std::string_view own : {"mac", "name", "address"})
+      if (key.size() >= own.size() && key.compare(key.size() - own.size(), own.size(), own) == 0)
+        return false;
+    std::set<std::string> values;
+    for (const auto& c : cells) {
+      auto it = c.find(key);
+      values.insert(it == c.end() ? std::string("\x01"
+                                                "absent")
+                                  : it->second);
+    }
+    return values.size() > 1;
+  };
+  size_t differing = 0;
+  for (const auto& k : keys) differing += differs(k);
   o += "<section id=\"hosts\"><h2>Environment <small>" + std::to_string(hosts.size()) +
-       " host(s)</small></h2>";
+       " host(s), " + std::to_string(differing) + " differing row(s)</small></h2>";
   if (hosts.empty()) {
     o += "<p>No hosts stored for this run.</p></section>\n";
     return;
   }
-  constexpr size_t kMaxHosts = 64;
-  std::vector<std::vector<std::pair<std::string, std::string>>> flat(hosts.size());
-  std::map<std::string, std::set<std::string>> values;  // key -> distinct values over hosts
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    // From the database: bad or too deeply nested JSON is shown raw (escaped), never thrown.
-    auto j = ParseJson(hosts[i].fingerprint_json, "fingerprint");
-    if (!j.ok()) {
-      flat[i].emplace_back("(raw)", hosts[i].fingerprint_json);
-    } else {
-      Flatten(*j, "", flat[i], 0);
+  o += "<p class=\"note\">One column per host. Rows marked ≠ differ between hosts (names, "
+       "MACs and addresses excepted: they differ by nature); — : the host has no such entry."
+       "</p><table class=\"env\"><thead><tr><th></th><th>key</th>";
+  for (size_t i = 0; i < shown; ++i) o += "<th class=\"host\">" + H(hosts[i].name) + "</th>";
+  o += "</tr></thead><tbody>";
+  for (const auto& k : keys) {
+    const bool d = differs(k);
+    o += std::string(d ? "<tr class=\"differs\"><td class=\"mark\">≠</td>" : "<tr><td></td>") +
+         "<th>" + H(k) + "</th>";
+    for (const auto& c : cells) {
+      auto it = c.find(k);
+      o += it == c.end() ? std::string("<td class=\"absent\">—</td>")
+                         : "<td>" + H(it->second) + "</td>";
     }
-    for (const auto& [k, v] : flat[i]) values[k].insert(v);
+    o += "</tr>";
   }
-  // Keys whose values differ between hosts are highlighted (a firmware or kernel mismatch is
-  // what one looks for here), except the ones that differ by nature.
-  auto differs = [&](const std::string& key) {
-    if (hosts.size() < 2 || values[key].size() < 2) return false;
-    for (std::string_view own : {"mac", "name", "address"})
-      if (key.size() >= own.size() && key.compare(key.size() - own.size(), own.size(), own) == 0)
-        return false;
-    return true;
-  };
-  o += "<div class=\"hosts\">";
-  for (size_t i = 0; i < hosts.size() && i < kMaxHosts; ++i) {
-    const HostRecord& h = hosts[i];
-    o += "<div class=\"host\"><h3>" + H(h.name) +
-         "</h3><table class=\"kv\"><tr><th>address</th>"
-         "<td>" +
-         H(h.address.empty() ? "—" : h.address) +
-         "</td></tr><tr><th>clock offset</th>"
-         "<td>" +
-         H(FormatNumber(static_cast<double>(h.clock_offset_ns) / 1e6, 4)) + " ms ± " +
-         H(FormatNumber(static_cast<double>(h.clock_uncertainty_ns) / 1e6, 3)) + " ms</td></tr>";
-    for (const auto& [k, v] : flat[i])
-      o += std::string("<tr") + (differs(k) ? " class=\"differs\"" : "") + "><th>" + H(k) +
-           "</th><td>" + H(v) + "</td></tr>";
-    o += "</table></div>";
-  }
-  o += "</div>";
+  o += "</tbody></table>";
   if (hosts.size() > kMaxHosts)
     o += "<p>… and " + std::to_string(hosts.size() - kMaxHosts) +
          " more hosts (all are in the results database).</p>";
@@ -465,6 +623,29 @@ void InlineScript(std::string& o, std::string_view js) {
 
 }  // namespace
 
+std::string ErrorCaptureScript() {
+  return "<script>window.flErrors=[];window.addEventListener('error',function(e){"
+         "window.flErrors.push(String(e.message||e));});(function(){var ce=console.error;"
+         "console.error=function(){window.flErrors.push(Array.prototype.join.call(arguments,' '));"
+         "return ce.apply(console,arguments);};})();</script>\n";
+}
+
+std::string UplotScripts() {
+  std::string o = "<!-- uPlot (https://github.com/leeoniya/uPlot), inlined from npm:\n";
+  std::string license(kUplotLicense);
+  for (size_t p = 0; (p = license.find("--", p)) != std::string::npos;) license.replace(p, 2, "- ");
+  o += license;
+  o += "\n-->\n";
+  InlineScript(o, kUplotJs);
+  return o;
+}
+
+std::string InlineScriptElement(std::string_view js) {
+  std::string o;
+  InlineScript(o, js);
+  return o;
+}
+
 bool IsProgressEvent(std::string_view kind) {
   return kind == "collective_begin" || kind == "collective_end" || kind == "collective_progress";
 }
@@ -480,10 +661,7 @@ std::string RenderHtml(const RunData& run, const HtmlOptions& options) {
        "<title>faultline: " +
        H(r.scenario_name) + " " + H(r.id) + " (" + H(status) + ")</title>\n";
   // Error capture comes first so that errors in the library itself are seen too.
-  o += "<script>window.flErrors=[];window.addEventListener('error',function(e){"
-       "window.flErrors.push(String(e.message||e));});(function(){var ce=console.error;"
-       "console.error=function(){window.flErrors.push(Array.prototype.join.call(arguments,' '));"
-       "return ce.apply(console,arguments);};})();</script>\n";
+  o += ErrorCaptureScript();
   o += "<style>";
   o += kUplotCss;
   o += "\n";
@@ -491,7 +669,11 @@ std::string RenderHtml(const RunData& run, const HtmlOptions& options) {
   o += "</style></head>\n<body>\n";
   o += "<header><h1>" + H(r.scenario_name) + " <span class=\"badge " + H(status) + "\">" +
        H(status) + "</span></h1><p><code>" + H(r.id) + "</code> · seed " + std::to_string(r.seed) +
-       " · " + H(FormatWallIso(r.start_wall_ns)) + "</p></header>\n";
+       " · started " + H(FormatWallIso(r.start_wall_ns)) + " · <span id=\"run-duration\">" +
+       (r.end_wall_ns ? "took " + H(FormatSeconds(*r.end_wall_ns - r.start_wall_ns))
+                      : std::string("no end recorded")) +
+       "</span></p><p>replay: <code id=\"replay-command\">" +
+       H(ReplayCommand(r.id, options.db_path)) + "</code></p></header>\n";
   o += "<main>\n";
   Verdicts(o, view);
   Charts(o, view);
@@ -502,15 +684,11 @@ std::string RenderHtml(const RunData& run, const HtmlOptions& options) {
   Hosts(o, view);
   o += "<section id=\"scenario\"><details><summary>Scenario file as run</summary><pre>" +
        H(r.scenario_text) + "</pre></details></section>\n";
-  o += "</main>\n<div id=\"fl-render-status\" data-state=\"pending\" hidden></div>\n";
+  o += "</main>\n<div id=\"fl-render-status\" data-state=\"pending\" hidden></div>\n"
+       "<div id=\"fl-drawn\" hidden></div>\n";
   o += "<script type=\"application/json\" id=\"fl-data\">" + ChartData(view, options) +
        "</script>\n";
-  o += "<!-- uPlot (https://github.com/leeoniya/uPlot), inlined from npm:\n";
-  std::string license(kUplotLicense);
-  for (size_t p = 0; (p = license.find("--", p)) != std::string::npos;) license.replace(p, 2, "- ");
-  o += license;
-  o += "\n-->\n";
-  InlineScript(o, kUplotJs);
+  o += UplotScripts();
   InlineScript(o, kReportJs);
   o += "</body></html>\n";
   return o;

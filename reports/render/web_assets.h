@@ -14,5 +14,6 @@ extern const std::string_view kUplotCss;      // uplot/dist/uPlot.min.css
 extern const std::string_view kUplotLicense;  // uplot/LICENSE (MIT: kept with the copy)
 extern const std::string_view kReportJs;      // web/report.js: draws the charts from the data
 extern const std::string_view kReportCss;     // web/report.css
+extern const std::string_view kHistoryJs;     // web/history.js: the `faultline history` page
 
 }  // namespace fl::reports::render

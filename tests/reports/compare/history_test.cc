@@ -106,15 +106,19 @@ TEST_CASE("history: oldest first - finished runs only - gaps where a run has no 
   CHECK(text.find("f0/detection_latency_ms [ms]") != std::string::npos);
   CHECK(text.find("2 value(s): min 300 ms, median 1400 ms, max 2500 ms") != std::string::npos);
   std::string html = RenderHistoryHtml("blackhole", *h);
-  CHECK(html.find("<svg") != std::string::npos);
-  CHECK(html.find("<path d=\"M") != std::string::npos);
-  // two drawn points, one of them red (the failed run), one gap marker
-  size_t circles = 0;
-  for (size_t p = html.find("<circle"); p != std::string::npos; p = html.find("<circle", p + 1))
-    ++circles;
-  CHECK(circles == 2);
-  CHECK(html.find("#d03030\"><title>r2") != std::string::npos);
-  CHECK(html.find("r4: no value") != std::string::npos);
+  // Drawn by uPlot like the run report: the library, the page's script, one chart per series.
+  CHECK(html.find("uPlot") != std::string::npos);
+  CHECK(html.find("<svg") == std::string::npos);
+  CHECK(html.find("id=\"history-chart-0\"") != std::string::npos);
+  CHECK(html.find("id=\"history-chart-1\"") == std::string::npos);
+  CHECK(html.find("id=\"fl-render-status\"") != std::string::npos);
+  // The data: three runs oldest first, the failed one flagged, the gap as null.
+  CHECK(html.find("\"key\":\"f0/detection_latency_ms\",\"unit\":\"ms\",\"runs\":[\"r1\",\"r2\","
+                  "\"r4\"]") != std::string::npos);
+  CHECK(html.find("\"failed\":[false,true,false],\"y\":[300,2500,null]") != std::string::npos);
+  // The table: the failed run's row marked, the missing value as a dash.
+  CHECK(html.find("<tr class=\"failed\"><td>r2</td>") != std::string::npos);
+  CHECK(html.find("<td class=\"v\">&ndash;</td>") != std::string::npos);
 }
 
 }  // namespace

@@ -154,14 +154,149 @@ TEST_CASE("HTML report of a stored run escapes every text from the database", "[
   CHECK(html.find("&lt;div id=&quot;pwned&quot;&gt;") != std::string::npos);
   // Every fault and host is there; the verdicts table has one row per verdict.
   CHECK(Count(html, "class=\"fault-row\"") == run.faults.size());
-  CHECK(Count(html, "<div class=\"host\">") == run.hosts.size());
+  CHECK(Count(html, "<th class=\"host\">") == run.hosts.size());  // one column per host
   CHECK(Count(html, "<td class=\"badge fail\">FAIL</td>") == 1);  // f1 detected late
   // The last host runs another firmware: highlighted.
-  CHECK(html.find("<tr class=\"differs\"><th>nics[0].firmware</th>") != std::string::npos);
+  CHECK(html.find("<tr class=\"differs\"><td class=\"mark\">≠</td><th>nics[0].firmware</th>") !=
+        std::string::npos);
+  CHECK(html.find("<tr><td></td><th>kernel</th>") != std::string::npos);  // the same everywhere
+  CHECK(html.find("1 differing row(s)") != std::string::npos);
   // Self-contained: nothing loaded from elsewhere.
   CHECK(html.find("src=\"http") == std::string::npos);
   CHECK(html.find("<link") == std::string::npos);
   CHECK(html.find("uPlot") != std::string::npos);
+}
+
+// The JSON the page's script draws from.
+std::string ChartJson(const std::string& html) {
+  std::string data = html.substr(html.find("id=\"fl-data\">") + 13);
+  return data.substr(0, data.find("</script>"));
+}
+
+TEST_CASE("HTML header has the duration and the replay command, the data the timeline and levels",
+          "[unit]") {
+  SyntheticRunSpec spec;
+  spec.duration_s = 60;  // faults at 15 s and 45 s, 8 s each
+  RunData run = MakeSyntheticRun(spec);
+  HtmlOptions options;
+  options.db_path = "/var/lib/fl/results db.sqlite";
+  std::string html = RenderHtml(run, options);
+  CHECK(html.find("<span id=\"run-duration\">took 60.000 s</span>") != std::string::npos);
+  CHECK(html.find("<code id=\"replay-command\">faultline replay 20261130-040000-synth --db "
+                  "&#39;/var/lib/fl/results db.sqlite&#39;</code>") != std::string::npos);
+  run.run.end_wall_ns.reset();
+  CHECK(RenderHtml(run).find("no end recorded") != std::string::npos);
+  run = MakeSyntheticRun(spec);
+
+  std::string data = ChartJson(RenderHtml(run));
+  // f0: detected 40 ms after it took effect, reverted 8 s after; f1's max_detection_ms limit
+  // (100 ms) failed (160 ms).
+  CHECK(data.find("{\"id\":\"f0\",\"label\":\"f0 nic_flap h0/nic0\",\"t\":15.000,\"marks\":[[\""
+                  "detected\",40]") != std::string::npos);
+  CHECK(data.find("[\"reverted\",8000]") != std::string::npos);
+  CHECK(data.find("{\"name\":\"detection\",\"ms\":100,\"passed\":false}") != std::string::npos);
+  CHECK(data.find("{\"name\":\"recovery\",\"ms\":2000,\"passed\":true}") != std::string::npos);
+  CHECK(data.find("\"first progress\"") != std::string::npos);
+  CHECK(data.find("\"failed back\"") != std::string::npos);
+  // The job line, the baseline level and each fault's degraded level.
+  CHECK(data.find("\"job\":[") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(data, m, std::regex("\"baseline\":([0-9.]+)")));
+  const double baseline = std::stod(m[1]);
+  CHECK(baseline == Approx(64.0 * (1 << 20) * 20 / 1e9).epsilon(0.02));  // GB/s
+  REQUIRE(std::regex_search(data, m, std::regex("\"degraded\":([0-9.]+)")));
+  CHECK(std::stod(m[1]) == Approx(baseline * spec.degraded).epsilon(0.05));
+  // NIC series, one per host and NIC.
+  CHECK(data.find("\"labels\":[\"h0.nic0\",\"h0.nic1\",\"h1.nic0\"") != std::string::npos);
+  CHECK(html.find("id=\"chart-nics\"") != std::string::npos);
+  run.nics.clear();
+  CHECK(RenderHtml(run).find("No NIC counters stored for this run.") != std::string::npos);
+}
+
+NicSampleRecord Nic(std::string host, std::string nic, double t_s, uint64_t rx, uint64_t tx) {
+  NicSampleRecord s;
+  s.host = std::move(host);
+  s.nic = std::move(nic);
+  s.wall_ns = testing::Sec(t_s);
+  s.rx_bytes = rx;
+  s.tx_bytes = tx;
+  return s;
+}
+
+TEST_CASE("BinJobThroughput: the algbw of the job's iterations, first start to last end",
+          "[unit]") {
+  auto sample = [](int32_t rank, int64_t it, double s, double e, uint64_t bytes) {
+    SampleRecord r;
+    r.rank = rank;
+    r.iteration = it;
+    r.start_ns = testing::Sec(s);
+    r.end_ns = testing::Sec(e);
+    r.bytes = bytes;
+    return r;
+  };
+  // Iteration 0 spans [0, 1] over both ranks (1000 B/s although each rank took 0.5 s);
+  // iteration 1 spans [1, 3] (500 B/s); iteration 2 only rank 0 reported: left out.
+  std::vector<SampleRecord> s = {sample(0, 0, 0, 0.5, 1000), sample(1, 0, 0.5, 1, 1000),
+                                 sample(0, 1, 1, 3, 1000), sample(1, 1, 1, 2.5, 1000),
+                                 sample(0, 2, 3, 4, 1000)};
+  ThroughputSeries bins = BinThroughput(s, 0, testing::Sec(4), 8, 1);  // 0.5 s bins
+  REQUIRE(bins.bins == 8);
+  auto job = BinJobThroughput(s, bins);
+  REQUIRE(job.size() == 8);
+  CHECK(*job[0] == Approx(1000));
+  CHECK(*job[1] == Approx(1000));
+  for (size_t k = 2; k < 6; ++k) CHECK(*job[k] == Approx(500));
+  CHECK_FALSE(job[6].has_value());
+  CHECK_FALSE(job[7].has_value());
+  // In a synthetic run the line before the first fault is at the baseline_algbw metric.
+  RunData run = MakeSyntheticRun(SyntheticRunSpec{});
+  RunView view(run);
+  ThroughputSeries tp = BinThroughput(run.samples, view.t0(), view.t1(), 600, testing::Sec(0.2));
+  auto line = BinJobThroughput(run.samples, tp);
+  REQUIRE(view.RunMetric("baseline_algbw"));
+  size_t checked = 0;
+  for (size_t k = 0; k < tp.bins; ++k) {
+    double t = tp.BinCenterSeconds(k);
+    if (t < 1 || t > 14 || !line[k]) continue;
+    CHECK(*line[k] == Approx(*view.RunMetric("baseline_algbw")).epsilon(0.01));
+    ++checked;
+  }
+  CHECK(checked > 50);
+}
+
+TEST_CASE("BinNicTraffic: rates from cumulative counters, gaps and resets", "[unit]") {
+  // h1.nic0: 1000 B/s rx + 1000 B/s tx for 2 s, then a counter reset (skipped), then 500 B/s.
+  // h0.nic1: sampled from 1 s on, 300 B/s.
+  std::vector<NicSampleRecord> s = {
+      Nic("h1", "nic0", 0, 0, 0),       Nic("h1", "nic0", 1, 1000, 1000),
+      Nic("h1", "nic0", 2, 2000, 2000), Nic("h1", "nic0", 3, 10, 10),
+      Nic("h1", "nic0", 4, 260, 260),   Nic("h0", "nic1", 1.5, 100, 0),
+      Nic("h0", "nic1", 2.5, 400, 0),   Nic("h0", "nic1", 3.5, 700, 0),
+  };
+  NicTrafficSeries t = BinNicTraffic(s, 0, testing::Sec(4), 4);
+  CHECK(t.bin_ns == testing::Sec(1));
+  REQUIRE(t.bins == 4);
+  REQUIRE(t.labels == std::vector<std::string>{"h0.nic1", "h1.nic0"});
+  const auto& h0 = t.values[0];
+  const auto& h1 = t.values[1];
+  CHECK_FALSE(h0[0].has_value());  // not sampled yet
+  CHECK(*h0[1] == Approx(300));    // half covered: the rate, not half of it
+  CHECK(*h0[2] == Approx(300));
+  CHECK(*h0[3] == Approx(300));
+  CHECK(*h1[0] == Approx(2000));
+  CHECK(*h1[1] == Approx(2000));
+  CHECK_FALSE(h1[2].has_value());  // the reset: no rate
+  CHECK(*h1[3] == Approx(500));
+  CHECK(t.BinCenterSeconds(1) == Approx(1.5));
+  // Many samples: at most max_bins bins, but never narrower than the sampling interval.
+  std::vector<NicSampleRecord> many;
+  for (int i = 0; i <= 1000; ++i) many.push_back(Nic("h0", "nic0", i * 0.1, i * 100, 0));
+  NicTrafficSeries m = BinNicTraffic(many, 0, testing::Sec(100), 200);
+  CHECK(m.bins == 200);
+  for (const auto& v : m.values[0]) CHECK(v.value_or(0) == Approx(1000));
+  NicTrafficSeries fine = BinNicTraffic(many, 0, testing::Sec(100), 100'000);
+  CHECK(static_cast<double>(fine.bin_ns) == Approx(1e8).margin(2));  // the median interval
+  CHECK(BinNicTraffic({}, 0, testing::Sec(1), 10).labels.empty());
 }
 
 TEST_CASE("HTML chart data stays small for a long run", "[unit]") {

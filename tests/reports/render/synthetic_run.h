@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status.h"
@@ -34,6 +35,13 @@ struct SyntheticRunSpec {
   double detect_ms = 40;          // fault_detected after the injection
   double slow_detect_ms = 160;    // every other fault is detected this late
   double max_detection_ms = 100;  // so every other fault fails max_detection_ms
+  // NIC counters: every host has nic0 and nic1, sampled every nic_sample_s (each host at its
+  // own phase), each carrying nic_bytes_per_s (rx + tx) fault-free. A fault on hX/nic0 takes
+  // hX's nic0 to ~0 (a few control bytes) and moves its traffic onto nic1 until the revert,
+  // as a multi-rail CCL's failover does. 0 NICs: no NIC samples.
+  int nics_per_host = 2;
+  double nic_sample_s = 0.1;
+  double nic_bytes_per_s = 40e6;
   // Put HTML, Markdown and XML markup into every text field (escaping tests).
   bool hostile = false;
 };
@@ -152,6 +160,50 @@ inline RunData MakeSyntheticRun(const SyntheticRunSpec& spec) {
   }
   std::sort(d.events.begin(), d.events.end(),
             [](const EventRecord& a, const EventRecord& b) { return a.wall_ns < b.wall_ns; });
+
+  // NIC counters (cumulative): a fault's target "hX/nic0" names the host and the NIC it takes
+  // down; its traffic goes to the host's other NICs meanwhile.
+  for (int i = 0; i < spec.hosts && spec.nics_per_host > 0; ++i) {
+    const std::string host = "h" + std::to_string(i);
+    std::vector<uint64_t> rx(spec.nics_per_host, 1'000'000), tx(spec.nics_per_host, 2'000'000);
+    auto down = [&](Nanos at, int nic) {
+      for (size_t k = 0; k < windows.size(); ++k)
+        if (d.faults[k].target.rfind(host + "/nic" + std::to_string(nic), 0) == 0 &&
+            at >= windows[k].t && at < windows[k].v)
+          return true;
+      return false;
+    };
+    Nanos prev = t0 + Sec(0.013 * i);
+    for (Nanos at = prev; at <= end; at += Sec(spec.nic_sample_s)) {
+      const double dt = static_cast<double>(at - prev) / 1e9;
+      const Nanos mid = prev + (at - prev) / 2;
+      int up = 0;
+      for (int n = 0; n < spec.nics_per_host; ++n) up += !down(mid, n);
+      for (int n = 0; n < spec.nics_per_host; ++n) {
+        // The host's traffic spread over its NICs that are up; a NIC that is down moves a
+        // few control bytes.
+        double rate =
+            down(mid, n) ? 200 : spec.nic_bytes_per_s * spec.nics_per_host / std::max(up, 1);
+        uint64_t bytes = static_cast<uint64_t>(rate * dt * (1 + 0.02 * ((at / 1000 + n) % 3)));
+        rx[n] += bytes / 2;
+        tx[n] += bytes - bytes / 2;
+        NicSampleRecord s;
+        s.run_id = r.id;
+        s.host = host;
+        s.nic = "nic" + std::to_string(n);
+        s.wall_ns = at;
+        s.rx_bytes = rx[n];
+        s.tx_bytes = tx[n];
+        s.rx_packets = rx[n] / 4096;
+        s.tx_packets = tx[n] / 4096;
+        d.nics.push_back(s);
+      }
+      prev = at;
+    }
+  }
+  std::sort(d.nics.begin(), d.nics.end(), [](const NicSampleRecord& a, const NicSampleRecord& b) {
+    return std::tie(a.host, a.nic, a.wall_ns) < std::tie(b.host, b.nic, b.wall_ns);
+  });
 
   AnalysisInput in;
   in.run_id = r.id;
