@@ -23,6 +23,7 @@
 
 #include "ccl_under_test/ftccl/host_reduce.h"
 #include "ccl_under_test/ftccl/link_monitor.h"
+#include "ccl_under_test/ftccl/reliable_window.h"
 #include "ccl_under_test/ftccl/transport/unix/unix_transport.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -181,14 +182,11 @@ class Blob {
   size_t cap_ = 0;
 };
 
-struct SendChunk {
-  uint64_t seq;  // key in the peer's chunk map (our sequence number, or a forward key)
-  uint64_t tag;
-  const char* data;
-  uint32_t len;
-  uint64_t cookie;
-  int channel = -1;       // in flight on this channel, or -1 (queued)
-  int via = -1;           // channel belongs to this relay rank instead of the chunk's peer
+// A chunk in a peer's SendWindow (seq: our sequence number, or a forward key; where it is).
+struct SendChunk : WindowSlot {
+  uint64_t tag = 0;
+  const char* data = nullptr;
+  uint64_t cookie = 0;
   int failover = -1;      // id of the failover that moved it, or -1
   Blob owned;             // payload copy: after CancelAll (frame half written) or DetachSends
   bool detached = false;  // completed by DetachSends before its ack
@@ -238,8 +236,7 @@ struct Channel {
   SendChunk* cur = nullptr;  // data frame being written
   FrameHeader cur_hdr{};
   size_t cur_off = 0;  // bytes of header + payload written
-  size_t inflight_bytes = 0;
-  size_t inflight_chunks = 0;
+  InflightCount inflight;
   // Receiving.
   FrameHeader rhdr{};
   size_t rhdr_got = 0;
@@ -268,11 +265,8 @@ struct Peer {
   int rank = 0;
   std::vector<Channel> ch;
   std::vector<std::string> addrs;  // the peer's listening addresses, per NIC
-  uint64_t next_seq = 1;
-  std::map<uint64_t, std::unique_ptr<SendChunk>> chunks;  // unacknowledged, by seq
-  std::set<uint64_t> queue;                               // waiting for a channel
-  uint64_t recv_low = 1;                                  // every seq below was applied
-  std::set<uint64_t> recv_above;
+  SendWindow<SendChunk> send;      // our chunks to this peer (and ones we forward to it)
+  RecvWindow recv;                 // its chunks to us: which were applied
   std::unordered_map<uint64_t, RecvReq> posted;  // by tag
   std::unordered_map<uint64_t, Blob> unexpected;
   Nanos all_down_since = 0;
@@ -451,18 +445,8 @@ class Engine::Impl {
   void OnAck(int peer, uint64_t seq);
   void EnqueueSend(int peer, uint64_t tag, const char* data, size_t len, uint64_t cookie);
   void OnArrival(const Arrival& a, const char* got, size_t len);
-  void Requeue(Peer& p, SendChunk& c, int fid);
+  void NoteRequeued(SendChunk& c, int fid);
   size_t RequeueCarried(int peer, Channel& ch, int fid, std::vector<int>* relayed_for);
-  bool Applied(const Peer& p, uint64_t seq) const {
-    return seq < p.recv_low || p.recv_above.count(seq);
-  }
-  void MarkApplied(Peer& p, uint64_t seq) {
-    p.recv_above.insert(seq);
-    while (!p.recv_above.empty() && *p.recv_above.begin() == p.recv_low) {
-      p.recv_above.erase(p.recv_above.begin());
-      ++p.recv_low;
-    }
-  }
   void OnAccept(int nic);
   void OnPendingReadable(size_t idx);
   void Timers(Nanos now);
@@ -768,22 +752,23 @@ std::string Engine::Impl::DumpLocked() {
   os << "rank " << cfg_.rank << " of " << cfg_.world_size << "\n";
   for (auto& p : peers_) {
     if (p.rank == cfg_.rank) continue;
-    os << " peer " << p.rank << ": unacked " << p.chunks.size() << " queued " << p.queue.size()
+    os << " peer " << p.rank << ": unacked " << p.send.unacked() << " queued " << p.send.queued()
        << " posted_recv " << p.posted.size() << " unexpected " << p.unexpected.size()
-       << " next_recv_seq " << p.recv_low;
+       << " next_recv_seq " << p.recv.low();
     if (p.via >= 0) os << " relayed via rank " << p.via;
     os << "\n";
     for (auto& [tag, r] : p.posted) {
       os << "  waits for recv " << TagString(tag) << " (" << r.len << " B)\n";
       break;
     }
-    if (!p.queue.empty()) {
-      os << "  oldest queued send seq " << *p.queue.begin() << " "
-         << TagString(p.chunks[*p.queue.begin()]->tag) << "\n";
+    if (p.send.HasQueued()) {
+      const uint64_t front = p.send.FrontQueued();
+      os << "  oldest queued send seq " << front << " " << TagString(p.send.Find(front)->tag)
+         << "\n";
     }
     for (auto& ch : p.ch) {
       os << "  ch " << ch.index << " " << ch.path << " " << kStates[static_cast<int>(ch.state)]
-         << " inflight " << ch.inflight_chunks << " chunks/" << ch.inflight_bytes << " B"
+         << " inflight " << ch.inflight.chunks << " chunks/" << ch.inflight.bytes << " B"
          << " heard " << (ch.last_rx ? (now - ch.last_rx) / kNsPerMs : -1) << " ms ago"
          << " sent " << ch.chunks_sent << " chunks\n";
     }
@@ -966,25 +951,20 @@ size_t Engine::Impl::RequeueCarried(int peer, Channel& ch, int fid, std::vector<
   for (auto& q : peers_) {
     const bool own = q.rank == peer;
     if (!own && !relay_) continue;
-    const size_t before = moved;
-    for (auto& [seq, c] : q.chunks) {
-      if (c->channel != ch.index || c->via != (own ? -1 : peer)) continue;
-      Requeue(q, *c, fid);
-      ++moved;
-    }
-    if (!own && moved > before && relayed_for) relayed_for->push_back(q.rank);
+    const size_t n = q.send.RequeueCarried(ch.index, own ? -1 : peer,
+                                           [&](SendChunk& c) { NoteRequeued(c, fid); });
+    moved += n;
+    if (!own && n > 0 && relayed_for) relayed_for->push_back(q.rank);
   }
-  ch.inflight_bytes = 0;
-  ch.inflight_chunks = 0;
+  ch.inflight.Clear();
   return moved;
 }
 
-void Engine::Impl::Requeue(Peer& p, SendChunk& c, int fid) {
-  c.channel = -1;
-  c.via = -1;
+// A chunk moved by failover `fid` (-1: not a fault) no longer counts for the one that moved
+// it before.
+void Engine::Impl::NoteRequeued(SendChunk& c, int fid) {
   if (c.failover >= 0 && failovers_[c.failover].remaining > 0) --failovers_[c.failover].remaining;
   c.failover = fid;
-  p.queue.insert(c.seq);
 }
 
 // While we have no working channel of our own to `peer`, its chunks go through a rank that we
@@ -1062,12 +1042,13 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
     if (!ch.cur) {
       // The peer's own queue first, then chunks of ranks we reach through this peer (only
       // chunks of our own: forwarded ones, keyed from kForwardKeyBase, are not relayed again).
-      Peer* from = p.queue.empty() ? nullptr : &p;
+      Peer* from = p.send.HasQueued() ? &p : nullptr;
       for (size_t d = 0; !from && relay_ && d < peers_.size(); ++d) {
         Peer& q = peers_[d];
-        if (q.via == peer && !q.queue.empty() && *q.queue.begin() < kForwardKeyBase) from = &q;
+        if (q.via == peer && q.send.HasQueued() && q.send.FrontQueued() < kForwardKeyBase)
+          from = &q;
       }
-      if (!from || ch.inflight_bytes >= opt_.window_bytes) break;
+      if (!from || !ch.inflight.HasRoom(opt_.window_bytes)) break;
       // A peer of our host is reached over the host-local channel while it works: its NIC
       // channels would only loop back through the kernel's IP stack at twice the CPU per
       // byte. They stay connected (keep-alives) for failover.
@@ -1078,16 +1059,12 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
       bool least = true;
       for (auto& other : p.ch) {
         if (&other != &ch && other.state == ChState::kUp && !(local_up && other.local_nic >= 0) &&
-            other.inflight_bytes < ch.inflight_bytes) {
+            other.inflight.bytes < ch.inflight.bytes) {
           least = false;
         }
       }
       if (!least) break;
-      uint64_t seq = *from->queue.begin();
-      from->queue.erase(from->queue.begin());
-      SendChunk* c = from->chunks[seq].get();
-      c->channel = ch.index;
-      c->via = from == &p ? -1 : peer;
+      SendChunk* c = &from->send.Take(ch.index, from == &p ? -1 : peer);
       ch.cur = c;
       if (c->forward) {
         ch.cur_hdr = MakeHeader(kData, c->len, static_cast<uint32_t>(c->origin), c->oseq, c->tag,
@@ -1100,8 +1077,7 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
         ch.cur_hdr = MakeHeader(kData, c->len, 0, c->seq, c->tag);
       }
       ch.cur_off = 0;
-      ch.inflight_bytes += c->len;
-      ++ch.inflight_chunks;
+      ch.inflight.Add(c->len);
       ++ch.chunks_sent;
       ++st_sent_;
       if (ch.local_nic < 0) ++st_host_local_;
@@ -1189,7 +1165,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
       RequeueCarried(peer, ch, -1, nullptr);
       UpdateRoutes();
       for (auto& q : peers_)
-        if (!q.queue.empty()) PumpPeer(q.rank);
+        if (q.send.HasQueued()) PumpPeer(q.rank);
       return;
     }
     case kAck:
@@ -1238,7 +1214,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
   }
   const int src = ch.rsrc;
   Peer& p = peers_[src];
-  if (Applied(p, h.seq)) {
+  if (p.recv.Applied(h.seq)) {
     // A duplicate (its ack was lost, or it was resent after a false alarm): read into
     // nothing, then ack again (OnPayloadDone).
     if (!ch.in_payload) OnPayloadDone(peer, ch);
@@ -1290,12 +1266,12 @@ void Engine::Impl::OnPayloadDone(int peer, Channel& ch) {
   }
   // The ack goes out when OnReadable is done with what has arrived: acks of chunks that
   // arrived together leave in one send.
-  if (ch.rdst == nullptr || Applied(p, h.seq)) {
-    if (Applied(p, h.seq)) ++st_dups_;
+  if (ch.rdst == nullptr || p.recv.Applied(h.seq)) {
+    if (p.recv.Applied(h.seq)) ++st_dups_;
     ch.rdst = nullptr;
     return;
   }
-  MarkApplied(p, h.seq);
+  p.recv.Apply(h.seq);
   // Another channel receiving the same chunk (a resend) must not write into the buffer now.
   for (auto& q : peers_) {
     for (auto& other : q.ch) {
@@ -1349,9 +1325,7 @@ void Engine::Impl::ForwardChunk(int from, Channel& ch) {
     c->oseq = h.seq;
     c->payload = std::move(ch.rpriv);
     fwd_index_[key] = c->seq;
-    Peer& d = peers_[dest];
-    d.queue.insert(c->seq);
-    d.chunks[c->seq] = std::move(c);
+    peers_[dest].send.Add(std::move(c));
     ++st_forwarded_;
     PumpPeer(dest);
   }
@@ -1368,15 +1342,12 @@ void Engine::Impl::OnRelayedAck(int dest, int origin, uint64_t oseq) {
 
 void Engine::Impl::EnqueueSend(int peer, uint64_t tag, const char* data, size_t len,
                                uint64_t cookie) {
-  Peer& p = peers_[peer];
   auto c = std::make_unique<SendChunk>();
-  c->seq = p.next_seq++;
   c->tag = tag;
   c->data = data;
   c->len = static_cast<uint32_t>(len);
   c->cookie = cookie;
-  p.queue.insert(c->seq);
-  p.chunks[c->seq] = std::move(c);
+  peers_[peer].send.AddNext(std::move(c));
 }
 
 // The collective's next step, on the engine thread: reduce what arrived, send the result on.
@@ -1406,17 +1377,14 @@ void Engine::Impl::OnArrival(const Arrival& a, const char* got, size_t len) {
 
 void Engine::Impl::OnAck(int peer, uint64_t seq) {
   Peer& p = peers_[peer];
-  auto it = p.chunks.find(seq);
-  if (it == p.chunks.end()) return;  // a second ack for a resent chunk
-  SendChunk* c = it->second.get();
+  SendChunk* c = p.send.Find(seq);
+  if (!c) return;  // a second ack for a resent chunk
   if (c->channel >= 0) {
     Channel& ch = ChannelOf(peer, *c);
     if (ch.cur == c) return;  // still being written: cannot be acked yet (stale ack)
-    ch.inflight_bytes -= std::min<size_t>(ch.inflight_bytes, c->len);
-    if (ch.inflight_chunks) --ch.inflight_chunks;
-  } else {
-    p.queue.erase(seq);
+    ch.inflight.Remove(c->len);
   }
+  std::unique_ptr<SendChunk> released = p.send.Release(seq);
   if (c->failover >= 0) {
     Failover& f = failovers_[c->failover];
     if (f.remaining > 0 && --f.remaining == 0) {
@@ -1454,11 +1422,11 @@ void Engine::Impl::OnAck(int peer, uint64_t seq) {
                 MakeHeader(kAck, 0, static_cast<uint32_t>(peer), c->oseq, 0, kFlagRelayAck));
       PumpSend(origin, *via_ch);
     }
-    p.chunks.erase(seq);
+    released.reset();
   } else {
     uint64_t cookie = c->cookie;
     bool cancelled = c->detached || c->owned.data() || c->data == nullptr;
-    p.chunks.erase(it);
+    released.reset();
     if (!cancelled) Complete(cookie, true);
   }
   PumpPeer(peer);
@@ -1547,21 +1515,12 @@ void Engine::Impl::HandleOp(const Op& op) {
         // Unsent chunks are dropped; sent-but-unacked ones are kept as "cancelled" so that
         // a late ack is understood, but they are never resent from user memory. Chunks we
         // forward for other ranks are theirs, not our collective's: kept.
-        for (auto it = p.chunks.begin(); it != p.chunks.end();) {
-          SendChunk* c = it->second.get();
-          bool writing = c->forward || (c->channel >= 0 && ChannelOf(p.rank, *c).cur == c);
-          if (writing) {
-            ++it;
-            continue;
-          }
-          if (c->channel >= 0) {
-            Channel& ch = ChannelOf(p.rank, *c);
-            ch.inflight_bytes -= std::min<size_t>(ch.inflight_bytes, c->len);
-            if (ch.inflight_chunks) --ch.inflight_chunks;
-          }
-          p.queue.erase(c->seq);
-          it = p.chunks.erase(it);
-        }
+        p.send.RemoveIf([&](SendChunk& c) {
+          bool writing = c.forward || (c.channel >= 0 && ChannelOf(p.rank, c).cur == &c);
+          if (writing) return false;
+          if (c.channel >= 0) ChannelOf(p.rank, c).inflight.Remove(c.len);
+          return true;
+        });
       }
       {
         std::lock_guard<std::mutex> lock(done_mu_);
@@ -1576,16 +1535,16 @@ void Engine::Impl::HandleOp(const Op& op) {
       // The caller's buffers are released: what is still unacknowledged is delivered (and
       // resent after a fault) from a copy.
       for (auto& p : peers_) {
-        for (auto& [seq, c] : p.chunks) {
-          if (c->forward || c->detached || c->owned.data() || c->data == nullptr) continue;
-          if (c->len) {
-            c->owned.Reset(c->len);
-            std::memcpy(c->owned.data(), c->data, c->len);
+        p.send.ForEach([&](SendChunk& c) {
+          if (c.forward || c.detached || c.owned.data() || c.data == nullptr) return;
+          if (c.len) {
+            c.owned.Reset(c.len);
+            std::memcpy(c.owned.data(), c.data, c.len);
           }
-          c->detached = true;
+          c.detached = true;
           ++st_detached_;
-          Complete(c->cookie, true);
-        }
+          Complete(c.cookie, true);
+        });
       }
       return;
     }
@@ -1714,7 +1673,7 @@ void Engine::Impl::Timers(Nanos now) {
       // Through a relay the peer is alive while its acks or chunks keep coming: two ranks of
       // a host that lost every NIC would otherwise each wait on the other as a relay.
       const Nanos quiet_since = std::max(p.all_down_since, p.relay_heard);
-      bool work = !p.chunks.empty() || !p.posted.empty();
+      bool work = !p.send.empty() || !p.posted.empty();
       // At exit (Flush) a peer out of reach that long just ends the wait for it: every
       // collective has returned, so there is no error to report.
       if (work && flushing_ && now - quiet_since > opt_.peer_dead_timeout) {
@@ -1816,7 +1775,7 @@ void Engine::Impl::Loop() {
       for (const Peer& p : peers_) {
         bool left = p.gone;
         for (const Channel& ch : p.ch) left |= ch.bye;
-        if (!left) owed += p.chunks.size();
+        if (!left) owed += p.send.unacked();
       }
       owed_ = owed;
       ++loop_gen_;
