@@ -21,6 +21,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ccl_under_test/ftccl/frame.h"
 #include "ccl_under_test/ftccl/host_reduce.h"
 #include "ccl_under_test/ftccl/link_monitor.h"
 #include "ccl_under_test/ftccl/reliable_window.h"
@@ -31,42 +32,15 @@
 namespace fl::ccl::ftccl {
 namespace {
 
-constexpr uint32_t kMagic = 0x46544343;  // "FTCC"
-enum FrameType : uint16_t { kHello = 1, kData = 2, kAck = 3, kPing = 4, kPathDown = 5, kBye = 6 };
-// Relay through a rank of the same host (docs/ftccl.md, "Relay"). S has no working path to D
-// and sends through R; acknowledgements are end to end (D's ack travels back through R).
-enum FrameFlags : uint16_t {
-  kFlagForward = 1,   // kData S->R: forward this chunk (S's sequence number) to rank aux
-  kFlagRelayed = 2,   // kData R->D: a chunk of rank aux, forwarded; kAck D->R: its ack
-  kFlagRelayAck = 4,  // kAck R->S: D's ack of our chunk to rank aux
-};
+using frame::FrameHeader;
+using frame::kMagic;
+using frame::MakeHeader;
+using enum frame::FrameType;
+using enum frame::FrameFlags;
+
 // Keys of forwarded chunks in the relay's per-peer chunk map: above every own sequence number,
 // so the queue sends own chunks first and a forwarded chunk is never relayed again.
 constexpr uint64_t kForwardKeyBase = 1ull << 63;
-
-struct FrameHeader {
-  uint32_t magic;
-  uint16_t type;
-  uint16_t flags;
-  uint32_t len;  // payload bytes (kData)
-  uint32_t aux;  // kHello: sender rank; kPathDown: channel index
-  uint64_t seq;  // kData/kAck: chunk sequence; kHello: channel index
-  uint64_t tag;  // kData: message tag; kHello: world size
-};
-static_assert(sizeof(FrameHeader) == 32);
-
-FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq, uint64_t tag,
-                       uint16_t flags = 0) {
-  FrameHeader h{};
-  h.magic = kMagic;
-  h.type = type;
-  h.flags = flags;
-  h.len = len;
-  h.aux = aux;
-  h.seq = seq;
-  h.tag = tag;
-  return h;
-}
 
 // The label of host-local channels (the local "address" given to the host transport).
 constexpr char kHostLocal[] = "host-local";
@@ -1120,8 +1094,8 @@ void Engine::Impl::OnReadable(int peer, Channel& ch) {
       ch.rhdr_got += *n;
       if (ch.rhdr_got < sizeof(FrameHeader)) continue;
       ch.rhdr_got = 0;
-      if (ch.rhdr.magic != kMagic) {
-        return FailChannel(peer, ch, "protocol_error", "bad frame magic");
+      if (Status bad = frame::CheckHeader(ch.rhdr); !bad.ok()) {
+        return FailChannel(peer, ch, "protocol_error", bad.message());
       }
       OnHeader(peer, ch);
       if (!ch.conn) return;  // the header failed the channel

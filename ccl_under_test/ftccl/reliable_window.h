@@ -158,7 +158,8 @@ class SendWindow {
 
 class RecvWindow {
  public:
-  // Whether `seq` was applied already (a duplicate).
+  // Whether `seq` was applied already (a duplicate). Sequence numbers start at 1 (SendWindow):
+  // 0 reads as applied.
   bool Applied(uint64_t seq) const { return seq < low_ || above_.count(seq) > 0; }
   // Records `seq` as applied. Returns false (and changes nothing) for a duplicate.
   bool Apply(uint64_t seq);
