@@ -1,5 +1,6 @@
 // ftccl's reliable window: the bookkeeping that makes delivery over failing paths exactly-once,
-// apart from sockets, threads and clocks (the engine, engine.cc, does the I/O and calls these).
+// apart from sockets, threads and clocks (the engine, engine_impl.h, does the I/O and calls
+// these).
 //
 //   - SendWindow: one per peer. Chunks get a sequence number and stay in the window until
 //     acknowledged; each is either queued (waiting for a channel) or in flight on one channel
