@@ -37,6 +37,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "harness/agent/telemetry_line.h"
 #include "injectors/fabric.h"
 
 namespace fl::harness {
@@ -60,8 +61,9 @@ struct NicCounters {
   bool operator==(const NicCounters&) const = default;
 };
 
+// Below what the coordinator takes (telemetry_line.h kMaxNicExtraCounters): a short list.
 inline constexpr size_t kMaxExtraCounters = 32;
-inline constexpr size_t kMaxCounterNameBytes = 64;
+inline constexpr size_t kMaxCounterNameBytes = kMaxNicCounterNameBytes;
 
 // A data NIC to sample: its lab name ("nic0"), and the interface in a network namespace.
 struct NicTarget {

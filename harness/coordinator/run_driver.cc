@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -64,17 +63,13 @@ void OnInterrupt(int) { g_interrupted = true; }
 // What is wrong with an agent's NIC sample ("" when nothing): its NIC must be a name, its
 // extra counters few and named (they become a JSON column and chart labels).
 std::string NicSampleProblem(const pb::NicSample& n) {
-  if (!IsSafeName(n.nic(), 64)) return "a NIC sample whose NIC is not a name";
-  if (n.extra_size() > 64) return "a NIC sample of " + n.nic() + " with over 64 extra counters";
-  for (const auto& kv : n.extra()) {
-    const std::string& name = kv.first;
-    const bool named =
-        !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' ||
-                 c == '-';
-        });
-    if (!named) return "a NIC sample of " + n.nic() + " with an extra counter that is not a name";
-  }
+  if (!IsSafeName(n.nic(), kMaxNicCounterNameBytes)) return "a NIC sample whose NIC is not a name";
+  if (static_cast<size_t>(n.extra_size()) > kMaxNicExtraCounters)
+    return "a NIC sample of " + n.nic() + " with over " + std::to_string(kMaxNicExtraCounters) +
+           " extra counters";
+  for (const auto& kv : n.extra())
+    if (!IsValidNicCounterName(kv.first))
+      return "a NIC sample of " + n.nic() + " with an extra counter that is not a name";
   return "";
 }
 

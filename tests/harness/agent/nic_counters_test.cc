@@ -290,7 +290,14 @@ TEST_CASE("nic counters: at most 32 extras, pause ones first, names made safe", 
   CHECK(c.rx_pause == 1);
   CHECK(c.extra.count("port_err_0_count") == 1);
   CHECK(c.extra.count("port_err_99_count") == 0);
-  for (const auto& [name, value] : c.extra) CHECK(name.size() <= kMaxCounterNameBytes);
+  for (const auto& [name, value] : c.extra) {
+    INFO(name);
+    CHECK(IsValidNicCounterName(name));  // what the coordinator takes
+  }
+  CHECK_FALSE(IsValidNicCounterName(""));
+  CHECK_FALSE(IsValidNicCounterName("rx pause"));
+  CHECK_FALSE(IsValidNicCounterName(std::string(65, 'x')));
+  CHECK(IsValidNicCounterName("rdma_port_rcv_data"));
   CHECK(PlanEthtoolCounters({}).uses.empty());
 }
 
