@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "common/file_util.h"
 #include "common/log.h"
@@ -184,8 +185,8 @@ std::string KeptName(const std::string& raw) {
 
 bool Has(const std::string& s, const char* word) { return s.find(word) != std::string::npos; }
 
-// +1 received, -1 sent, 0 neither or both: an "rx" or "tx" word, or a word ending in one
-// ("link_xoff_rx"), or a leading "rx3"-style queue word.
+// +1 received, -1 sent, 0 neither or both: an "rx"/"tx" word ("rx_prio3_pause",
+// "port.link_xoff_rx"), or a queue word ("rx3_pause").
 int Direction(const std::string& lower) {
   std::string words = lower;
   for (char& ch : words)
@@ -239,7 +240,7 @@ EthtoolPlan PlanEthtoolCounters(const std::vector<std::string>& names) {
   }
   // Pause counters first, then the rest, each in the driver's order, up to the cap.
   std::stable_partition(kept.begin(), kept.end(), [](const Kept& k) { return k.pause; });
-  if (kept.size() > kMaxExtraCounters) kept.resize(kMaxExtraCounters);
+  if (kept.size() > kMaxEthtoolExtras) kept.resize(kMaxEthtoolExtras);
   for (const auto& k : kept)
     for (size_t i : k.indices) plan.uses.push_back({i, EthtoolPlan::Use::kExtra, k.name});
   return plan;
@@ -302,6 +303,7 @@ constexpr const char* kRdmaCounters[] = {
     "hw_counters/out_of_sequence", "hw_counters/np_cnp_sent",
     "hw_counters/rp_cnp_handled",  "hw_counters/np_ecn_marked_roce_packets",
 };
+static_assert(kMaxEthtoolExtras + std::size(kRdmaCounters) <= kMaxExtraCounters);
 
 }  // namespace
 
@@ -494,7 +496,7 @@ StatusOr<NicCounters> KernelNicCounters::Read(const NicTarget& nic) {
   // Pause counts exist where the driver has them, whatever a read of them gave.
   if (state.plan.has_rx_pause && !c.rx_pause) c.rx_pause = 0;
   if (state.plan.has_tx_pause && !c.tx_pause) c.tx_pause = 0;
-  while (c.extra.size() > kMaxExtraCounters) c.extra.erase(std::prev(c.extra.end()));
+  while (c.extra.size() > kMaxExtraCounters) c.extra.erase(std::prev(c.extra.end()));  // guard
   return c;
 }
 

@@ -61,8 +61,10 @@ struct NicCounters {
   bool operator==(const NicCounters&) const = default;
 };
 
-// Below what the coordinator takes (telemetry_line.h kMaxNicExtraCounters): a short list.
-inline constexpr size_t kMaxExtraCounters = 32;
+// A short list, below what the coordinator takes (telemetry_line.h kMaxNicExtraCounters): at
+// most 32 of the driver's, and the RDMA port's (14 at most).
+inline constexpr size_t kMaxEthtoolExtras = 32;
+inline constexpr size_t kMaxExtraCounters = 48;
 inline constexpr size_t kMaxCounterNameBytes = kMaxNicCounterNameBytes;
 
 // A data NIC to sample: its lab name ("nic0"), and the interface in a network namespace.
@@ -103,7 +105,7 @@ struct NicSample {
 // drop, discard, error, out-of-buffer, ECN and CNP counters are kept as extras. Per-queue
 // counters are summed under the name without the queue ("rx_queue_0_drops" and
 // "rx_queue_1_drops" → "rx_queue_drops"; "rx3_dropped" → "rx_dropped"), so that a NIC with 64
-// queues keeps a handful of names, not hundreds. At most kMaxExtraCounters extras, pause ones
+// queues keeps a handful of names, not hundreds. At most kMaxEthtoolExtras extras, pause ones
 // first; names are cut to kMaxCounterNameBytes and anything but [A-Za-z0-9_.:-] becomes '_'.
 struct EthtoolPlan {
   struct Use {
