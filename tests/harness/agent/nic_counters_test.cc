@@ -468,6 +468,17 @@ TEST_CASE("nic counters: the kernel's counters of lo grow with traffic over it",
   CHECK(after->rx_bytes >= before->rx_bytes + 20 * 1000);  // lo receives what it sends
   CHECK_FALSE(after->rx_pause.has_value());                // lo has no driver statistics
 
+  // An RDMA port whose GID table names lo (a fake sysfs tree): its counters come along.
+  testing::TempDir dir("fl_nic_lo");
+  REQUIRE_FALSE(dir.path().empty());
+  Write(dir.path() + "/ib/rxe0/ports/1/gid_attrs/ndevs/0", "lo\n");
+  Write(dir.path() + "/ib/rxe0/ports/1/counters/port_xmit_data", "77\n");
+  KernelNicCounters with_rdma(dir.path() + "/ib");
+  auto rdma = with_rdma.Read(lo);
+  REQUIRE(rdma.ok());
+  CHECK(rdma->extra == std::map<std::string, uint64_t>{{"rdma_port_xmit_data", 77}});
+  CHECK(rdma->tx_bytes >= after->tx_bytes);
+
   auto missing = kernel.Read({"nic9", "", "fl-no-such9"});
   CHECK(missing.status().code() == Code::kUnavailable);
   CHECK(kernel.Read({"nic9", "", ""}).status().code() == Code::kInvalidArgument);
