@@ -6,7 +6,9 @@
 // counted back from the file by a second connection: a run that lost one fails.
 //
 //   bench_store_ingest [--rows N] [--runs R] [--producers P] [--chunk C] [--max-batch B]
-//                      [--unbatched-rows U] [--dir DIR]
+//                      [--unbatched-rows U] [--dir DIR] [--postgres URI]
+// --postgres: into a PostgreSQL server instead (a fresh database per repetition, created and
+// dropped through URI's database, e.g. postgresql://u@%2Ftmp%2Fpg:5432/postgres).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -33,6 +35,7 @@ struct Config {
   size_t max_batch = BatchWriter::Options{}.max_batch;
   int64_t unbatched_rows = 2000;
   std::string dir = std::filesystem::temp_directory_path().string();
+  std::string postgres;  // a server's URI: PostgreSQL instead of SQLite files
 };
 
 double Median(std::vector<double> v) {
@@ -50,11 +53,23 @@ const std::string& RunId() {
 
 struct Db {
   std::string path;
+  std::string pg_admin, pg_name;  // PostgreSQL: the server's URI and this repetition's database
   std::unique_ptr<Store> store;
   explicit Db(const Config& c, int rep) {
-    path =
-        c.dir + "/fl_bench_store_" + std::to_string(getpid()) + "_" + std::to_string(rep) + ".db";
-    Remove();
+    const std::string name =
+        "fl_bench_store_" + std::to_string(getpid()) + "_" + std::to_string(rep);
+    if (!c.postgres.empty()) {
+      pg_admin = c.postgres;
+      pg_name = name;
+      size_t q = pg_admin.find('?');
+      size_t slash = pg_admin.rfind('/', q == std::string::npos ? std::string::npos : q);
+      path = pg_admin.substr(0, slash + 1) + name +
+             (q == std::string::npos ? std::string() : pg_admin.substr(q));
+      Admin("CREATE DATABASE " + name);
+    } else {
+      path = c.dir + "/" + name + ".db";
+      Remove();
+    }
     auto s = Store::Open(path);
     if (!s.ok()) Die(s.status());
     store = std::move(s).value();
@@ -66,7 +81,16 @@ struct Db {
   }
   ~Db() {
     store.reset();
-    Remove();
+    if (!pg_name.empty()) {
+      Admin("DROP DATABASE " + pg_name);
+    } else {
+      Remove();
+    }
+  }
+  void Admin(const std::string& sql) const {
+    auto admin = sql::Db::Open(pg_admin, {});
+    if (!admin.ok()) Die(admin.status());
+    Check((*admin)->Exec(sql));
   }
   void Remove() {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
@@ -129,7 +153,7 @@ double Batched(const Config& c, int rep) {
     Db::Die(InternalError("rows lost: " + std::to_string(*stored) + " in the file, " +
                           std::to_string(stats.committed_rows) + " committed"));
   }
-  if (rep == 0) {
+  if (rep == 0 && c.postgres.empty()) {
     std::error_code ec;
     uintmax_t size = std::filesystem::file_size(db.path, ec);
     uintmax_t wal = std::filesystem::file_size(db.path + "-wal", ec);
@@ -155,7 +179,7 @@ double Unbatched(const Config& c, int rep) {
 
 int Main(int argc, char** argv) {
   Config c;
-  CLI::App app{"Telemetry ingest into the SQLite results store (rows/s)"};
+  CLI::App app{"Telemetry ingest into the results store, SQLite or PostgreSQL (rows/s)"};
   app.add_option("--rows", c.rows, "sample rows per batched repetition")
       ->check(CLI::PositiveNumber);
   app.add_option("--runs", c.runs, "repetitions (median reported)")->check(CLI::PositiveNumber);
@@ -165,6 +189,8 @@ int Main(int argc, char** argv) {
   app.add_option("--max-batch", c.max_batch, "rows per transaction")->check(CLI::PositiveNumber);
   app.add_option("--unbatched-rows", c.unbatched_rows, "rows per unbatched repetition (0: skip)");
   app.add_option("--dir", c.dir, "directory for the database files");
+  app.add_option("--postgres", c.postgres,
+                 "a PostgreSQL server's URI: ingest there (a fresh database per repetition)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<double> batched;

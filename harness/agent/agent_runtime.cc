@@ -27,6 +27,7 @@
 #include "common/json_util.h"
 #include "common/log.h"
 #include "harness/agent/agent_session.h"
+#include "harness/agent/nic_counters.h"
 #include "harness/agent/telemetry_line.h"
 #include "harness/lab/lab.h"
 #include "injectors/injection.h"
@@ -180,6 +181,9 @@ class AgentRuntime::Impl {
       if (ec) return UnavailableError("telemetry socket " + socket_path_ + ": " + ec.message());
       Accept();
     }
+    nic_sampler_ = std::make_unique<NicSampler>(
+        std::make_unique<KernelNicCounters>(),
+        [this](std::vector<NicSample>&& round) { AddNicSamples(round); }, opts_.nic_interval_ns);
     ScheduleFlush();
     io_thread_ = std::thread([this] { io_.run(); });
     deadline_thread_ = std::thread([this] { DeadlineLoop(); });
@@ -304,6 +308,45 @@ class AgentRuntime::Impl {
     ev->set_detail(detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
+  // One round of the NIC sampler (its thread): into the next batch.
+  void AddNicSamples(const std::vector<NicSample>& round) {
+    std::lock_guard lock(batch_mu_);
+    for (const auto& s : round) {
+      pb::NicSample* n = batch_.add_nics();
+      n->set_nic(s.nic);
+      n->set_wall_ns(s.wall_ns);
+      const NicCounters& c = s.counters;
+      n->set_rx_bytes(c.rx_bytes);
+      n->set_tx_bytes(c.tx_bytes);
+      n->set_rx_packets(c.rx_packets);
+      n->set_tx_packets(c.tx_packets);
+      n->set_rx_dropped(c.rx_dropped);
+      n->set_tx_dropped(c.tx_dropped);
+      n->set_rx_errors(c.rx_errors);
+      n->set_tx_errors(c.tx_errors);
+      if (c.rx_pause) n->set_rx_pause(*c.rx_pause);
+      if (c.tx_pause) n->set_tx_pause(*c.tx_pause);
+      n->mutable_extra()->insert(c.extra.begin(), c.extra.end());
+    }
+  }
+
+  // The host's data NICs are sampled while its ranks run (from the first LaunchRanks to
+  // StopRanks, Shutdown or a lapsed lease). A host whose fabric names no NIC of its own (the
+  // fabric agent's) samples nothing.
+  void StartNicSampling() {
+    if (!fabric_ || !nic_sampler_) return;
+    auto ports = fabric_->HostLinks(opts_.host, injectors::PortSide::kHost);
+    if (!ports.ok()) {
+      FL_LOG(kDebug, "agent") << "no NICs to sample: " << ports.status().ToUserString();
+      return;
+    }
+    nic_sampler_->Start(NicTargetsOf(opts_.host, *ports));
+  }
+
+  void StopNicSampling() {
+    if (nic_sampler_) nic_sampler_->Stop();
+  }
+
   void ScheduleFlush() {
     flush_timer_.expires_after(std::chrono::nanoseconds(opts_.flush_interval_ns));
     flush_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -317,7 +360,8 @@ class AgentRuntime::Impl {
     pb::TelemetryBatch out;
     {
       std::lock_guard lock(batch_mu_);
-      if (batch_.samples_size() == 0 && batch_.events_size() == 0) return;
+      if (batch_.samples_size() == 0 && batch_.events_size() == 0 && batch_.nics_size() == 0)
+        return;
       out.Swap(&batch_);
     }
     AgentSession* s = session_.load();
@@ -457,6 +501,7 @@ class AgentRuntime::Impl {
       FL_LOG(kInfo, "agent") << "rank " << spec.rank() << " started in container " << info->name
                              << " (pid " << info->init_pid << ")";
     }
+    StartNicSampling();
     pb::Ack ack;
     ack.set_ok(true);
     return ack;
@@ -484,6 +529,7 @@ class AgentRuntime::Impl {
 
   pb::Ack Stop(const pb::StopRanks& s) {
     StopRanks(std::clamp<int64_t>(s.grace_ms(), 0, 60 * 1000) * kNsPerMs);  // at most a minute
+    StopNicSampling();  // its last round, after the ranks, goes with the drain
     DrainTelemetry();
     pb::Ack ack;
     ack.set_ok(true);
@@ -773,6 +819,7 @@ class AgentRuntime::Impl {
                                 << " failed (journal keeps it): " << st.message();
     }
     StopRanks(2 * kNsPerSec);
+    StopNicSampling();
     if (site_) site_->Close();  // the site's rank cgroup folder
   }
 
@@ -813,6 +860,8 @@ class AgentRuntime::Impl {
   std::atomic<uint64_t> telemetry_dropped_{0};  // bad lines from workers, all connections
   std::mutex batch_mu_;
   pb::TelemetryBatch batch_;
+  // Last: destroyed first (its thread appends to batch_). Stopped by RevertAllAndStop.
+  std::unique_ptr<NicSampler> nic_sampler_;
 };
 
 StatusOr<std::unique_ptr<AgentRuntime>> AgentRuntime::Create(AgentRuntimeOptions options) {

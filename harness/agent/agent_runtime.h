@@ -7,6 +7,10 @@
 // coordinator every flush interval (and on demand before a StopRanks ack, so nothing is lost
 // at the end of a job).
 //
+// NIC counters: from LaunchRanks to StopRanks (or Shutdown, a lapsed lease, the agent's
+// exit) a NicSampler (nic_counters.h) reads the host's data NICs every 100 ms; the samples go
+// to the coordinator in the same telemetry batches (TelemetryBatch.nics).
+//
 // Faults: InjectFault goes through injectors::InjectFault (journal first, verify after); one
 // sent ahead (due_agent_wall_ns) through PrepareFault at once and FireFault on the fire
 // thread at its due time, and its ack is sent then. A prepared fault that a RevertFault, a
@@ -54,6 +58,7 @@ struct AgentRuntimeOptions {
   std::string worker_binary;
   AgentPolicy policy;
   Nanos flush_interval_ns = 50 * kNsPerMs;
+  Nanos nic_interval_ns = 100 * kNsPerMs;  // data NIC counters, while ranks run
 };
 
 class AgentRuntime {

@@ -83,6 +83,16 @@ bool IsValidEventKind(std::string_view kind) {
   return true;
 }
 
+bool IsValidNicCounterName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNicCounterNameBytes) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool IsAgentOnlyEventKind(std::string_view kind) {
   return kind == "rank_exit" || kind == "telemetry_dropped";
 }

@@ -55,6 +55,13 @@ bool IsValidEventKind(std::string_view kind);
 // Kinds only the agent reports; refused on the workers' socket.
 bool IsAgentOnlyEventKind(std::string_view kind);
 
+// The agent's NIC samples (TelemetryBatch.nics; its own sampler's, not the workers'), as the
+// coordinator checks them: at most kMaxNicExtraCounters extra counters a sample, each named by
+// 1..kMaxNicCounterNameBytes characters from [A-Za-z0-9_.:-].
+inline constexpr size_t kMaxNicCounterNameBytes = 64;
+inline constexpr size_t kMaxNicExtraCounters = 64;
+bool IsValidNicCounterName(std::string_view name);
+
 // The coordinator's reading of a rank_exit event's detail: {"code": 0..255} gives the code,
 // {"signal": 1..128} gives -signal, neither gives -9 (the agent could not tell). A wrong type
 // or range is InvalidArgument.

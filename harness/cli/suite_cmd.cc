@@ -1,4 +1,4 @@
-// `faultline suite`, `faultline compare`, `faultline history` (harness/suite, reports/compare).
+// `faultline suite`, `compare`, `history` and `shrink` (harness/suite, reports/compare).
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -9,9 +9,11 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "common/yaml_util.h"
 #include "harness/cli/cli.h"
 #include "harness/coordinator/run_driver.h"
+#include "harness/suite/shrink.h"
 #include "harness/suite/suite_file.h"
 #include "harness/suite/suite_runner.h"
 #include "reports/compare/compare.h"
@@ -262,12 +264,62 @@ void AddHistory(CLI::App& app, int* exit_code) {
   });
 }
 
+void AddShrink(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string run, db, out;
+    int max_runs = 40;
+    std::string time_limit = "30m", run_timeout = "10m";
+  };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand(
+      "shrink",
+      "the smallest scenario that fails the way a stored run failed: replays reduced variants\n"
+      "of its scenario (fewer faults, a target instead of a class, one firing, shorter and\n"
+      "earlier faults) on its lab and seed, keeps each change that still fails the same\n"
+      "expectation, and writes the result as a scenario file with the seed. Exit 0 written,\n"
+      "1 the run does not fail again when replayed, 2 bad input, 3 infrastructure, 130\n"
+      "interrupted (what was found so far is written)");
+  c->add_option("run", a->run, "the failed run (id or 'latest')")->required();
+  AddDbOption(c, &a->db);
+  c->add_option("--out", a->out, "the scenario file to write (default: shrunk-RUN.yaml)");
+  c->add_option("--max-runs", a->max_runs, "at most this many replays, the first included")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  c->add_option("--time-limit", a->time_limit, "stop starting replays after this long")
+      ->capture_default_str();
+  c->add_option("--run-timeout", a->run_timeout, "each replay at most this long")
+      ->capture_default_str();
+  c->callback([a, exit_code] {
+    QuietLogsUnlessAsked();
+    suite::ShrinkOptions o;
+    o.db_path = a->db;
+    o.run_id = a->run;
+    o.out_path = a->out;
+    o.max_runs = a->max_runs;
+    auto limit = ParseDuration(a->time_limit);
+    auto each = ParseDuration(a->run_timeout);
+    if (!limit.ok() || !each.ok() || *limit <= 0 || *each <= 0) {
+      std::fprintf(stderr,
+                   "faultline shrink: --time-limit and --run-timeout want a duration "
+                   "like 30m or 90s\n");
+      *exit_code = 2;
+      return;
+    }
+    o.time_limit = *limit;
+    o.run_timeout = *each;
+    suite::ShrinkOutcome r = suite::RunShrink(o);
+    std::fprintf(r.exit_code == 0 ? stdout : stderr, "faultline shrink: %s\n", r.message.c_str());
+    *exit_code = r.exit_code;
+  });
+}
+
 }  // namespace
 
 void AddSuiteCommands(CLI::App& app, int* exit_code) {
   AddSuite(app, exit_code);
   AddCompare(app, exit_code);
   AddHistory(app, exit_code);
+  AddShrink(app, exit_code);
 }
 
 }  // namespace fl::harness

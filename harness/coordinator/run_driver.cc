@@ -60,6 +60,41 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
 
+// What is wrong with an agent's NIC sample ("" when nothing): its NIC must be a name, its
+// extra counters few and named (they become a JSON column and chart labels).
+std::string NicSampleProblem(const pb::NicSample& n) {
+  if (!IsSafeName(n.nic(), kMaxNicCounterNameBytes)) return "a NIC sample whose NIC is not a name";
+  if (static_cast<size_t>(n.extra_size()) > kMaxNicExtraCounters)
+    return "a NIC sample of " + n.nic() + " with over " + std::to_string(kMaxNicExtraCounters) +
+           " extra counters";
+  for (const auto& kv : n.extra())
+    if (!IsValidNicCounterName(kv.first))
+      return "a NIC sample of " + n.nic() + " with an extra counter that is not a name";
+  return "";
+}
+
+// The row of an agent's NIC sample; `off` is the host's clock offset (host minus ours).
+reports::NicSampleRecord NicRecordOf(const std::string& run_id, const std::string& host, Nanos off,
+                                     const pb::NicSample& n) {
+  reports::NicSampleRecord r;
+  r.run_id = run_id;
+  r.host = host;
+  r.nic = n.nic();
+  r.wall_ns = n.wall_ns() - off;
+  r.rx_bytes = n.rx_bytes();
+  r.tx_bytes = n.tx_bytes();
+  r.rx_packets = n.rx_packets();
+  r.tx_packets = n.tx_packets();
+  r.rx_dropped = n.rx_dropped();
+  r.tx_dropped = n.tx_dropped();
+  r.rx_errors = n.rx_errors();
+  r.tx_errors = n.tx_errors();
+  if (n.has_rx_pause()) r.rx_pause = n.rx_pause();
+  if (n.has_tx_pause()) r.tx_pause = n.tx_pause();
+  r.extra.insert(n.extra().begin(), n.extra().end());
+  return r;
+}
+
 // What the lab tells a CCL's default environment: the first host's data NICs when the lab
 // names them by interface (NCCL_SOCKET_IFNAME); IPv4 addresses name no interface.
 ccl::CclEnvContext LabEnv(const std::vector<lab::JobHost>& hosts) {
@@ -511,6 +546,7 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
   Nanos off = offsets_.count(host) ? offsets_[host].offset_ns : 0;
   std::vector<reports::SampleRecord> samples;
   std::vector<reports::EventRecord> events;
+  std::vector<reports::NicSampleRecord> nics;
   {
     std::lock_guard lock(progress_.mu);
     auto bad = [&](const std::string& why) {
@@ -590,9 +626,18 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
       events.push_back(r);
       if (code) progress_.exit_code[e.rank()] = *code;
     }
+    for (const auto& n : batch.nics()) {
+      if (std::string why = NicSampleProblem(n); !why.empty()) {
+        bad(why);
+        continue;
+      }
+      nics.push_back(NicRecordOf(run_id_, host, off, n));
+    }
   }
   if (!samples.empty() && !writer_->PushSamples(samples, Deadline::After(5 * kNsPerSec)).ok())
     dropped_telemetry_ += samples.size();
+  if (!nics.empty() && !writer_->PushNicSamples(nics, Deadline::After(5 * kNsPerSec)).ok())
+    dropped_telemetry_ += nics.size();
   if (!events.empty() && !writer_->PushEvents(events, Deadline::After(5 * kNsPerSec)).ok())
     dropped_telemetry_ += events.size();
 }

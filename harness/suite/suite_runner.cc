@@ -29,27 +29,6 @@ volatile sig_atomic_t g_stop = 0;
 
 void OnSignal(int) { g_stop = 1; }
 
-// Installs the stop handlers for the suite's lifetime and restores the old ones.
-class SignalGuard {
- public:
-  SignalGuard() {
-    g_stop = 0;
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~SignalGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
 std::string CclLabel(const std::optional<CclSpec>& ccl) {
   if (!ccl) return "";
   std::string s = ccl->name;
@@ -115,9 +94,92 @@ StatusOr<Child> RunChild(const std::vector<std::string>& argv, const std::string
   }
 }
 
+}  // namespace
+
+StopOnSignals::StopOnSignals() {
+  g_stop = 0;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+StopOnSignals::~StopOnSignals() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+bool StopOnSignals::Requested() { return g_stop != 0; }
+
 std::string VerdictLine(const reports::VerdictRecord& v) {
   return v.expectation + (v.fault_id ? " " + *v.fault_id : "") + ": " + v.message;
 }
+
+RunOutcome RunChildScenario(const std::string& bin, const std::vector<std::string>& args,
+                            const std::string& db_path, Nanos timeout, const std::string& tmp_dir,
+                            const std::pair<std::string, std::string>& tag,
+                            std::set<std::string>* seen, bool* interrupted) {
+  RunOutcome o;
+  std::vector<std::string> argv = {bin};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string out_path = tmp_dir + "/run.json", err_path = tmp_dir + "/run.err";
+  Nanos r0 = MonoNowNs();
+  auto child = RunChild(argv, out_path, err_path, timeout);
+  o.seconds = static_cast<double>(MonoNowNs() - r0) / 1e9;
+  std::string out = ReadFile(out_path).value_or("");
+  std::string err = ReadFile(err_path).value_or("");
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  if (!child.ok()) {
+    o.exit_code = 3;
+    o.error = child.status().ToUserString();
+  } else {
+    o.exit_code = child->exit_code;
+    if (child->interrupted) *interrupted = true;
+    if (child->timed_out) o.error = "stopped after the run timeout; ";
+  }
+  // The run id: from the JSON summary, else the newest run of this invocation not yet seen
+  // (a run that failed before printing its summary still left its row).
+  // (The child's stdout is read as outside data: anything but a short run id is ignored.)
+  if (auto j = ParseJson(out, "faultline run output"); j.ok()) {
+    auto id = JsonGet<std::string>(*j, "run_id", "faultline run output");
+    if (id.ok() && !id->empty() && id->size() <= 128) o.run_id = *id;
+  }
+  auto reader = reports::compare::RunReader::Open(db_path);
+  if (reader.ok()) {
+    if (o.run_id.empty()) {
+      reports::RunFilter f;
+      f.tags[tag.first] = tag.second;
+      auto runs = (*reader)->store().ListRuns(f);
+      if (runs.ok())
+        for (const auto& r : *runs)
+          if (!seen->count(r.id)) {
+            o.run_id = r.id;
+            break;
+          }
+    }
+    if (!o.run_id.empty()) {
+      seen->insert(o.run_id);
+      auto r = (*reader)->store().GetRun(o.run_id);
+      if (r.ok()) {
+        r->scenario_text.clear();
+        o.run = std::move(*r);
+      }
+      auto v = (*reader)->Verdicts(o.run_id);
+      if (v.ok()) o.verdicts = std::move(*v);
+      auto f = (*reader)->store().LoadFaults(o.run_id);
+      if (f.ok()) o.faults = std::move(*f);
+    }
+  }
+  if (o.exit_code != 0 && o.exit_code != 1) {
+    o.error += "faultline run exited " + std::to_string(o.exit_code) +
+               (o.exit_code < 0 ? " (signal)" : "") + ": " + LastLines(err + out, 5);
+  }
+  return o;
+}
+
+namespace {
 
 int ExitCodeOf(const SuiteResult& r) {
   if (r.interrupted) return 130;
@@ -189,7 +251,7 @@ std::vector<PlannedRun> PlanSuite(const Suite& suite, const SuiteOptions& option
 }
 
 SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
-  SignalGuard guard;
+  StopOnSignals guard;
   SuiteResult result;
   result.suite_run = NewRunId();
   result.start_wall_ns = WallNowNs();
@@ -214,61 +276,9 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
     std::snprintf(head, sizeof head, "[%zu/%zu] ", i + 1, plan.size());
     say(std::string(head) + p.group + "  rep " + std::to_string(p.rep) + "/" +
         std::to_string(p.reps) + " ...");
-    RunOutcome o;
+    RunOutcome o = RunChildScenario(bin, p.args, options.db_path, suite.run_timeout_ns, tmp,
+                                    {kSuiteRunTag, result.suite_run}, &seen, &result.interrupted);
     o.plan = p;
-    std::vector<std::string> argv = {bin};
-    argv.insert(argv.end(), p.args.begin(), p.args.end());
-    std::string out_path = tmp + "/run.json", err_path = tmp + "/run.err";
-    Nanos r0 = MonoNowNs();
-    auto child = RunChild(argv, out_path, err_path, suite.run_timeout_ns);
-    o.seconds = static_cast<double>(MonoNowNs() - r0) / 1e9;
-    std::string out = ReadFile(out_path).value_or("");
-    std::string err = ReadFile(err_path).value_or("");
-    if (!child.ok()) {
-      o.exit_code = 3;
-      o.error = child.status().ToUserString();
-    } else {
-      o.exit_code = child->exit_code;
-      if (child->interrupted) result.interrupted = true;
-      if (child->timed_out) o.error = "stopped after the suite's run_timeout; ";
-    }
-    // The run id: from the JSON summary, else the newest run of this invocation not yet seen
-    // (a run that failed before printing its summary still left its row).
-    // (The child's stdout is read as outside data: anything but a short run id is ignored.)
-    if (auto j = ParseJson(out, "faultline run output"); j.ok()) {
-      auto id = JsonGet<std::string>(*j, "run_id", "faultline run output");
-      if (id.ok() && !id->empty() && id->size() <= 128) o.run_id = *id;
-    }
-    auto reader = reports::compare::RunReader::Open(options.db_path);
-    if (reader.ok()) {
-      if (o.run_id.empty()) {
-        reports::RunFilter f;
-        f.tags[kSuiteRunTag] = result.suite_run;
-        auto runs = (*reader)->store().ListRuns(f);
-        if (runs.ok())
-          for (const auto& r : *runs)
-            if (!seen.count(r.id)) {
-              o.run_id = r.id;
-              break;
-            }
-      }
-      if (!o.run_id.empty()) {
-        seen.insert(o.run_id);
-        auto r = (*reader)->store().GetRun(o.run_id);
-        if (r.ok()) {
-          r->scenario_text.clear();
-          o.run = std::move(*r);
-        }
-        auto v = (*reader)->Verdicts(o.run_id);
-        if (v.ok()) o.verdicts = std::move(*v);
-        auto f = (*reader)->store().LoadFaults(o.run_id);
-        if (f.ok()) o.faults = std::move(*f);
-      }
-    }
-    if (o.exit_code != 0 && o.exit_code != 1) {
-      o.error += "faultline run exited " + std::to_string(o.exit_code) +
-                 (o.exit_code < 0 ? " (signal)" : "") + ": " + LastLines(err + out, 5);
-    }
     std::string verdict;
     if (o.exit_code == 0) {
       verdict = "PASS";
@@ -282,7 +292,7 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
     } else if (o.exit_code == 130) {
       verdict = "INTERRUPTED";
     } else {
-      verdict = "ERROR (exit " + std::to_string(o.exit_code) + ") " + LastLines(err + out, 1);
+      verdict = "ERROR (exit " + std::to_string(o.exit_code) + ") " + LastLines(o.error, 1);
     }
     char tail[96];
     std::snprintf(tail, sizeof tail, "  (run %s, %.1f s)",
@@ -292,8 +302,6 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
     result.runs.push_back(std::move(o));
   }
   if (g_stop) result.interrupted = true;
-  ::unlink((tmp + "/run.json").c_str());
-  ::unlink((tmp + "/run.err").c_str());
   rmdir(tmp.c_str());
 
   // Regression checks, group by group, over the finished runs of this invocation.

@@ -14,9 +14,12 @@
 // run_timeout (then SIGINT, then SIGKILL after 60 s).
 #pragma once
 
+#include <signal.h>
+
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +63,35 @@ struct RunOutcome {
   double seconds = 0;
   std::string error;  // why it did not give verdicts (stderr tail), when it did not
 };
+
+// Stop requests (SIGINT/SIGTERM) for as long as one of these lives: the handlers are
+// installed at construction and the old ones restored at destruction; Requested() tells
+// whether a signal came meanwhile. RunSuite and the shrinker hold one.
+class StopOnSignals {
+ public:
+  StopOnSignals();
+  ~StopOnSignals();
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+  static bool Requested();
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// One `faultline run` as a child process: `bin args...` (args must hold --json and --db
+// db_path), bounded by timeout (SIGINT, then SIGKILL 60 s later; a stop request is forwarded
+// as one SIGINT). Its outputs go to files in tmp_dir. The run's id comes from its JSON
+// summary, else is the newest run tagged tag (k=v) that is not in *seen; the run's record,
+// verdicts and faults are then read from db_path. Fills everything of RunOutcome but plan.
+RunOutcome RunChildScenario(const std::string& bin, const std::vector<std::string>& args,
+                            const std::string& db_path, Nanos timeout, const std::string& tmp_dir,
+                            const std::pair<std::string, std::string>& tag,
+                            std::set<std::string>* seen, bool* interrupted);
+
+// "expectation [fault]: message", the line a failed verdict is shown as.
+std::string VerdictLine(const reports::VerdictRecord& v);
 
 struct SuiteResult {
   std::string suite_run;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "common/log.h"
@@ -33,6 +34,7 @@ struct BatchWriter::Impl {
   Options options;
   std::unique_ptr<sql::Db> db;
   std::optional<TelemetryInserter> inserter;
+  std::optional<NicSampleInserter> nic_inserter;
 
   std::mutex close_mu;  // serialises Close (only one caller joins the thread)
   mutable std::mutex mu;
@@ -57,7 +59,14 @@ struct BatchWriter::Impl {
     inserter->DiscardSamples();
     FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db));
     for (const Row& row : rows) {
-      Status s = std::visit([&](const auto& r) { return inserter->Insert(r); }, row);
+      Status s = std::visit(
+          [&](const auto& r) -> Status {
+            if constexpr (std::is_same_v<std::decay_t<decltype(r)>, NicSampleRecord>)
+              return nic_inserter->Insert(r);
+            else
+              return inserter->Insert(r);
+          },
+          row);
       FL_RETURN_IF_ERROR(s);
     }
     FL_RETURN_IF_ERROR(inserter->FlushSamples());
@@ -84,6 +93,8 @@ StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Open(const std::string& path
   }
   FL_ASSIGN_OR_RETURN(auto inserter, TelemetryInserter::Prepare(*impl->db));
   impl->inserter.emplace(std::move(inserter));
+  FL_ASSIGN_OR_RETURN(auto nic_inserter, NicSampleInserter::Prepare(*impl->db));
+  impl->nic_inserter.emplace(std::move(nic_inserter));
   return std::unique_ptr<BatchWriter>(new BatchWriter(std::move(impl)));
 }
 
@@ -190,6 +201,11 @@ Status BatchWriter::PushEvents(std::span<const EventRecord> events, Deadline dea
   return PushRows(std::move(rows), deadline);
 }
 
+Status BatchWriter::PushNicSamples(std::span<const NicSampleRecord> nics, Deadline deadline) {
+  std::deque<Row> rows(nics.begin(), nics.end());
+  return PushRows(std::move(rows), deadline);
+}
+
 Status BatchWriter::Flush(Deadline deadline) {
   Impl& m = *impl_;
   std::unique_lock lock(m.mu);
@@ -231,6 +247,7 @@ Status BatchWriter::Close(Deadline deadline) {
     m.close_status = m.error;
   }
   m.inserter.reset();
+  m.nic_inserter.reset();
   m.db.reset();
   return m.close_status;
 }

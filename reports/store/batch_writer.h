@@ -1,4 +1,5 @@
-// BatchWriter: the single writer of high-rate telemetry (samples and events) into the results
+// BatchWriter: the single writer of high-rate telemetry (samples, events and NIC counter
+// readings) into the results
 // store. Producers (the coordinator's per-agent stream handlers) Push rows into a bounded
 // queue; one writer thread drains it and inserts up to Options::max_batch rows per
 // transaction on its own SQLite connection (samples as sample blocks, store.h). One transaction per
@@ -65,6 +66,7 @@ class BatchWriter {
   [[nodiscard]] Status Push(EventRecord event, Deadline deadline);
   [[nodiscard]] Status PushSamples(std::span<const SampleRecord> samples, Deadline deadline);
   [[nodiscard]] Status PushEvents(std::span<const EventRecord> events, Deadline deadline);
+  [[nodiscard]] Status PushNicSamples(std::span<const NicSampleRecord> nics, Deadline deadline);
 
   // Waits until everything pushed before this call is committed. DeadlineExceeded on
   // timeout; the sticky write error if one happened.
@@ -77,7 +79,7 @@ class BatchWriter {
   Stats GetStats() const;
 
  private:
-  using Row = std::variant<SampleRecord, EventRecord>;
+  using Row = std::variant<SampleRecord, EventRecord, NicSampleRecord>;
   struct Impl;
   explicit BatchWriter(std::unique_ptr<Impl> impl);
   Status PushRows(std::deque<Row>&& rows, Deadline deadline);

@@ -132,7 +132,32 @@ CREATE TABLE sample_blocks (
 CREATE INDEX sample_blocks_by_run ON sample_blocks (run_id, rank, first_iteration);
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4};
+// Version 5: the counters of the hosts' data NICs, one row per host, NIC and reading (every
+// 100 ms while the ranks run; store.h NicSampleInserter). Counters are unsigned 64-bit values
+// kept as INTEGER (two's complement past 2^63); extra_json holds the driver's and RDMA port's
+// further counters as a JSON object of name -> count.
+constexpr std::string_view kV5 = R"sql(
+CREATE TABLE nic_samples (
+  run_id TEXT NOT NULL,
+  host TEXT NOT NULL,
+  nic TEXT NOT NULL,
+  wall_ns INTEGER NOT NULL,
+  rx_bytes INTEGER NOT NULL,
+  tx_bytes INTEGER NOT NULL,
+  rx_packets INTEGER NOT NULL,
+  tx_packets INTEGER NOT NULL,
+  rx_dropped INTEGER NOT NULL,
+  tx_dropped INTEGER NOT NULL,
+  rx_errors INTEGER NOT NULL,
+  tx_errors INTEGER NOT NULL,
+  rx_pause INTEGER,
+  tx_pause INTEGER,
+  extra_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX nic_samples_by_run ON nic_samples (run_id, host, nic, wall_ns);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4, kV5};
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "common/log.h"
@@ -429,6 +430,14 @@ Status Store::InsertSamples(std::span<const SampleRecord> samples) {
 
 Status Store::InsertEvents(std::span<const EventRecord> events) { return InsertTelemetry(events); }
 
+Status Store::InsertNicSamples(std::span<const NicSampleRecord> nics) {
+  std::lock_guard lock(mu_);
+  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
+  FL_ASSIGN_OR_RETURN(auto ins, NicSampleInserter::Prepare(*db_));
+  for (const auto& n : nics) FL_RETURN_IF_ERROR(ins.Insert(n));
+  return txn.Commit();
+}
+
 Status Store::ReplaceMetrics(const std::string& run_id, std::span<const MetricRecord> metrics) {
   std::lock_guard lock(mu_);
   FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
@@ -485,6 +494,7 @@ Status Store::ImportRun(const RunData& d) {
   FL_RETURN_IF_ERROR(InsertEvents(d.events));
   FL_RETURN_IF_ERROR(ReplaceMetrics(d.run.id, d.metrics));
   FL_RETURN_IF_ERROR(ReplaceVerdicts(d.run.id, d.verdicts));
+  FL_RETURN_IF_ERROR(InsertNicSamples(d.nics));
   return txn.Commit();
 }
 
@@ -686,6 +696,7 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
     FL_LOG(kWarn, "store") << "run " << id << ": dropped " << dropped
                            << " malformed sample/event row(s) (rank or bytes out of range)";
 
+  FL_ASSIGN_OR_RETURN(d.nics, LoadNicSamplesLocked(id));
   FL_ASSIGN_OR_RETURN(d.metrics, LoadMetricsLocked(id));
   FL_ASSIGN_OR_RETURN(d.verdicts, LoadVerdictsLocked(id));
   return d;
@@ -759,6 +770,108 @@ StatusOr<std::vector<VerdictRecord>> Store::LoadVerdictsLocked(const std::string
     out.push_back({id, verdicts.OptText(0), verdicts.Text(1), verdicts.Int(2) != 0,
                    verdicts.OptDouble(3), verdicts.OptDouble(4), verdicts.Text(5)});
   }
+  return out;
+}
+
+// ---- NIC samples ----
+
+namespace {
+
+constexpr std::string_view kNicColumns =
+    "run_id, host, nic, wall_ns, rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, "
+    "tx_dropped, rx_errors, tx_errors, rx_pause, tx_pause, extra_json";
+
+// Counters are unsigned; INTEGER is signed 64-bit: the bits are kept (two's complement).
+int64_t AsStored(uint64_t v) { return static_cast<int64_t>(v); }
+uint64_t AsCounter(int64_t v) { return static_cast<uint64_t>(v); }
+
+}  // namespace
+
+std::string NicExtraJson(const std::map<std::string, uint64_t>& extra) {
+  if (extra.empty()) return "{}";
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : extra) j[k] = v;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+StatusOr<std::map<std::string, uint64_t>> ParseNicExtra(std::string_view text) {
+  std::map<std::string, uint64_t> out;
+  if (text.empty() || text == "{}") return out;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return DataLossError("nic_samples.extra_json is not a JSON object");
+  for (const auto& [k, v] : j.items()) {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      return DataLossError("nic_samples.extra_json: counter '" + k + "' is not a count");
+    out[k] = v.get<uint64_t>();
+  }
+  return out;
+}
+
+StatusOr<NicSampleInserter> NicSampleInserter::Prepare(sql::Db& db) {
+  FL_ASSIGN_OR_RETURN(auto st, db.Prepare("INSERT INTO nic_samples (" + std::string(kNicColumns) +
+                                          ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                                          "?11, ?12, ?13, ?14, ?15)"));
+  return NicSampleInserter(std::move(st));
+}
+
+Status NicSampleInserter::Insert(const NicSampleRecord& n) {
+  std::optional<int64_t> rx_pause, tx_pause;
+  if (n.rx_pause) rx_pause = AsStored(*n.rx_pause);
+  if (n.tx_pause) tx_pause = AsStored(*n.tx_pause);
+  insert_.Bind(1, n.run_id)
+      .Bind(2, n.host)
+      .Bind(3, n.nic)
+      .Bind(4, n.wall_ns)
+      .Bind(5, AsStored(n.rx_bytes))
+      .Bind(6, AsStored(n.tx_bytes))
+      .Bind(7, AsStored(n.rx_packets))
+      .Bind(8, AsStored(n.tx_packets))
+      .Bind(9, AsStored(n.rx_dropped))
+      .Bind(10, AsStored(n.tx_dropped))
+      .Bind(11, AsStored(n.rx_errors))
+      .Bind(12, AsStored(n.tx_errors))
+      .Bind(13, rx_pause)
+      .Bind(14, tx_pause)
+      .Bind(15, NicExtraJson(n.extra));
+  return insert_.Run();
+}
+
+StatusOr<std::vector<NicSampleRecord>> Store::LoadNicSamplesLocked(const std::string& id) {
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT " + std::string(kNicColumns) +
+                                            " FROM nic_samples WHERE run_id = ?1 ORDER BY "
+                                            "host, nic, wall_ns, rowid"));
+  st.Bind(1, id);
+  std::vector<NicSampleRecord> out;
+  uint64_t bad_extra = 0;
+  for (;;) {
+    FL_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    NicSampleRecord n;
+    n.run_id = id;
+    n.host = st.Text(1);
+    n.nic = st.Text(2);
+    n.wall_ns = st.Int(3);
+    n.rx_bytes = AsCounter(st.Int(4));
+    n.tx_bytes = AsCounter(st.Int(5));
+    n.rx_packets = AsCounter(st.Int(6));
+    n.tx_packets = AsCounter(st.Int(7));
+    n.rx_dropped = AsCounter(st.Int(8));
+    n.tx_dropped = AsCounter(st.Int(9));
+    n.rx_errors = AsCounter(st.Int(10));
+    n.tx_errors = AsCounter(st.Int(11));
+    if (auto v = st.OptInt(12)) n.rx_pause = AsCounter(*v);
+    if (auto v = st.OptInt(13)) n.tx_pause = AsCounter(*v);
+    // A hand-edited extra column loses its extras, not the reading.
+    auto extra = ParseNicExtra(st.Text(14));
+    if (extra.ok())
+      n.extra = std::move(*extra);
+    else
+      ++bad_extra;
+    out.push_back(std::move(n));
+  }
+  if (bad_extra > 0)
+    FL_LOG(kWarn, "store") << "run " << id << ": " << bad_extra
+                           << " NIC sample(s) with malformed extra_json (extras dropped)";
   return out;
 }
 

@@ -76,6 +76,8 @@ class Store {
   // Each call is one transaction.
   [[nodiscard]] Status InsertSamples(std::span<const SampleRecord> samples);
   [[nodiscard]] Status InsertEvents(std::span<const EventRecord> events);
+  // NIC counter readings (the agents'; one transaction per call, as the others).
+  [[nodiscard]] Status InsertNicSamples(std::span<const NicSampleRecord> nics);
   // Replace the run's metrics / verdicts (analysis may be rerun).
   [[nodiscard]] Status ReplaceMetrics(const std::string& run_id,
                                       std::span<const MetricRecord> metrics);
@@ -115,6 +117,7 @@ class Store {
   StatusOr<std::vector<MetricRecord>> LoadMetricsLocked(const std::string& id);
   StatusOr<std::vector<VerdictRecord>> LoadVerdictsLocked(const std::string& id);
   StatusOr<std::vector<FaultRecord>> LoadFaultsLocked(const std::string& id);
+  StatusOr<std::vector<NicSampleRecord>> LoadNicSamplesLocked(const std::string& id);
 
   std::recursive_mutex mu_;  // recursive: ImportRun is made of the other writes
   std::unique_ptr<sql::Db> db_;
@@ -192,5 +195,23 @@ class TelemetryInserter {
   std::vector<Block> pending_;  // blocks being filled; pending_[last_] was used last
   size_t last_ = 0;
 };
+
+// The prepared INSERT of nic_samples rows (schema version 5), shared by Store and BatchWriter.
+// One row per reading: a handful per host and second, nothing to gain from blocks.
+class NicSampleInserter {
+ public:
+  [[nodiscard]] static StatusOr<NicSampleInserter> Prepare(sql::Db& db);
+  // REQUIRES: inside a transaction.
+  [[nodiscard]] Status Insert(const NicSampleRecord& n);
+
+ private:
+  explicit NicSampleInserter(sql::Stmt insert) : insert_(std::move(insert)) {}
+  sql::Stmt insert_;
+};
+
+// NicSampleRecord::extra as stored in nic_samples.extra_json: a JSON object of name -> count
+// ("{}" when empty), and back. ParseNicExtra is DataLoss for text that is not such an object.
+std::string NicExtraJson(const std::map<std::string, uint64_t>& extra);
+[[nodiscard]] StatusOr<std::map<std::string, uint64_t>> ParseNicExtra(std::string_view json);
 
 }  // namespace fl::reports

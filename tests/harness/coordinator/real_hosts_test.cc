@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "common/file_util.h"
@@ -195,6 +196,19 @@ TEST_CASE("faultline suite nightly.yaml --lab INVENTORY runs unchanged against r
   for (const auto& r : *runs) {
     CHECK(r.status == reports::RunStatus::kPassed);
     CHECK(r.lab_source == (*fx)->inventory_path());
+    // The agents of real hosts sample their inventory's data NICs too (by the inventory's
+    // NIC names), and only the hosts' agents do.
+    auto data = (*store)->LoadRun(r.id);
+    REQUIRE(data.ok());
+    CHECK_FALSE(data->nics.empty());
+    std::set<std::string> hosts;
+    for (const auto& h : data->hosts) hosts.insert(h.name);
+    for (const auto& n : data->nics) {
+      INFO(n.host << "." << n.nic);
+      CHECK(hosts.count(n.host) == 1);
+      CHECK(n.host != "fabric");
+      CHECK(n.nic.rfind("nic", 0) == 0);
+    }
   }
   (*fx)->StopAgents().IgnoreError();
 }
