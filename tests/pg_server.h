@@ -96,8 +96,9 @@ class PgServer {
       return false;
     }
     const std::string data = dir_.path() + "/data";
+    // --locale=C: whatever LANG says (a locale the machine may not have), the same server.
     if (RunAs({bin_ + "/initdb", "-D", data, "-U", "faultline", "--auth=trust", "-E", "UTF8",
-               "--no-sync", "--no-instructions"},
+               "--locale=C", "--no-sync", "--no-instructions"},
               dir_.path() + "/initdb.log", true) != 0) {
       *error = "initdb failed: " + Slurp(dir_.path() + "/initdb.log");
       return false;
