@@ -39,13 +39,18 @@ RtNetlink::~RtNetlink() {
   if (nl_) mnl_socket_close(nl_);
 }
 
-Status RtNetlink::Transact(void* buf, size_t len, LinkState* reply) {
+Status RtNetlink::Transact(void* buf, size_t len, LinkState* reply, std::vector<uint8_t>* raw) {
   auto* nlh = static_cast<nlmsghdr*>(buf);
   unsigned seq = nlh->nlmsg_seq;
   if (mnl_socket_sendto(nl_, buf, len) < 0) return ErrnoStatus(errno, "netlink send");
   Deadline deadline = Deadline::After(kNsPerSec);
   std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
   unsigned portid = mnl_socket_get_portid(nl_);
+  struct Out {
+    LinkState* state;
+    std::vector<uint8_t>* raw;
+  } out{reply, raw};
+  const bool get = reply != nullptr || raw != nullptr;
   while (true) {
     pollfd pfd{mnl_socket_get_fd(nl_), POLLIN, 0};
     int prc = poll(&pfd, 1, deadline.RemainingMsForPoll());
@@ -56,20 +61,26 @@ Status RtNetlink::Transact(void* buf, size_t len, LinkState* reply) {
     int ret = mnl_cb_run(
         rbuf.data(), n, seq, portid,
         [](const nlmsghdr* h, void* data) -> int {
-          auto* st = static_cast<LinkState*>(data);
-          if (!st || h->nlmsg_type != RTM_NEWLINK) return MNL_CB_OK;
-          auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(h));
-          st->admin_up = ifi->ifi_flags & IFF_UP;
-          st->carrier = ifi->ifi_flags & IFF_LOWER_UP;
-          st->ifindex = ifi->ifi_index;
+          auto* o = static_cast<Out*>(data);
+          if (h->nlmsg_type != RTM_NEWLINK) return MNL_CB_OK;
+          if (o->raw) {
+            const auto* p = reinterpret_cast<const uint8_t*>(h);
+            o->raw->assign(p, p + h->nlmsg_len);
+          }
+          if (o->state) {
+            auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(h));
+            o->state->admin_up = ifi->ifi_flags & IFF_UP;
+            o->state->carrier = ifi->ifi_flags & IFF_LOWER_UP;
+            o->state->ifindex = ifi->ifi_index;
+          }
           return MNL_CB_OK;
         },
-        reply);
+        &out);
     if (ret == -1) return ErrnoStatus(errno, "netlink");
     if (ret == MNL_CB_STOP) return OkStatus();
     // For a plain ACK mnl_cb_run returns MNL_CB_STOP; for a GET reply (no ACK requested
     // beyond the answer) one message suffices.
-    if (reply) return OkStatus();
+    if (get) return OkStatus();
   }
 }
 
@@ -111,6 +122,23 @@ StatusOr<LinkState> RtNetlink::GetLink(const std::string& ifname) {
   Status s = Transact(buf, nlh->nlmsg_len, &st);
   if (!s.ok()) return s.Prepend("get link " + ifname);
   return st;
+}
+
+StatusOr<std::vector<uint8_t>> RtNetlink::GetLinkMessage(const std::string& ifname) {
+  if (ifname.size() >= IFNAMSIZ) return InvalidArgumentError("interface name too long: " + ifname);
+  alignas(nlmsghdr) char buf[512];
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = RTM_GETLINK;
+  nlh->nlmsg_flags = NLM_F_REQUEST;
+  nlh->nlmsg_seq = seq_++;
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
+  ifi->ifi_family = AF_UNSPEC;
+  mnl_attr_put_strz(nlh, IFLA_IFNAME, ifname.c_str());
+  std::vector<uint8_t> raw;
+  Status s = Transact(buf, nlh->nlmsg_len, nullptr, &raw);
+  if (!s.ok()) return s.Prepend("get link " + ifname);
+  if (raw.empty()) return UnavailableError("get link " + ifname + ": no answer message");
+  return raw;
 }
 
 StatusOr<RtNetlink*> RtNetlinkPool::Get(const std::string& netns) {

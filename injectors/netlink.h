@@ -5,10 +5,12 @@
 // Blocking: every call waits for the kernel's answer, bounded by a deadline (1 s default).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -38,10 +40,15 @@ class RtNetlink {
   // Sets IFF_UP on or off; timing (optional) gets the request and acknowledgement times.
   Status SetLinkUp(const std::string& ifname, bool up, AckTiming* timing = nullptr);
   StatusOr<LinkState> GetLink(const std::string& ifname);
+  // The kernel's RTM_NEWLINK answer for ifname, statistics included, as it came (the agent's
+  // NIC counter sampler reads IFLA_STATS64 from it: harness/agent/nic_counters.h).
+  StatusOr<std::vector<uint8_t>> GetLinkMessage(const std::string& ifname);
 
  private:
   explicit RtNetlink(mnl_socket* nl) : nl_(nl) {}
-  Status Transact(void* buf, size_t len, LinkState* reply);
+  // Sends a request and waits for its answer: the link's state into reply, its message's bytes
+  // into raw (either may be null).
+  Status Transact(void* buf, size_t len, LinkState* reply, std::vector<uint8_t>* raw = nullptr);
   mnl_socket* nl_;
   unsigned seq_ = 1;
 };

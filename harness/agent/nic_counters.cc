@@ -22,6 +22,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "injectors/netlink.h"
 #include "injectors/sys.h"
 
 namespace fl::harness {
@@ -340,9 +341,8 @@ void ReadRdmaCounters(const std::string& port_dir, NicCounters& out) {
 // ---- KernelNicCounters -----------------------------------------------------------------------
 
 struct KernelNicCounters::Sockets {
-  UniqueFd netlink;
+  std::unique_ptr<injectors::RtNetlink> netlink;  // bound in the NIC's namespace
   UniqueFd ioctl;  // SIOCETHTOOL resolves the name in the namespace of this socket
-  uint32_t seq = 1;
 };
 
 KernelNicCounters::KernelNicCounters(std::string ib_class_dir)
@@ -353,17 +353,16 @@ StatusOr<KernelNicCounters::Sockets*> KernelNicCounters::SocketsFor(const std::s
   if (auto it = sockets_.find(netns); it != sockets_.end()) return it->second.get();
   auto s = std::make_unique<Sockets>();
   auto open = [&]() -> Status {
-    s->netlink = UniqueFd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-    if (s->netlink.get() < 0) return ErrnoStatus(errno, "netlink socket");
-    sockaddr_nl local{};
-    local.nl_family = AF_NETLINK;
-    if (bind(s->netlink.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0)
-      return ErrnoStatus(errno, "netlink bind");
     s->ioctl = UniqueFd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (s->ioctl.get() < 0) return ErrnoStatus(errno, "ioctl socket");
     return OkStatus();
   };
   Status st = netns.empty() ? open() : injectors::RunInNetns(netns, open);
+  if (st.ok()) {
+    auto nl = injectors::RtNetlink::Open(netns);
+    if (nl.ok()) s->netlink = std::move(*nl);
+    st = nl.status();
+  }
   if (!st.ok())
     return UnavailableError("NIC counters in namespace '" + netns + "': " + st.ToUserString());
   Sockets* raw = s.get();
@@ -372,53 +371,6 @@ StatusOr<KernelNicCounters::Sockets*> KernelNicCounters::SocketsFor(const std::s
 }
 
 namespace {
-
-// RTM_GETLINK for ifname, and the kernel's answer (the message with our sequence number).
-StatusOr<std::vector<uint8_t>> GetLinkMessage(int fd, uint32_t seq, const std::string& ifname) {
-  struct {
-    nlmsghdr h;
-    ifinfomsg ifi;
-    rtattr name_attr;
-    char name[IFNAMSIZ];
-  } req{};
-  const size_t name_len = ifname.size() + 1;
-  req.h.nlmsg_len = static_cast<uint32_t>(offsetof(decltype(req), name) + Align(name_len));
-  req.h.nlmsg_type = RTM_GETLINK;
-  req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.h.nlmsg_seq = seq;
-  req.ifi.ifi_family = AF_UNSPEC;
-  req.name_attr.rta_type = IFLA_IFNAME;
-  req.name_attr.rta_len = static_cast<unsigned short>(sizeof(rtattr) + name_len);
-  std::memcpy(req.name, ifname.c_str(), name_len);
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  if (sendto(fd, &req, req.h.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0)
-    return ErrnoStatus(errno, "netlink send");
-  Deadline deadline = Deadline::After(kNsPerSec);
-  std::vector<uint8_t> buf(64 * 1024);
-  for (;;) {
-    pollfd pfd{fd, POLLIN, 0};
-    const int prc = poll(&pfd, 1, deadline.RemainingMsForPoll());
-    if (prc < 0 && errno == EINTR) continue;
-    if (prc < 0) return ErrnoStatus(errno, "netlink poll");
-    if (prc == 0) return DeadlineExceededError("netlink: no answer from the kernel within 1 s");
-    const ssize_t n = recv(fd, buf.data(), buf.size(), MSG_TRUNC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, "netlink recv");
-    if (static_cast<size_t>(n) > buf.size())
-      return DataLossError("netlink answer of " + std::to_string(n) + " bytes was cut");
-    // Walk the datagram's messages for ours (an earlier request's late answer is skipped).
-    size_t at = 0;
-    while (at + sizeof(nlmsghdr) <= static_cast<size_t>(n)) {
-      const auto h = Load<nlmsghdr>(buf.data() + at);
-      if (h.nlmsg_len < sizeof(nlmsghdr) || at + h.nlmsg_len > static_cast<size_t>(n)) break;
-      if (h.nlmsg_seq == seq && (h.nlmsg_type == RTM_NEWLINK || h.nlmsg_type == NLMSG_ERROR))
-        return std::vector<uint8_t>(buf.begin() + static_cast<ptrdiff_t>(at),
-                                    buf.begin() + static_cast<ptrdiff_t>(at + h.nlmsg_len));
-      at += Align(h.nlmsg_len);
-    }
-  }
-}
 
 int Ethtool(int fd, const std::string& ifname, void* data) {
   ifreq ifr{};
@@ -470,11 +422,15 @@ StatusOr<NicCounters> KernelNicCounters::Read(const NicTarget& nic) {
   if (nic.ifname.empty() || nic.ifname.size() >= IFNAMSIZ)
     return InvalidArgumentError("NIC " + nic.nic + ": bad interface name '" + nic.ifname + "'");
   FL_ASSIGN_OR_RETURN(Sockets * s, SocketsFor(nic.netns));
-  auto msg = GetLinkMessage(s->netlink.get(), s->seq++, nic.ifname);
+  auto msg = s->netlink->GetLinkMessage(nic.ifname);
   if (!msg.ok()) {
     // A namespace deleted and made again under its name: a fresh socket next time.
     sockets_.erase(nic.netns);
-    return Status(msg.status()).Prepend("NIC " + nic.nic + " (" + nic.ifname + ")");
+    // The kernel's refusal (no such interface) is Unavailable, as the NIC is for now.
+    Status st = msg.status().code() == Code::kDeadlineExceeded
+                    ? msg.status()
+                    : UnavailableError(msg.status().message());
+    return st.Prepend("NIC " + nic.nic + " (" + nic.ifname + ")");
   }
   auto counters = ParseLinkStats(*msg);
   if (!counters.ok()) return Status(counters.status()).Prepend("NIC " + nic.nic);
