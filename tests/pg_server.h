@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_util.h"
 #include "tests/child_process.h"
 #include "tests/test_util.h"
 
@@ -43,10 +44,7 @@ class PgServer {
     return "postgresql://faultline@" + host + ":5432/" + db;
   }
   // The server's log, for a failing test's message.
-  std::string Log() const {
-    std::ifstream in(dir_.path() + "/log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string Log() const { return ReadFile(dir_.path() + "/log").value_or(""); }
   const std::string& dir() const { return dir_.path(); }
   // Runs psql -c sql against database db; its exit code (0 when it worked).
   int Psql(const std::string& sql, const std::string& db = "postgres") const {
@@ -100,7 +98,7 @@ class PgServer {
     if (RunAs({bin_ + "/initdb", "-D", data, "-U", "faultline", "--auth=trust", "-E", "UTF8",
                "--locale=C", "--no-sync", "--no-instructions"},
               dir_.path() + "/initdb.log", true) != 0) {
-      *error = "initdb failed: " + Slurp(dir_.path() + "/initdb.log");
+      *error = "initdb failed: " + ReadFile(dir_.path() + "/initdb.log").value_or("");
       return false;
     }
     const std::string opts = "-c listen_addresses='' -k " + dir_.path() +
@@ -110,7 +108,7 @@ class PgServer {
     if (RunAs({bin_ + "/pg_ctl", "-D", data, "-l", dir_.path() + "/log", "-w", "-t", "60", "-o",
                opts, "start"},
               dir_.path() + "/pg_ctl.log", true) != 0) {
-      *error = "pg_ctl start failed: " + Slurp(dir_.path() + "/pg_ctl.log") + Log();
+      *error = "pg_ctl start failed: " + ReadFile(dir_.path() + "/pg_ctl.log").value_or("") + Log();
       return false;
     }
     return true;
@@ -132,11 +130,6 @@ class PgServer {
       kill(pid, SIGKILL);
       WaitUntil([&] { return kill(pid, 0) != 0; }, Deadline::After(10 * kNsPerSec), 10 * kNsPerMs);
     }
-  }
-
-  static std::string Slurp(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
   TempDir dir_;

@@ -4,11 +4,9 @@
 // suite's regression check (CheckRegression) on both.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-
 #include "harness/suite/regression.h"
 #include "reports/store/store.h"
-#include "tests/child_process.h"
+#include "tests/harness/run_testing.h"
 #include "tests/pg_server.h"
 #include "tests/reports/scored_run.h"
 #include "tests/test_util.h"
@@ -19,7 +17,6 @@ namespace {
 using reports::MetricRecord;
 using reports::RunRecord;
 using reports::RunStatus;
-using testing::ChildProcess;
 using testing::TempDir;
 
 constexpr Nanos kT0 = 1'764'464'400 * kNsPerSec;
@@ -29,24 +26,10 @@ struct Output {
   std::string out, err;
 };
 
-Output Faultline(const TempDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), std::string(FL_BUILD_DIR) + "/bin/faultline");
-  ChildProcess::Options o;
-  o.out = dir.path() + "/out.txt";
-  o.err = dir.path() + "/err.txt";
-  Output r;
-  {
-    ChildProcess p(args, o);
-    auto code = p.Wait(Deadline::After(120 * kNsPerSec));
-    r.code = code ? *code : -1;
-  }
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  r.out = slurp(o.out);
-  r.err = slurp(o.err);
-  return r;
+Output Faultline(const TempDir& dir, const std::vector<std::string>& args) {
+  testing::Faultline f(args, dir.path());
+  auto code = f.Wait(Deadline::After(120 * kNsPerSec));
+  return {code ? *code : -1, f.out(), f.err()};
 }
 
 TEST_CASE(
