@@ -107,17 +107,27 @@ Status RtNetlink::SetLinkUp(const std::string& ifname, bool up, AckTiming* timin
   return OkStatus();
 }
 
-StatusOr<LinkState> RtNetlink::GetLink(const std::string& ifname) {
-  if (ifname.size() >= IFNAMSIZ) return InvalidArgumentError("interface name too long: " + ifname);
-  alignas(nlmsghdr) char buf[512];
+namespace {
+
+// An RTM_GETLINK request for ifname in buf (512 bytes); without the statistics unless asked.
+nlmsghdr* GetLinkRequest(char* buf, unsigned seq, const std::string& ifname, bool stats) {
   nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
   nlh->nlmsg_type = RTM_GETLINK;
   nlh->nlmsg_flags = NLM_F_REQUEST;
-  nlh->nlmsg_seq = seq_++;
+  nlh->nlmsg_seq = seq;
   auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
   ifi->ifi_family = AF_UNSPEC;
-  mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+  if (!stats) mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
   mnl_attr_put_strz(nlh, IFLA_IFNAME, ifname.c_str());
+  return nlh;
+}
+
+}  // namespace
+
+StatusOr<LinkState> RtNetlink::GetLink(const std::string& ifname) {
+  if (ifname.size() >= IFNAMSIZ) return InvalidArgumentError("interface name too long: " + ifname);
+  alignas(nlmsghdr) char buf[512];
+  nlmsghdr* nlh = GetLinkRequest(buf, seq_++, ifname, false);
   LinkState st;
   Status s = Transact(buf, nlh->nlmsg_len, &st);
   if (!s.ok()) return s.Prepend("get link " + ifname);
@@ -127,13 +137,7 @@ StatusOr<LinkState> RtNetlink::GetLink(const std::string& ifname) {
 StatusOr<std::vector<uint8_t>> RtNetlink::GetLinkMessage(const std::string& ifname) {
   if (ifname.size() >= IFNAMSIZ) return InvalidArgumentError("interface name too long: " + ifname);
   alignas(nlmsghdr) char buf[512];
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
-  nlh->nlmsg_type = RTM_GETLINK;
-  nlh->nlmsg_flags = NLM_F_REQUEST;
-  nlh->nlmsg_seq = seq_++;
-  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
-  ifi->ifi_family = AF_UNSPEC;
-  mnl_attr_put_strz(nlh, IFLA_IFNAME, ifname.c_str());
+  nlmsghdr* nlh = GetLinkRequest(buf, seq_++, ifname, true);
   std::vector<uint8_t> raw;
   Status s = Transact(buf, nlh->nlmsg_len, nullptr, &raw);
   if (!s.ok()) return s.Prepend("get link " + ifname);
