@@ -349,7 +349,10 @@
             var prev = 0;
             marks.forEach(function (m) {
               var x0 = u.valToPos(prev, 'x', true), x1 = u.valToPos(m[1], 'x', true);
-              var px = Math.max(0, x1 - x0);
+              // A bar of any length is painted at least 1 px wide, so that a milestone a few ms
+              // after the last (failed back right after the revert) still shows; px is what was
+              // painted, 0 only for two milestones at the same time.
+              var px = m[1] > prev ? Math.max(1, x1 - x0) : 0;
               ctx.fillStyle = MILESTONE_COLORS[m[0]] || '#6e7781';
               ctx.fillRect(x0, yc - barH / 2, Math.max(px, 1), barH);
               bars.push({kind: m[0], from_ms: prev, to_ms: m[1], px: Math.round(px)});
