@@ -16,6 +16,16 @@ namespace {
 // Link rates up to 1 Tbit/s (tbf takes 64-bit rates); bursts up to 256 MiB.
 constexpr uint64_t kMaxRate = 1000ull * 1000 * 1000 * 1000;
 constexpr uint64_t kMaxBurst = 256ull << 20;
+// routing bgp: rail subnets 198.18.0-239.0/24, uplink /31s in 198.18.240.0/20.
+constexpr int kMaxBgpSubnets = 240;
+constexpr int kUplinkBase = 240;
+
+std::string UplinkAddr(int k, int end) {
+  const int a = 2 * k + end;
+  return "198.18." + std::to_string(kUplinkBase + a / 256) + "." + std::to_string(a % 256);
+}
+
+std::string Ip4Of(const std::string& cidr) { return cidr.substr(0, cidr.find('/')); }
 
 StatusOr<int> GetCount(const YamlDoc& doc, const YAML::Node& map, std::string_view key, int lo,
                        int hi, int fallback, bool required) {
@@ -64,7 +74,7 @@ StatusOr<Topology> ParseTopology(std::string_view text, const std::string& sourc
   FL_RETURN_IF_ERROR(
       doc.CheckKeys(r,
                     {"name", "hosts", "gpus_per_host", "nics_per_host", "tors_per_rail",
-                     "hosts_per_tor", "spines", "link", "uplink", "switch_control"},
+                     "hosts_per_tor", "spines", "routing", "link", "uplink", "switch_control"},
                     "topology"));
   Topology t;
   t.source = source;
@@ -76,7 +86,22 @@ StatusOr<Topology> ParseTopology(std::string_view text, const std::string& sourc
   FL_ASSIGN_OR_RETURN(t.nics_per_host, GetCount(doc, r, "nics_per_host", 1, 8, 1, false));
   FL_ASSIGN_OR_RETURN(t.tors_per_rail, GetCount(doc, r, "tors_per_rail", 1, 2, 1, false));
   FL_ASSIGN_OR_RETURN(t.hosts_per_tor, GetCount(doc, r, "hosts_per_tor", 1, 64, t.hosts, false));
-  FL_ASSIGN_OR_RETURN(t.spines, GetCount(doc, r, "spines", 0, 1, 0, false));
+  std::string routing = "l2";
+  if (doc.Has(r, "routing")) {
+    FL_ASSIGN_OR_RETURN(routing, doc.Get<std::string>(r, "routing"));
+  }
+  if (routing == "bgp") {
+    t.routing = Routing::kBgp;
+  } else if (routing != "l2") {
+    return doc.Error(r["routing"], "routing must be l2 or bgp, not '" + routing + "'");
+  }
+  if (t.routing == Routing::kBgp) {
+    FL_ASSIGN_OR_RETURN(t.spines, GetCount(doc, r, "spines", 1, kMaxBgpSpines, 0, true));
+    if (t.tors_per_rail != 1)
+      return doc.Error(r["tors_per_rail"], "routing: bgp needs tors_per_rail: 1");
+  } else {
+    FL_ASSIGN_OR_RETURN(t.spines, GetCount(doc, r, "spines", 0, 1, 0, false));
+  }
   LinkSpec link_default{1000ull * 1000 * 1000, 256 * 1024, 1500};
   FL_ASSIGN_OR_RETURN(t.link, GetLink(doc, r, "link", link_default, true));
   LinkSpec up_default{2 * t.link.rate_bps, t.link.burst_bytes, t.link.mtu};
@@ -90,6 +115,17 @@ StatusOr<Topology> ParseTopology(std::string_view text, const std::string& sourc
   std::string control = "netlink";
   if (doc.Has(r, "switch_control")) {
     FL_ASSIGN_OR_RETURN(control, doc.Get<std::string>(r, "switch_control"));
+  }
+  if (t.routing == Routing::kBgp) {
+    if (t.pods() * t.nics_per_host > kMaxBgpSubnets)
+      return doc.Error(r["hosts_per_tor"],
+                       "routing: bgp gives every rail of every pod a /24 in "
+                       "198.18.0.0-198.18.239.255: at most " +
+                           std::to_string(kMaxBgpSubnets) +
+                           " pods x nics_per_host, this topology has " +
+                           std::to_string(t.pods() * t.nics_per_host));
+    if (control != "netlink")
+      return doc.Error(r["switch_control"], "routing: bgp needs switch_control: netlink");
   }
   if (control == "ssh") {
     t.switch_control = SwitchControl::kSsh;
@@ -108,6 +144,62 @@ StatusOr<Topology> ParseTopology(std::string_view text, const std::string& sourc
   return t;
 }
 
+std::string RailSubnet(const Topology& t, int rail, int pod) {
+  return "198.18." + std::to_string(pod * t.nics_per_host + rail) + ".0/24";
+}
+
+std::vector<std::pair<std::string, std::string>> HostRoutes(const Topology& t, const LinkObj& l) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (t.routing != Routing::kBgp || l.kind != LinkKind::kHost) return out;
+  const std::string gw = "198.18." + std::to_string(l.pod * t.nics_per_host + l.rail) + ".254";
+  for (int pod = 0; pod < t.pods(); ++pod)
+    if (pod != l.pod) out.push_back({RailSubnet(t, l.rail, pod), gw});
+  return out;
+}
+
+std::string FrrConfig(const LabPlan& plan, const std::string& node) {
+  const NodeObj* self = nullptr;
+  for (const auto& n : plan.nodes)
+    if (n.name == node) self = &n;
+  if (!self || self->asn == 0) return "";
+  std::string c = "! faultline lab " + plan.lab + ", switch " + node + " (generated)\n";
+  c += "hostname " + node + "\n";
+  c += "router bgp " + std::to_string(self->asn) + "\n";
+  c += " bgp router-id " + self->router_id + "\n";
+  c += " no bgp ebgp-requires-policy\n no bgp network import-check\n";
+  c += " timers bgp 1 3\n";
+  std::vector<std::string> nets;
+  for (const auto& l : plan.links) {
+    if (l.kind != LinkKind::kUplink) continue;
+    std::string peer, peer_node;
+    if (l.a_node == node) {
+      peer = Ip4Of(l.b_addr);
+      peer_node = l.b_node;
+    } else if (l.b_node == node) {
+      peer = Ip4Of(l.a_addr);
+      peer_node = l.a_node;
+    } else {
+      continue;
+    }
+    int peer_asn = 0;
+    for (const auto& n : plan.nodes)
+      if (n.name == peer_node) peer_asn = n.asn;
+    c += " neighbor " + peer + " remote-as " + std::to_string(peer_asn) + "\n";
+    c += " neighbor " + peer + " description " + peer_node + "\n";
+    c += " neighbor " + peer + " advertisement-interval 0\n";
+    c += " neighbor " + peer + " timers connect 1\n";
+  }
+  c += " address-family ipv4 unicast\n";
+  if (!self->addr.empty()) {
+    // The subnet of br0's address: a.b.c.254/24 -> a.b.c.0/24.
+    std::string ip = Ip4Of(self->addr);
+    c += "  network " + ip.substr(0, ip.rfind('.')) + ".0/24\n";
+  }
+  c += "  maximum-paths " + std::to_string(kMaxBgpSpines) + "\n";
+  c += " exit-address-family\n";
+  return c;
+}
+
 std::string TorName(const Topology& t, int rail, int plane, int pod) {
   std::string n = "tor" + std::to_string(rail);
   if (t.tors_per_rail == 2) n += static_cast<char>('a' + plane);
@@ -120,17 +212,36 @@ LabPlan PlanLab(const Topology& t, const std::string& lab_name, int mgmt_index) 
   p.lab = lab_name;
   p.prefix = "fl-" + lab_name + "-";
   auto ns = [&](const std::string& node) { return p.prefix + node; };
-  for (int h = 0; h < t.hosts; ++h)
-    p.nodes.push_back({"h" + std::to_string(h), ns("h" + std::to_string(h)), false});
+  auto make_node = [&](const std::string& name, bool is_switch) {
+    NodeObj n;
+    n.name = name;
+    n.netns = ns(name);
+    n.is_switch = is_switch;
+    return n;
+  };
+  for (int h = 0; h < t.hosts; ++h) p.nodes.push_back(make_node("h" + std::to_string(h), false));
   for (int pod = 0; pod < t.pods(); ++pod)
     for (int r = 0; r < t.nics_per_host; ++r)
       for (int pl = 0; pl < t.tors_per_rail; ++pl) {
         std::string tor = TorName(t, r, pl, pod);
-        p.nodes.push_back({tor, ns(tor), true});
+        NodeObj n = make_node(tor, true);
+        if (t.routing == Routing::kBgp) {
+          const int i = static_cast<int>(p.nodes.size()) - t.hosts;  // ToR index
+          n.asn = kSpineAsn + 1 + i;
+          n.addr = "198.18." + std::to_string(pod * t.nics_per_host + r) + ".254/24";
+          n.router_id = Ip4Of(n.addr);
+        }
+        p.nodes.push_back(n);
       }
-  for (int s = 0; s < t.spines; ++s)
-    p.nodes.push_back({"spine" + std::to_string(s), ns("spine" + std::to_string(s)), true});
-  p.nodes.push_back({"mgmt", ns("mgmt"), true});
+  for (int s = 0; s < t.spines; ++s) {
+    NodeObj n = make_node("spine" + std::to_string(s), true);
+    if (t.routing == Routing::kBgp) {
+      n.asn = kSpineAsn;
+      n.router_id = "10.255.255." + std::to_string(s + 1);
+    }
+    p.nodes.push_back(n);
+  }
+  p.nodes.push_back(make_node("mgmt", true));
 
   for (int h = 0; h < t.hosts; ++h) {
     std::string host = "h" + std::to_string(h);
@@ -148,13 +259,16 @@ LabPlan PlanLab(const Topology& t, const std::string& lab_name, int mgmt_index) 
         l.b_if = host;
         l.a_name = host + "." + l.a_if;
         l.b_name = tor + "." + host;
-        l.a_addr = "198.18." + std::to_string(2 * r + pl) + "." + std::to_string(h + 1) + "/24";
+        const int subnet = t.routing == Routing::kBgp ? pod * t.nics_per_host + r : 2 * r + pl;
+        l.a_addr = "198.18." + std::to_string(subnet) + "." + std::to_string(h + 1) + "/24";
         l.rail = r;
         l.host = h;
+        l.pod = pod;
         l.spec = t.link;
         p.links.push_back(l);
       }
   }
+  int uplink = 0;
   for (int s = 0; s < t.spines; ++s) {
     std::string spine = "spine" + std::to_string(s);
     for (const auto& n : p.nodes) {
@@ -169,6 +283,11 @@ LabPlan PlanLab(const Topology& t, const std::string& lab_name, int mgmt_index) 
       l.b_if = n.name;
       l.a_name = n.name + "." + l.a_if;
       l.b_name = spine + "." + n.name;
+      if (t.routing == Routing::kBgp) {
+        l.a_addr = UplinkAddr(uplink, 0) + "/31";
+        l.b_addr = UplinkAddr(uplink, 1) + "/31";
+        ++uplink;
+      }
       l.spec = t.uplink;
       p.links.push_back(l);
     }

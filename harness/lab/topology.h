@@ -8,7 +8,8 @@
 //   nics_per_host: 2         # data NICs; NIC i of every host is on rail i
 //   tors_per_rail: 1         # 2 = dual-ToR (HPN-style): each NIC has a port on two ToRs
 //   hosts_per_tor: 4         # hosts per pod; fewer than hosts needs a spine
-//   spines: 0                # 0 or 1 (one L2 spine joining every ToR)
+//   spines: 0                # l2: 0 or 1 (one L2 spine joining every ToR); bgp: 1..4
+//   routing: l2              # or bgp: ToRs and spines are routers running FRR (see below)
 //   link:   {rate: 1gbit, burst: 256KiB, mtu: 1500}
 //   uplink: {rate: 2gbit, burst: 256KiB}
 //   switch_control: netlink  # or ssh: switch ports are managed over SSH (see below)
@@ -27,6 +28,13 @@
 // carry a SwitchConn (injectors/switch_driver.h) and a SONiC port name (Ethernet0, 4, 8, ...
 // in SwitchPorts order), so injectors go through the ssh-template driver. See docs/lab.md.
 //
+// routing: bgp: ToRs and spines route (no bridge between ToR and spine; a ToR's host ports stay
+// on its br0, which carries the hosts' gateway). Rail r of pod p is the subnet
+// 198.18.<p*nics_per_host + r>.0/24, hosts at .<host+1>, the ToR's br0 at .254; the ToR-spine
+// links are /31s in 198.18.240.0/20 (uplink k: ToR .2k, spine .2k+1). eBGP: ToR i (plan
+// order) is AS 65001+i, every spine AS 65000; each ToR advertises its rail subnet. Needs
+// tors_per_rail 1 and switch_control netlink.
+//
 // Thread-safety: values.
 #pragma once
 
@@ -44,6 +52,10 @@ struct LinkSpec {
 };
 
 enum class SwitchControl { kNetlink, kSsh };
+enum class Routing { kL2, kBgp };
+
+inline constexpr int kSpineAsn = 65000;
+inline constexpr int kMaxBgpSpines = 4;
 
 // Switch management addresses: 198.19.<m>.(kSwitchMgmtBase + i); hosts use .1-.64, root .254.
 inline constexpr int kSwitchMgmtBase = 100;
@@ -62,6 +74,7 @@ struct Topology {
   LinkSpec link;
   LinkSpec uplink;
   SwitchControl switch_control = SwitchControl::kNetlink;
+  Routing routing = Routing::kL2;
 
   int pods() const { return (hosts + hosts_per_tor - 1) / hosts_per_tor; }
 };
@@ -78,6 +91,10 @@ struct NodeObj {
   std::string name;   // "h0", "tor1", "spine0", "mgmt"
   std::string netns;  // "fl-<lab>-h0"
   bool is_switch = false;
+  // routing bgp (ToRs and spines): the AS, the router id, and a ToR's br0 address.
+  int asn = 0;
+  std::string router_id;
+  std::string addr;  // "198.18.1.254/24"
 };
 
 enum class LinkKind { kHost, kUplink, kMgmt };
@@ -89,8 +106,10 @@ struct LinkObj {
   std::string a_name;                 // target name of the a end: "h0.nic1a", "tor0.up0"
   std::string b_name;                 // target name of the b end: "tor1.h0", "spine0.tor0"
   std::string a_addr;                 // "198.18.2.1/24" (hosts; switches' mgmt0 with ssh)
+  std::string b_addr;                 // routing bgp, uplinks: the spine end ("198.18.240.1/31")
   int rail = -1;
   int host = -1;  // kHost and the hosts' kMgmt links; -1 for a switch's mgmt0
+  int pod = -1;   // kHost links
   LinkSpec spec;  // rate 0: unshaped
 };
 
@@ -113,5 +132,17 @@ std::vector<std::pair<std::string, std::string>> SwitchPorts(const LabPlan& plan
                                                              const std::string& node);
 
 std::string TorName(const Topology& t, int rail, int plane, int pod);
+
+// routing bgp: the subnet of rail `rail` in pod `pod` ("198.18.3.0/24").
+std::string RailSubnet(const Topology& t, int rail, int pod);
+
+// routing bgp: a host's routes to the other pods' subnets of the rail of its kHost link l:
+// (prefix, gateway) pairs, the gateway being its ToR's br0 address.
+std::vector<std::pair<std::string, std::string>> HostRoutes(const Topology& t, const LinkObj& l);
+
+// routing bgp: the FRR configuration of switch `node` (zebra and bgpd read the same text):
+// router id, eBGP to every peer over its /31s with `timers bgp 1 3`, maximum-paths for ECMP,
+// and (a ToR) a network statement for its rail subnet.
+std::string FrrConfig(const LabPlan& plan, const std::string& node);
 
 }  // namespace fl::lab

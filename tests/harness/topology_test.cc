@@ -1,12 +1,22 @@
 // Topology and fault-spec parsing: every error names file:line:col; shipped topologies load.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "common/yaml_util.h"
 #include "harness/lab/fault_spec.h"
 #include "harness/lab/topology.h"
 
 namespace fl::lab {
 namespace {
+
+// The message of the InvalidArgument that text (as "lab.yaml") fails with.
+std::string LoadError(const std::string& text) {
+  auto t = ParseTopology(text, "lab.yaml");
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().code() == Code::kInvalidArgument);
+  return t.status().message();
+}
 
 TEST_CASE("topology: the shipped topologies load and plan as documented", "[unit]") {
   for (const char* f : {"rail4", "hpn4", "spine4"}) {
@@ -39,13 +49,94 @@ TEST_CASE("topology: the shipped topologies load and plan as documented", "[unit
   CHECK(uplinks == 4);
 }
 
+TEST_CASE("topology: routing bgp plans routed uplinks, ASes and FRR configs (clos4)", "[unit]") {
+  auto t = LoadTopology(std::string(FL_SOURCE_DIR) + "/configs/labs/clos4.yaml");
+  REQUIRE(t.ok());
+  CHECK(t->routing == Routing::kBgp);
+  CHECK(t->spines == 2);
+  CHECK(t->pods() == 2);
+  LabPlan p = PlanLab(*t, "x", 0);
+  // 4 hosts + 4 ToRs + 2 spines + mgmt; 8 host + 8 uplink + 4 management links.
+  CHECK(p.nodes.size() == 11);
+  CHECK(p.links.size() == 20);
+  std::map<std::string, const NodeObj*> nodes;
+  for (const auto& n : p.nodes) nodes[n.name] = &n;
+  REQUIRE(nodes.count("tor0p1"));
+  CHECK(nodes["tor0p0"]->asn == 65001);
+  CHECK(nodes["tor0p0"]->addr == "198.18.0.254/24");
+  CHECK(nodes["tor1p1"]->addr == "198.18.3.254/24");
+  CHECK(nodes["spine0"]->asn == kSpineAsn);
+  CHECK(nodes["spine1"]->asn == kSpineAsn);
+  CHECK(nodes["mgmt"]->asn == 0);
+  CHECK(nodes["h0"]->asn == 0);
+  // Hosts: per-pod rail subnets, and a route to the other pod's subnet of the rail.
+  const LinkObj* h2nic0 = nullptr;
+  for (const auto& l : p.links)
+    if (l.a_name == "h2.nic0") h2nic0 = &l;
+  REQUIRE(h2nic0);
+  CHECK(h2nic0->a_addr == "198.18.2.3/24");
+  CHECK(h2nic0->b_node == "tor0p1");
+  using Routes = std::vector<std::pair<std::string, std::string>>;
+  CHECK(HostRoutes(*t, *h2nic0) == Routes{{"198.18.0.0/24", "198.18.2.254"}});
+  // Uplinks: /31s, ToR end even.
+  int uplinks = 0;
+  for (const auto& l : p.links) {
+    if (l.kind != LinkKind::kUplink) continue;
+    CHECK(l.a_addr == "198.18.240." + std::to_string(2 * uplinks) + "/31");
+    CHECK(l.b_addr == "198.18.240." + std::to_string(2 * uplinks + 1) + "/31");
+    ++uplinks;
+  }
+  CHECK(uplinks == 8);
+  const std::string tor = FrrConfig(p, "tor0p0");
+  CHECK(tor.find("router bgp 65001\n") != std::string::npos);
+  CHECK(tor.find("timers bgp 1 3") != std::string::npos);
+  CHECK(tor.find("neighbor 198.18.240.1 remote-as 65000\n") != std::string::npos);
+  CHECK(tor.find("network 198.18.0.0/24") != std::string::npos);
+  CHECK(tor.find("maximum-paths") != std::string::npos);
+  const std::string spine = FrrConfig(p, "spine1");
+  CHECK(spine.find("router bgp 65000\n") != std::string::npos);
+  CHECK(spine.find("  network ") == std::string::npos);
+  size_t peers = 0;
+  for (size_t at = 0; (at = spine.find("remote-as", at)) != std::string::npos; ++at) ++peers;
+  CHECK(peers == 4);
+  CHECK(FrrConfig(p, "h0").empty());
+  // l2 topologies keep today's plan: no AS, no uplink addresses, 198.18.<2*rail+plane>.
+  auto spine4 = LoadTopology(std::string(FL_SOURCE_DIR) + "/configs/labs/spine4.yaml");
+  REQUIRE(spine4.ok());
+  CHECK(spine4->routing == Routing::kL2);
+  LabPlan ps = PlanLab(*spine4, "x", 0);
+  for (const auto& n : ps.nodes) CHECK(n.asn == 0);
+  for (const auto& l : ps.links) {
+    if (l.kind == LinkKind::kUplink) CHECK(l.a_addr.empty());
+    CHECK(HostRoutes(*spine4, l).empty());
+  }
+}
+
+TEST_CASE("topology: the routing key is validated with file:line:col", "[unit]") {
+  auto err = LoadError;
+  const std::string pods = "name: a\nhosts: 4\nhosts_per_tor: 2\n";
+  CHECK(err(pods + "spines: 1\nrouting: ospf\n") ==
+        "lab.yaml:5:10: routing must be l2 or bgp, not 'ospf'");
+  // l2 keeps 0..1 spines; bgp allows 1..4 and needs at least one.
+  CHECK(err(pods + "spines: 2\n") == "lab.yaml:4:9: spines must be between 0 and 1, not 2");
+  CHECK(err(pods + "spines: 5\nrouting: bgp\n") ==
+        "lab.yaml:4:9: spines must be between 1 and 4, not 5");
+  CHECK(err(pods + "spines: 0\nrouting: bgp\n") ==
+        "lab.yaml:4:9: spines must be between 1 and 4, not 0");
+  CHECK(err(pods + "routing: bgp\n").find("missing required key 'spines'") != std::string::npos);
+  CHECK(err(pods + "tors_per_rail: 2\nspines: 2\nrouting: bgp\n") ==
+        "lab.yaml:4:16: routing: bgp needs tors_per_rail: 1");
+  CHECK(err(pods + "spines: 2\nrouting: bgp\nswitch_control: ssh\n") ==
+        "lab.yaml:6:17: routing: bgp needs switch_control: netlink");
+  CHECK(err(pods + "spines: 2\nrouting: [bgp]\n").rfind("lab.yaml:5:", 0) == 0);
+  for (const char* ok : {"spines: 4\nrouting: bgp\n", "spines: 1\nrouting: l2\n"}) {
+    auto t = ParseTopology(pods + ok, "lab.yaml");
+    CHECK(t.ok());
+  }
+}
+
 TEST_CASE("topology: bad input fails with file:line and a clear message", "[unit]") {
-  auto err = [](const std::string& text) {
-    auto t = ParseTopology(text, "lab.yaml");
-    REQUIRE_FALSE(t.ok());
-    CHECK(t.status().code() == Code::kInvalidArgument);
-    return t.status().message();
-  };
+  auto err = LoadError;
   CHECK(err("name: a\nhosts: 2\nhostz: 3\n").find("lab.yaml:3:1: unknown key 'hostz'") == 0);
   CHECK(err("name: a\nhosts: -2\n").find("lab.yaml:2:8: hosts must be between 1 and 64") == 0);
   CHECK(err("name: a\nhosts: 2\nlink: {rate: 1gbit, burst: 4KiB}\n").find("lab.yaml:3:") == 0);
