@@ -17,14 +17,15 @@ BUILD_DIR=${FL_BUILD_DIR:-$ROOT/build}
 # openssh-server and -client: the local lab's switch management plane runs an sshd in every
 # switch namespace, and the ssh-template switch driver runs the OpenSSH client; prometheus
 # (promtool) and prometheus-pushgateway: the tests check `faultline report --openmetrics` with
-# promtool and push to a real Pushgateway on loopback).
+# promtool and push to a real Pushgateway on loopback; frr: a `routing: bgp` lab runs zebra and
+# bgpd in every switch namespace, and its root test brings configs/labs/clos4.yaml up).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang-14 libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev sqlite3 libboost-dev catch2 libibverbs-dev libyaml-cpp-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libmnl-dev libnftables-dev
   iproute2 nftables ethtool iperf3 procps util-linux
-  slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway
+  slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway frr
   # PostgreSQL: libpq for the store's PostgreSQL back end (--db postgresql://...); the server
   # (postgresql-15) for the tests, which start their own with initdb and pg_ctl as nobody
   postgresql-15 libpq-dev
@@ -56,7 +57,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${#missing[@]} missing Debian package(s): ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  # Daemons of newly installed packages (sshd, munged, slurmd) are not started: faultline runs
+  # Daemons of newly installed packages (sshd, munged, slurmd, frr) are not started: faultline runs
   # its own, inside the lab, and a set-up must not open a port on the machine. policy-rc.d is
   # Debian's switch for that (invoke-rc.d(8)); ours is removed again unless one was there.
   own_policy=""

@@ -73,6 +73,12 @@ void PrintLab(const lab::LabDescription& d) {
       std::printf("    %-8s %-16s%s\n", n.name.c_str(), n.mgmt_addr.c_str(), ports.c_str());
     }
   }
+  if (d.routing == "bgp") {
+    // A line per router: its AS and BGP sessions (FRR's own view, through vtysh).
+    std::printf("  routing bgp (FRR zebra + bgpd per switch):\n");
+    for (const auto& n : d.nodes)
+      if (!n.bgp.empty()) std::printf("    %-8s %s\n", n.name.c_str(), n.bgp.c_str());
+  }
 }
 
 std::unique_ptr<injectors::InjectorRegistry> Injectors() {

@@ -249,7 +249,8 @@ class Batches {
 }  // namespace
 
 Status LocalLab::ProvisionSteps() {
-  Batches netns, bridges, a_side, b_side, tc;
+  const bool bgp = topology_.routing == Routing::kBgp;
+  Batches netns, bridges, a_side, b_side, tc, routes;
   for (const auto& n : plan_.nodes) {
     netns.Add("", {"netns", "add", n.netns});
     bridges.Add(n.netns, {"link", "set", "lo", "up"});
@@ -258,18 +259,26 @@ Status LocalLab::ProvisionSteps() {
       bridges.Add(n.netns,
                   {"link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"});
       bridges.Add(n.netns, {"link", "set", "br0", "up"});
+      if (!n.addr.empty()) bridges.Add(n.netns, {"addr", "add", n.addr, "dev", "br0"});
     }
   }
   for (const auto& l : plan_.links) {
     const std::string mtu = std::to_string(l.spec.mtu);
     a_side.Add(l.a_netns, {"link", "add", l.a_if, "mtu", mtu, "type", "veth", "peer", "name",
                            l.b_if, "mtu", mtu, "netns", l.b_netns});
-    // A ToR's uplink is a port of its own bridge as well.
-    if (l.kind == LinkKind::kUplink)
+    // A ToR's uplink is a port of its own bridge as well (l2); with bgp both ends of an
+    // uplink are routed ports with a /31 each.
+    const bool routed = bgp && l.kind == LinkKind::kUplink;
+    if (l.kind == LinkKind::kUplink && !routed)
       a_side.Add(l.a_netns, {"link", "set", l.a_if, "master", "br0"});
     if (!l.a_addr.empty()) a_side.Add(l.a_netns, {"addr", "add", l.a_addr, "dev", l.a_if});
     a_side.Add(l.a_netns, {"link", "set", l.a_if, "up"});
-    b_side.Add(l.b_netns, {"link", "set", l.b_if, "master", "br0"});
+    for (const auto& [prefix, gw] : HostRoutes(topology_, l))
+      routes.Add(l.a_netns, {"route", "add", prefix, "via", gw, "dev", l.a_if});
+    if (routed)
+      b_side.Add(l.b_netns, {"addr", "add", l.b_addr, "dev", l.b_if});
+    else
+      b_side.Add(l.b_netns, {"link", "set", l.b_if, "master", "br0"});
     b_side.Add(l.b_netns, {"link", "set", l.b_if, "up"});
     if (l.spec.rate_bps) {
       for (const auto& [ns, ifname] : {std::pair{l.a_netns, l.a_if}, std::pair{l.b_netns, l.b_if}})
@@ -283,6 +292,7 @@ Status LocalLab::ProvisionSteps() {
   FL_RETURN_IF_ERROR(a_side.Run("ip"));
   FL_RETURN_IF_ERROR(b_side.Run("ip"));
   FL_RETURN_IF_ERROR(tc.Run("tc"));
+  FL_RETURN_IF_ERROR(routes.Run("ip"));
   // The root namespace's port on the management network (the coordinator's side).
   std::string mgmt_ns = NetnsOf("mgmt");
   FL_RETURN_IF_ERROR(Ip("", {"link", "add", plan_.root_mgmt_if, "type", "veth", "peer", "name",
@@ -292,6 +302,7 @@ Status LocalLab::ProvisionSteps() {
   FL_RETURN_IF_ERROR(Ip("", {"addr", "add", plan_.root_mgmt_addr, "dev", plan_.root_mgmt_if}));
   FL_RETURN_IF_ERROR(injectors::SetLinkUp("", plan_.root_mgmt_if, true));
   if (topology_.switch_control == SwitchControl::kSsh) FL_RETURN_IF_ERROR(ProvisionSwitchMgmt());
+  if (bgp) FL_RETURN_IF_ERROR(ProvisionFrr());
   FL_LOG(kInfo, "lab") << "lab " << plan_.lab << " is up: " << topology_.hosts << " hosts, "
                        << plan_.nodes.size() << " namespaces, " << plan_.links.size() << " links";
   return OkStatus();
@@ -306,6 +317,12 @@ Status LocalLab::Teardown() {
     WaitExit(pid, Deadline::After(3 * kNsPerSec)).status().IgnoreError();
   }
   sshd_pids_.clear();
+  // The same for zebra and bgpd (routing bgp).
+  for (pid_t pid : frr_pids_) {
+    kill(pid, SIGKILL);
+    WaitExit(pid, Deadline::After(3 * kNsPerSec)).status().IgnoreError();
+  }
+  frr_pids_.clear();
   // 1. Containers: SIGKILL whole cgroups, then remove them.
   Status c = KillCgroupTree(CgroupDir());
   if (!c.ok()) result = c;
@@ -337,8 +354,10 @@ Status LocalLab::Teardown() {
   if (st.ok()) Ip("", {"link", "del", plan_.root_mgmt_if}).IgnoreError();
   // 5. The management plane's keys and configuration (switch_control ssh).
   std::error_code ec;
-  std::filesystem::remove_all(MgmtDir(), ec);
-  if (ec && result.ok()) result = InternalError("cannot remove " + MgmtDir() + ": " + ec.message());
+  for (const std::string& dir : {MgmtDir(), FrrDir()}) {
+    std::filesystem::remove_all(dir, ec);
+    if (ec && result.ok()) result = InternalError("cannot remove " + dir + ": " + ec.message());
+  }
   if (result.ok()) {
     if (unlink(StatePath().c_str()) != 0 && errno != ENOENT)
       result = ErrnoStatus(errno, "unlink " + StatePath());
@@ -504,6 +523,7 @@ StatusOr<LabDescription> LocalLab::Describe() const {
   d.topology = topology_.source;
   d.mgmt_root = plan_.root_mgmt_addr;
   d.switch_control = topology_.switch_control == SwitchControl::kSsh ? "ssh" : "netlink";
+  d.routing = topology_.routing == Routing::kBgp ? "bgp" : "l2";
   if (topology_.switch_control == SwitchControl::kSsh) {
     d.ssh_key = MgmtDir() + "/client_key";
     d.known_hosts = MgmtDir() + "/known_hosts";
@@ -516,6 +536,21 @@ StatusOr<LabDescription> LocalLab::Describe() const {
     ni.netns = n.netns;
     ni.is_switch = n.is_switch;
     ni.ranks = n.is_switch ? 0 : topology_.gpus_per_host;
+    if (n.asn != 0) {
+      auto peers = BgpPeers(n.name);
+      if (!peers.ok()) {
+        ni.bgp = "AS " + std::to_string(n.asn) + ": " + peers.status().ToString();
+      } else {
+        int up = 0;
+        std::string list;
+        for (const auto& [peer, state] : *peers) {
+          if (state == "Established") ++up;
+          list += (list.empty() ? "" : ", ") + peer + " " + state;
+        }
+        ni.bgp = "AS " + std::to_string(n.asn) + ": " + std::to_string(up) + "/" +
+                 std::to_string(peers->size()) + " BGP sessions established (" + list + ")";
+      }
+    }
     d.nodes.push_back(ni);
   }
   auto fill = [](PortInfo& p, const std::string& netns, const std::string& ifname) {
@@ -529,7 +564,7 @@ StatusOr<LabDescription> LocalLab::Describe() const {
   };
   for (const auto& l : plan_.links) {
     PortInfo a{l.a_name, l.a_if, l.a_addr, l.b_name, l.spec.rate_bps, 0, false, false, ""};
-    PortInfo b{l.b_name, l.b_if, "", l.a_name, l.spec.rate_bps, 0, false, false, ""};
+    PortInfo b{l.b_name, l.b_if, l.b_addr, l.a_name, l.spec.rate_bps, 0, false, false, ""};
     fill(a, l.a_netns, l.a_if);
     fill(b, l.b_netns, l.b_if);
     if (topology_.switch_control == SwitchControl::kSsh) {
@@ -548,6 +583,22 @@ StatusOr<LabDescription> LocalLab::Describe() const {
 namespace {
 
 constexpr const char* kSshKeygen = "/usr/bin/ssh-keygen";
+// A switch's daemon (sshd, zebra, bgpd) in its namespace and the lab's cgroup (none: ""),
+// in a session of its own, stdin and stdout /dev/null, stderr to log.
+StatusOr<pid_t> SpawnSwitchDaemon(std::vector<std::string> argv, const std::string& netns,
+                                  const std::string& cgroup, const std::string& log) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.netns = netns;
+  spec.cgroup = cgroup;
+  spec.in = {Stdio::kNull, ""};
+  spec.out = {Stdio::kNull, ""};
+  spec.err = {Stdio::kFile, log};
+  spec.new_session = true;
+  FL_ASSIGN_OR_RETURN(Process proc, Spawn(spec));
+  return proc.pid();
+}
+
 constexpr const char* kSshd = "/usr/sbin/sshd";
 constexpr Nanos kSshdStartTimeout = 10 * kNsPerSec;
 
@@ -764,16 +815,9 @@ Status LocalLab::ProvisionSwitchMgmt() {
     FL_RETURN_IF_ERROR(
         Status(RunChecked({kSshd, "-t", "-f", conf}, o).status()).Prepend("sshd -t"));
 
-    ProcessSpec spec;
-    spec.argv = {kSshd, "-D", "-e", "-f", conf};
-    spec.netns = l->a_netns;
-    spec.cgroup = cgroup;
-    spec.in = {Stdio::kNull, ""};
-    spec.out = {Stdio::kNull, ""};
-    spec.err = {Stdio::kFile, dir + "/sshd-" + sw + ".log"};
-    spec.new_session = true;
-    FL_ASSIGN_OR_RETURN(Process proc, Spawn(spec));
-    sshd_pids_.push_back(proc.pid());
+    FL_ASSIGN_OR_RETURN(pid_t pid, SpawnSwitchDaemon({kSshd, "-D", "-e", "-f", conf}, l->a_netns,
+                                                     cgroup, dir + "/sshd-" + sw + ".log"));
+    sshd_pids_.push_back(pid);
   }
   // Every sshd accepts before the lab counts as up.
   Deadline deadline = Deadline::After(kSshdStartTimeout);
@@ -809,6 +853,151 @@ Status LocalLab::ProvisionSwitchMgmt() {
   }
   FL_LOG(kInfo, "lab") << "lab " << plan_.lab << ": sshd up on " << switches.size()
                        << " switches (keys in " << dir << ")";
+  return OkStatus();
+}
+
+}  // namespace fl::lab
+
+// ---- routing: bgp: FRR (zebra + bgpd) in every ToR and spine ---------------------------
+
+namespace fl::lab {
+
+namespace {
+
+constexpr const char* kZebra = "/usr/lib/frr/zebra";
+constexpr const char* kBgpd = "/usr/lib/frr/bgpd";
+constexpr const char* kVtysh = "/usr/bin/vtysh";
+constexpr Nanos kBgpUpTimeout = 30 * kNsPerSec;
+
+}  // namespace
+
+std::string LocalLab::FrrDir() const { return LabsDir() + "/" + plan_.lab + ".frr"; }
+
+StatusOr<std::string> LocalLab::Vtysh(const std::string& node, const std::string& command) const {
+  const NodeObj* n = FindNode(node);
+  if (!n || n->asn == 0) return NotFoundError("lab " + plan_.lab + " has no router '" + node + "'");
+  injectors::CommandOptions o;
+  o.timeout = kToolTimeout;
+  return RunChecked({"ip", "netns", "exec", n->netns, kVtysh, "--vty_socket", FrrDir() + "/" + node,
+                     "-c", command},
+                    o);
+}
+
+StatusOr<std::vector<std::pair<std::string, std::string>>> LocalLab::BgpPeers(
+    const std::string& node) const {
+  FL_ASSIGN_OR_RETURN(std::string out, Vtysh(node, "show bgp summary json"));
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded()) return InternalError("vtysh on " + node + ": not JSON: " + out);
+  std::vector<std::pair<std::string, std::string>> peers;
+  if (j.contains("ipv4Unicast") && j["ipv4Unicast"].contains("peers"))
+    for (const auto& [addr, p] : j["ipv4Unicast"]["peers"].items())
+      peers.push_back({p.value("desc", p.value("hostname", addr)), p.value("state", "?")});
+  return peers;
+}
+
+Status LocalLab::ProvisionFrr() {
+  if (access(kZebra, X_OK) != 0 || access(kBgpd, X_OK) != 0 || access(kVtysh, X_OK) != 0)
+    return FailedPreconditionError(
+        "routing: bgp needs Debian's frr (zebra, bgpd, vtysh): apt-get install frr "
+        "(scripts/setup.sh installs it)");
+  const std::string dir = FrrDir();
+  FL_RETURN_IF_ERROR(MakeDirs(dir, 0700));
+  // Both daemons in the lab's cgroup (Teardown's cgroup.kill ends them with the containers;
+  // without a cgroup the namespace sweep still does).
+  std::string cgroup = CgroupDir() + "/frr";
+  if (Status cg = MakeDirs(cgroup); !cg.ok()) {
+    FL_LOG(kWarn, "lab") << "lab " << plan_.lab << ": FRR outside a cgroup: " << cg.ToString();
+    cgroup.clear();
+  }
+  std::vector<const NodeObj*> routers;
+  for (const auto& n : plan_.nodes)
+    if (n.asn != 0) routers.push_back(&n);
+  injectors::CommandOptions o;
+  o.timeout = kToolTimeout;
+  for (const NodeObj* n : routers) {
+    // Forwarding, and ECMP hashed on L4 ports so that flows spread over the spines.
+    FL_RETURN_IF_ERROR(RunChecked({"ip", "netns", "exec", n->netns, "sysctl", "-q", "-w",
+                                   "net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1"},
+                                  o)
+                           .status());
+    const std::string sw = dir + "/" + n->name;
+    FL_RETURN_IF_ERROR(MakeDirs(sw, 0700));
+    const std::string conf = sw + "/frr.conf";
+    FL_RETURN_IF_ERROR(WriteFileAtomic(conf, FrrConfig(plan_, n->name)));
+    for (const char* daemon : {kZebra, kBgpd}) {
+      const std::string d = std::filesystem::path(daemon).filename();
+      // Root in FRR's vty group (its vty sockets need one); every path in the switch's own
+      // directory, so that labs and the host's own FRR do not meet.
+      FL_ASSIGN_OR_RETURN(const pid_t pid,
+                          SpawnSwitchDaemon({daemon, "-u", "root", "-g", "frrvty", "-f", conf, "-i",
+                                             sw + "/" + d + ".pid", "-z", sw + "/zserv.api",
+                                             "--vty_socket", sw, "-A", "127.0.0.1", "-P", "0",
+                                             "--log", "file:" + sw + "/" + d + ".log"},
+                                            n->netns, cgroup, sw + "/" + d + ".out"));
+      frr_pids_.push_back(pid);
+      // bgpd connects to zebra's socket: zebra first.
+      if (daemon == kZebra) {
+        const std::string zsock = sw + "/zserv.api";
+        WaitUntil([&] { return access(zsock.c_str(), F_OK) == 0 || !ProcessAlive(pid); },
+                  Deadline::After(5 * kNsPerSec), 5 * kNsPerMs);
+        if (!ProcessAlive(pid))
+          return UnavailableError("zebra of switch " + n->name +
+                                  " exited: " + Tail(sw + "/zebra.out"));
+      }
+    }
+  }
+  // Every session established before the lab counts as up.
+  Deadline deadline = Deadline::After(kBgpUpTimeout);
+  for (const NodeObj* n : routers) {
+    std::string last;
+    bool up = WaitUntil(
+        [&] {
+          auto peers = BgpPeers(n->name);
+          if (!peers.ok()) {
+            last = peers.status().ToString();
+            return false;
+          }
+          last.clear();
+          for (const auto& [peer, state] : *peers)
+            if (state != "Established") last += (last.empty() ? "" : ", ") + peer + " " + state;
+          return !peers->empty() && last.empty();
+        },
+        deadline, 100 * kNsPerMs);
+    if (!up)
+      return DeadlineExceededError("BGP of switch " + n->name + " not established after " +
+                                   FormatDuration(kBgpUpTimeout) + ": " + last);
+  }
+  // And every ToR's kernel has a route to each other ToR's subnet through every spine (an
+  // established session has not yet exchanged its routes).
+  std::string missing;
+  bool converged = WaitUntil(
+      [&] {
+        missing.clear();
+        for (const NodeObj* n : routers) {
+          if (n->addr.empty()) continue;
+          auto out = RunChecked({"ip", "-n", n->netns, "-j", "route", "show", "proto", "bgp"}, o);
+          nlohmann::json j = out.ok() ? nlohmann::json::parse(*out, nullptr, false) : nullptr;
+          std::map<std::string, size_t> paths;
+          if (j.is_array())
+            for (const auto& r : j)
+              paths[r.value("dst", "")] = r.contains("nexthops") ? r["nexthops"].size() : 1;
+          for (const NodeObj* m : routers) {
+            if (m == n || m->addr.empty()) continue;
+            const std::string ip = m->addr.substr(0, m->addr.find('/'));
+            const std::string dst = ip.substr(0, ip.rfind('.')) + ".0/24";
+            if (paths[dst] != static_cast<size_t>(topology_.spines))
+              missing += (missing.empty() ? "" : ", ") + n->name + " to " + dst;
+          }
+        }
+        return missing.empty();
+      },
+      deadline, 50 * kNsPerMs);
+  if (!converged)
+    return DeadlineExceededError("BGP routes not converged after " + FormatDuration(kBgpUpTimeout) +
+                                 ": no ECMP route from " + missing);
+  FL_LOG(kInfo, "lab") << "lab " << plan_.lab << ": FRR up on " << routers.size()
+                       << " switches, every BGP session established, ECMP routes in place (" << dir
+                       << ")";
   return OkStatus();
 }
 

@@ -48,6 +48,8 @@ struct NodeInfo {
   std::string mgmt_addr;
   int ranks = 0;
   std::vector<PortInfo> ports;
+  // routing bgp, switches: "AS 65001: 2/2 BGP sessions established (up0 Established, ...)".
+  std::string bgp;
 };
 
 struct LabDescription {
@@ -58,6 +60,7 @@ struct LabDescription {
   // switch_control ssh: how to reach the switches' sshd (user root, port 22, at each
   // switch's mgmt_addr); empty with netlink.
   std::string switch_control;  // "netlink" | "ssh"
+  std::string routing;         // "l2" | "bgp"
   std::string ssh_key;         // the lab's client private key
   std::string known_hosts;     // every switch's mgmt address with the lab's host key
 };
@@ -127,6 +130,15 @@ class LocalLab : public Lab, public injectors::Fabric {
   // $FAULTLINE_STATE_DIR/labs/<lab>.mgmt (client_key, host_key, authorized_keys, known_hosts,
   // sshd-<switch>.conf/.log, switches/<switch>.json: the shim's port map and ACL state).
   std::string MgmtDir() const;
+  // routing bgp: the FRR directory, 0700: $FAULTLINE_STATE_DIR/labs/<lab>.frr/<switch>/
+  // (frr.conf, zebra/bgpd pid files, logs, the zserv socket and the vty sockets).
+  std::string FrrDir() const;
+  // routing bgp: runs vtysh -c command against switch node's daemons; its stdout.
+  StatusOr<std::string> Vtysh(const std::string& node, const std::string& command) const;
+  // routing bgp: peers of switch node and their BGP state ("Established", "Active", ...).
+  StatusOr<std::vector<std::pair<std::string, std::string>>> BgpPeers(
+      const std::string& node) const;
+
   // How the ssh-template driver reaches switch `node` (a ToR or spine): NotFound for another
   // name, FailedPrecondition with switch_control netlink.
   StatusOr<std::shared_ptr<const injectors::SwitchConn>> SwitchConnOf(
@@ -139,6 +151,7 @@ class LocalLab : public Lab, public injectors::Fabric {
   std::string StatePath() const;
   Status ProvisionSteps();
   Status ProvisionSwitchMgmt();
+  Status ProvisionFrr();
   // with_sw: a switch end of an ssh-controlled lab carries its SwitchConn and SONiC name.
   injectors::Port MakePort(const LinkObj& l, bool a_side, bool with_sw) const;
   const NodeObj* FindNode(std::string_view name) const;
@@ -153,6 +166,7 @@ class LocalLab : public Lab, public injectors::Fabric {
   };
   std::vector<AgentProc> agents_;
   std::vector<pid_t> sshd_pids_;  // started (and so reaped) by this object
+  std::vector<pid_t> frr_pids_;   // zebra and bgpd started (and so reaped) by this object
   // SwitchConnOf's results, per switch; cleared when the plan changes.
   mutable std::mutex sw_mu_;
   mutable std::map<std::string, std::shared_ptr<const injectors::SwitchConn>> sw_cache_;
