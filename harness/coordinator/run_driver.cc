@@ -258,6 +258,8 @@ class Runner {
   // An agent process of this run that ended on its own (crash, kill -9): its host, after its
   // faults were reverted from the journal.
   std::optional<std::string> LostAgent();
+  // The lab's own events (Lab::TakeEvents: a routed lab's route changes) into the events table.
+  void LabEvents();
   void Teardown(bool keep_run_dir = false);
   int Analyse(const std::string& end_reason, reports::RunStatus infra_status);
   void OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch);
@@ -269,6 +271,7 @@ class Runner {
   // the first to have happened.
   void PrintFaultEvents(bool all = false);
   void Event(const std::string& kind, nlohmann::json detail, int rank = -1);
+  void PushEvent(reports::EventRecord e);
 
   RunOptions opts_;
   Scenario scenario_;
@@ -324,8 +327,25 @@ void Runner::Event(const std::string& kind, nlohmann::json detail, int rank) {
   e.wall_ns = WallNowNs();
   e.kind = kind;
   e.detail_json = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  PushEvent(std::move(e));
+}
+
+void Runner::PushEvent(reports::EventRecord e) {
   if (writer_ && !writer_->Push(std::move(e), Deadline::After(kNsPerSec)).ok())
     dropped_telemetry_++;
+}
+
+void Runner::LabEvents() {
+  if (!lab_) return;
+  for (auto& ev : lab_->TakeEvents()) {
+    reports::EventRecord e;
+    e.run_id = run_id_;
+    e.rank = -1;
+    e.wall_ns = ev.wall_ns;
+    e.kind = std::move(ev.kind);
+    e.detail_json = std::move(ev.detail_json);
+    PushEvent(std::move(e));
+  }
 }
 
 Status Runner::Prepare() {
@@ -1074,6 +1094,7 @@ int Runner::Timeline() {
   };
 
   while (true) {
+    LabEvents();
     if (!g_interrupted) {
       if (auto host = LostAgent()) {
         std::fprintf(stderr, "\nfaultline run: lost the agent of host %s; ending the run\n",

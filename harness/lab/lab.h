@@ -140,6 +140,14 @@ class Lab {
     std::vector<std::string> failed;
   };
   virtual std::optional<LostAgent> PollLostAgent() = 0;
+  // What the lab itself saw happen since the last call (a routed local lab: its switches'
+  // route changes), for the run's events table; labs that watch nothing return none.
+  struct LabEvent {
+    Nanos wall_ns = 0;
+    std::string kind;         // "route_change"
+    std::string detail_json;  // {"switch": "tor0p1", "prefix": "198.18.0.0/24", ...}
+  };
+  virtual std::vector<LabEvent> TakeEvents() { return {}; }
   // Ends the agents this lab started (after they were asked to shut down): waits up to the
   // deadline, then ends them by pid (or cancels the Slurm step). Idempotent.
   virtual void StopAgents(Deadline deadline) = 0;

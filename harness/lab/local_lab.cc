@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -22,6 +25,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "common/file_util.h"
 #include "common/json_util.h"
@@ -323,6 +327,7 @@ Status LocalLab::Teardown() {
     WaitExit(pid, Deadline::After(3 * kNsPerSec)).status().IgnoreError();
   }
   frr_pids_.clear();
+  routes_.reset();
   // 1. Containers: SIGKILL whole cgroups, then remove them.
   Status c = KillCgroupTree(CgroupDir());
   if (!c.ok()) result = c;
@@ -871,6 +876,108 @@ constexpr Nanos kBgpUpTimeout = 30 * kNsPerSec;
 
 }  // namespace
 
+// Reads RTM_NEWROUTE / RTM_DELROUTE (group RTMGRP_IPV4_ROUTE) from a socket in each switch's
+// namespace on a thread of its own and keeps them until TakeEvents.
+class LocalLab::RouteMonitor {
+ public:
+  static StatusOr<std::shared_ptr<RouteMonitor>> Start(
+      const std::vector<std::pair<std::string, std::string>>& switches) {
+    auto m = std::shared_ptr<RouteMonitor>(new RouteMonitor());
+    for (const auto& [name, netns] : switches) {
+      int fd = -1;
+      FL_RETURN_IF_ERROR(injectors::RunInNetns(netns, [&]() -> Status {
+        fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+        if (fd < 0) return ErrnoStatus(errno, "netlink socket");
+        sockaddr_nl sa{};
+        sa.nl_family = AF_NETLINK;
+        sa.nl_groups = RTMGRP_IPV4_ROUTE;
+        if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+          const int e = errno;
+          close(fd);
+          return ErrnoStatus(e, "netlink bind in " + netns);
+        }
+        return OkStatus();
+      }));
+      m->fds_.push_back({fd, name});
+    }
+    m->thread_ = std::thread([raw = m.get()] { raw->Run(); });
+    return m;
+  }
+  ~RouteMonitor() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (const auto& [fd, name] : fds_) close(fd);
+  }
+  std::vector<Lab::LabEvent> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(events_, {});
+  }
+
+ private:
+  RouteMonitor() = default;
+  void Run() {
+    std::vector<pollfd> pfds;
+    for (const auto& [fd, name] : fds_) pfds.push_back({fd, POLLIN, 0});
+    std::vector<char> buf(1 << 16);
+    while (!stop_) {
+      if (poll(pfds.data(), pfds.size(), 50) <= 0) continue;
+      for (size_t i = 0; i < pfds.size(); ++i) {
+        if (!(pfds[i].revents & POLLIN)) continue;
+        ssize_t n;
+        while ((n = recv(pfds[i].fd, buf.data(), buf.size(), 0)) > 0)
+          Parse(fds_[i].second, buf.data(), n);
+      }
+    }
+  }
+  void Parse(const std::string& sw, char* data, ssize_t n) {
+    const Nanos now = WallNowNs();
+    int len = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(data); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+      if (h->nlmsg_type != RTM_NEWROUTE && h->nlmsg_type != RTM_DELROUTE) continue;
+      auto* rt = static_cast<rtmsg*>(NLMSG_DATA(h));
+      if (rt->rtm_family != AF_INET || rt->rtm_table != RT_TABLE_MAIN) continue;
+      nlohmann::json d = {{"switch", sw},
+                          {"action", h->nlmsg_type == RTM_NEWROUTE ? "add" : "delete"},
+                          {"protocol", rt->rtm_protocol == RTPROT_KERNEL ? "kernel" : "bgp"}};
+      std::string dst = "0.0.0.0";
+      int alen = static_cast<int>(RTM_PAYLOAD(h));
+      int nexthops = 0;
+      for (rtattr* a = RTM_RTA(rt); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+        char ip[INET_ADDRSTRLEN] = "";
+        if ((a->rta_type == RTA_DST || a->rta_type == RTA_GATEWAY) &&
+            RTA_PAYLOAD(a) == sizeof(in_addr))
+          inet_ntop(AF_INET, RTA_DATA(a), ip, sizeof ip);
+        if (a->rta_type == RTA_DST) dst = ip;
+        if (a->rta_type == RTA_GATEWAY) d["gateway"] = ip;
+        if (a->rta_type == RTA_NH_ID && RTA_PAYLOAD(a) == sizeof(uint32_t))
+          d["nh_id"] = *static_cast<uint32_t*>(RTA_DATA(a));
+        if (a->rta_type == RTA_MULTIPATH) {
+          int mlen = static_cast<int>(RTA_PAYLOAD(a));
+          for (auto* nh = static_cast<rtnexthop*>(RTA_DATA(a)); RTNH_OK(nh, mlen);
+               mlen -= NLMSG_ALIGN(nh->rtnh_len), nh = RTNH_NEXT(nh))
+            ++nexthops;
+        }
+        if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == sizeof(uint32_t))
+          nexthops = std::max(nexthops, 1);
+      }
+      d["prefix"] = dst + "/" + std::to_string(rt->rtm_dst_len);
+      if (nexthops > 0) d["nexthops"] = nexthops;
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back({now, "route_change", d.dump()});
+    }
+  }
+
+  std::vector<std::pair<int, std::string>> fds_;  // socket, switch
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<Lab::LabEvent> events_;
+};
+
+std::vector<Lab::LabEvent> LocalLab::TakeEvents() {
+  return routes_ ? routes_->Take() : std::vector<LabEvent>{};
+}
+
 std::string LocalLab::FrrDir() const { return LabsDir() + "/" + plan_.lab + ".frr"; }
 
 StatusOr<std::string> LocalLab::Vtysh(const std::string& node, const std::string& command) const {
@@ -995,6 +1102,10 @@ Status LocalLab::ProvisionFrr() {
   if (!converged)
     return DeadlineExceededError("BGP routes not converged after " + FormatDuration(kBgpUpTimeout) +
                                  ": no ECMP route from " + missing);
+  // From here on, every route change of a switch is an event (TakeEvents).
+  std::vector<std::pair<std::string, std::string>> watched;
+  for (const NodeObj* n : routers) watched.push_back({n->name, n->netns});
+  FL_ASSIGN_OR_RETURN(routes_, RouteMonitor::Start(watched));
   FL_LOG(kInfo, "lab") << "lab " << plan_.lab << ": FRR up on " << routers.size()
                        << " switches, every BGP session established, ECMP routes in place (" << dir
                        << ")";

@@ -109,6 +109,10 @@ class LocalLab : public Lab, public injectors::Fabric {
   std::vector<std::string> agent_names() const override;
   Nanos agent_wait() const override { return 30 * kNsPerSec; }
   std::optional<LostAgent> PollLostAgent() override;
+  // routing bgp: the ToRs' and spines' route changes since the last call ("route_change":
+  // switch, prefix, action add|delete, and the nexthop group id or gateway and device), read
+  // from rtnetlink in each switch's namespace while this object has the lab up.
+  std::vector<LabEvent> TakeEvents() override;
   void StopAgents(Deadline deadline) override;
   Rendezvous RendezvousFor(const LabRun& run) const override;
 
@@ -167,6 +171,8 @@ class LocalLab : public Lab, public injectors::Fabric {
   std::vector<AgentProc> agents_;
   std::vector<pid_t> sshd_pids_;  // started (and so reaped) by this object
   std::vector<pid_t> frr_pids_;   // zebra and bgpd started (and so reaped) by this object
+  class RouteMonitor;
+  std::shared_ptr<RouteMonitor> routes_;  // routing bgp, while this object has the lab up
   // SwitchConnOf's results, per switch; cleared when the plan changes.
   mutable std::mutex sw_mu_;
   mutable std::map<std::string, std::shared_ptr<const injectors::SwitchConn>> sw_cache_;
