@@ -30,7 +30,9 @@
 #include "injectors/injector.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
+#include "tests/harness/run_testing.h"
 #include "tests/injectors/lab_testing.h"
+#include "tests/test_util.h"
 
 namespace fl::lab {
 namespace {
@@ -204,6 +206,14 @@ TEST_CASE("routed lab: BGP ECMP over two spines survives tor_uplink_down and lea
     const Nanos reconverge = changes.front().at - t_fault;
     INFO("reconvergence " << FormatDuration(reconverge));
     CHECK(reconverge < 3 * kNsPerSec);
+    // The lab's own record of it (what a run stores as route_change events).
+    bool recorded = false;
+    for (const auto& ev : lab.TakeEvents()) {
+      CHECK(ev.kind == "route_change");
+      auto d = nlohmann::json::parse(ev.detail_json);
+      recorded = recorded || (d["switch"] == "tor0p1" && d["prefix"] == pod0);
+    }
+    CHECK(recorded);
 
     // Back: the session comes up again and ECMP returns.
     const size_t during = watch.changes().size();
@@ -224,6 +234,37 @@ TEST_CASE("routed lab: BGP ECMP over two spines survives tor_uplink_down and lea
       Deadline::After(3 * kNsPerSec)));
   for (const auto& ns : injectors::ListNetns()) CHECK(ns.rfind(lab.plan().prefix, 0) != 0);
   CHECK_FALSE(std::filesystem::exists(lab.FrrDir()));
+}
+
+TEST_CASE("routed lab: an ftccl run on clos4 survives tor_uplink_down and stores route changes",
+          "[.root][integration]") {
+  testing::ScopedStateDir state;
+  testing::TempDir dir("fl_clos4");
+  const std::string db = dir.path() + "/clos4.db";
+  testing::Faultline f({"run", "configs/scenarios/clos4_uplink.yaml", "--db", db}, dir.path());
+  auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
+  INFO(f.err());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  const reports::RunData data = testing::OnlyRun(db);
+  CHECK(data.run.status == reports::RunStatus::kPassed);
+  REQUIRE(data.faults.size() == 1);
+  REQUIRE(data.faults[0].effective_wall_ns.has_value());
+  const Nanos fault_at = *data.faults[0].effective_wall_ns;
+  // During the fault a remote ToR's route to pod 0's rail-0 subnet changed (spine0 gone).
+  bool changed = false;
+  for (const auto& e : data.events) {
+    if (e.kind != "route_change" || e.wall_ns < fault_at) continue;
+    auto d = nlohmann::json::parse(e.detail_json);
+    changed = changed || (d["switch"] == "tor0p1" && d["prefix"] == "198.18.0.0/24");
+  }
+  CHECK(changed);
+  // Nothing of its lab ("fl" + the run id's last 6 characters) is left: no namespace, no FRR
+  // directory (Teardown reaped the daemons it started; the lab test above checks their pids).
+  const std::string lab = "fl" + data.run.id.substr(data.run.id.size() - 6);
+  for (const auto& ns : testing::Netns()) CHECK(ns.rfind("fl-" + lab + "-", 0) != 0);
+  CHECK_FALSE(std::filesystem::exists(injectors::StateDir() + "/labs/" + lab + ".frr"));
+  CHECK_FALSE(std::filesystem::exists(injectors::StateDir() + "/labs/" + lab + ".json"));
 }
 
 }  // namespace
