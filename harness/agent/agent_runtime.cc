@@ -256,8 +256,26 @@ class AgentRuntime::Impl {
       Dropped(c, parsed.status().message());
       return;
     }
-    std::lock_guard lock(batch_mu_);
-    if (const auto* smp = std::get_if<TelemetrySample>(&*parsed)) {
+    bool urgent = false;
+    {
+      std::lock_guard lock(batch_mu_);
+      urgent = Add(c, *parsed);
+    }
+    // A fault's detection, failover or restored path goes out at once, not with the next
+    // flush: the coordinator times faults against them (after_event / during) and prints them.
+    // (One flush for a burst: every rank reports its own.) Ingest runs on the Asio thread.
+    if (urgent && !urgent_flush_posted_) {
+      urgent_flush_posted_ = true;
+      asio::post(io_, [this] {
+        urgent_flush_posted_ = false;
+        Flush();
+      });
+    }
+  }
+
+  // REQUIRES batch_mu_. True for an event the coordinator waits for.
+  bool Add(Conn& c, const TelemetryLine& parsed) {
+    if (const auto* smp = std::get_if<TelemetrySample>(&parsed)) {
       c.rank = smp->rank;
       pb::Sample* s = batch_.add_samples();
       s->set_rank(smp->rank);
@@ -267,14 +285,17 @@ class AgentRuntime::Impl {
       s->set_bytes(smp->bytes);
       s->set_verified(smp->verified);
       s->set_mismatch(smp->mismatch);
-    } else if (const auto* e = std::get_if<TelemetryEvent>(&*parsed)) {
+    } else if (const auto* e = std::get_if<TelemetryEvent>(&parsed)) {
       if (e->rank >= 0) c.rank = e->rank;
       pb::Event* ev = batch_.add_events();
       ev->set_rank(e->rank);
       ev->set_wall_ns(e->wall_ns);
       ev->set_kind(e->kind);
       ev->set_detail(e->detail_json);
+      return e->kind == "fault_detected" || e->kind == "failover_done" ||
+             e->kind == "path_restored";
     }
+    return false;
   }
 
   // A bad line: counted, logged (and reported as a telemetry_dropped event) for the first one
@@ -855,6 +876,7 @@ class AgentRuntime::Impl {
   asio::io_context io_;
   UnixProto::acceptor acceptor_;
   asio::steady_timer flush_timer_;
+  bool urgent_flush_posted_ = false;  // Asio thread only
   std::thread io_thread_;
   std::string socket_path_;
   std::atomic<uint64_t> telemetry_dropped_{0};  // bad lines from workers, all connections

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -135,8 +136,9 @@ std::string LabNameOf(const std::string& run_id) { return "fl" + run_id.substr(r
 // What the telemetry tells us about the job while it runs.
 struct Progress {
   std::mutex mu;
-  std::map<int, int64_t> last_iteration;  // rank -> last completed iteration
-  std::map<int, int> exit_code;           // rank -> code (-signal) once its process ended
+  std::condition_variable anchor_event_cv;  // an anchor event arrived: the timeline looks
+  std::map<int, int64_t> last_iteration;    // rank -> last completed iteration
+  std::map<int, int> exit_code;             // rank -> code (-signal) once its process ended
   Nanos last_sample_mono = 0;
   uint64_t samples = 0;
   uint64_t mismatches = 0;
@@ -146,6 +148,8 @@ struct Progress {
   // Events the terminal tells of (a fault's detection, failover and restored path; a rank
   // that exited badly), until the timeline prints them.
   std::vector<reports::EventRecord> notable;
+  // The CCL events a fault can be timed against (after_event / during), kept for the run.
+  std::vector<reports::EventRecord> anchor_events;
 
   // The least last iteration over the ranks (-1 until all have reported); skip_lost: leaves
   // out ranks that exited badly (lost ranks the survivors shrank away from).
@@ -187,6 +191,8 @@ struct ActiveFault {
   bool injected = false;
   bool reverted = false;
   bool failed = false;
+  bool skipped = false;        // timed during its anchor, which was over first: never fires
+  Nanos anchor_due_wall = 0;   // event-timed: its anchor's event + delay, once seen; else 0
   Nanos revert_at_mono = 0;    // 0: at the end of the job
   std::string handle_id;       // the agent's journal entry for it
   std::set<std::string> told;  // event kinds already printed for it (the first rank's only)
@@ -241,6 +247,13 @@ class Runner {
   Status StopRanks();
   int Timeline();
   void BeginSteady();
+  // Overlapping faults (docs/metrics.md): whether m's anchor chain leads to k; the window in
+  // which an event of kind `kind` belongs to fault a (from its request, or its revert for
+  // path_restored, up to the next injected fault not nested in it); the wall time an
+  // event-timed fault is due, once its anchor's event is seen (0 before).
+  bool NestedIn(const PlannedFault& m, const std::string& k) const;
+  bool InWindow(const ActiveFault& a, const std::string& kind, Nanos wall) const;
+  Nanos AnchorDueWall(const ActiveFault& f);
   int RestartJob();
   Status InjectDue(ActiveFault& f);
   // Faults sent ahead: a time-scheduled fault goes to its agent kSendAheadNs before its time
@@ -643,6 +656,12 @@ void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batc
            r.kind == reports::kEventFailoverDone || r.kind == reports::kEventPathRestored) &&
           progress_.notable.size() < 4096)
         progress_.notable.push_back(r);
+      if ((r.kind == reports::kEventFaultDetected || r.kind == reports::kEventFailoverDone ||
+           r.kind == reports::kEventPathRestored) &&
+          progress_.anchor_events.size() < 4096) {
+        progress_.anchor_events.push_back(r);
+        progress_.anchor_event_cv.notify_all();
+      }
       events.push_back(r);
       if (code) progress_.exit_code[e.rank()] = *code;
     }
@@ -970,31 +989,25 @@ void Runner::PrintFaultEvents(bool all) {
       }
       continue;
     }
-    // The fault it answers: the latest one in effect (reverted, for a restored path) by then.
+    // The faults it answers (docs/metrics.md): those whose window holds it — the latest one
+    // injected by then, and the faults it is nested in (after_event / during).
     const bool restored = e.kind == reports::kEventPathRestored;
-    ActiveFault* owner = nullptr;
     for (auto& f : faults_) {
-      if (!f.injected || f.failed || !f.record.effective_wall_ns) continue;
-      const Nanos t =
-          restored ? f.record.reverted_wall_ns.value_or(INT64_MAX) : *f.record.effective_wall_ns;
-      if (t <= e.wall_ns && (!owner || t >= (restored ? *owner->record.reverted_wall_ns
-                                                      : *owner->record.effective_wall_ns)))
-        owner = &f;
+      if (f.failed || !InWindow(f, e.kind, e.wall_ns) || !f.told.insert(e.kind).second) continue;
+      const Nanos since = std::max<Nanos>(
+          0, e.wall_ns - (restored ? *f.record.reverted_wall_ns : *f.record.effective_wall_ns));
+      const std::string who = "rank " + std::to_string(e.rank);
+      if (e.kind == reports::kEventFaultDetected)
+        Say("[fault] " + f.plan.id + " detected by " + who + " after " + FormatDuration(since),
+            Tone::kFault);
+      else if (e.kind == reports::kEventFailoverDone)
+        Say("[fault] " + f.plan.id + " " + who + " failed over after " + FormatDuration(since),
+            Tone::kGood);
+      else
+        Say("[fault] " + f.plan.id + " path restored (" + who + ") " + FormatDuration(since) +
+                " after the revert",
+            Tone::kGood);
     }
-    if (!owner || !owner->told.insert(e.kind).second) continue;
-    const Nanos since =
-        e.wall_ns - (restored ? *owner->record.reverted_wall_ns : *owner->record.effective_wall_ns);
-    const std::string who = "rank " + std::to_string(e.rank);
-    if (e.kind == reports::kEventFaultDetected)
-      Say("[fault] " + owner->plan.id + " detected by " + who + " after " + FormatDuration(since),
-          Tone::kFault);
-    else if (e.kind == reports::kEventFailoverDone)
-      Say("[fault] " + owner->plan.id + " " + who + " failed over after " + FormatDuration(since),
-          Tone::kGood);
-    else
-      Say("[fault] " + owner->plan.id + " path restored (" + who + ") " + FormatDuration(since) +
-              " after the revert",
-          Tone::kGood);
   }
 }
 
@@ -1017,8 +1030,11 @@ void Runner::PrintProgress(const std::string& phase, bool force) {
   int64_t it = progress_.MinIteration(ProgressRanks());
   std::string next = "none";
   for (const auto& f : faults_) {
-    if (f.injected) continue;
-    if (f.plan.after_iteration_trigger)
+    if (f.injected || f.skipped) continue;
+    if (!f.plan.anchor.empty())
+      next = f.plan.id + " " + f.plan.kind + (f.plan.during ? " during " : " after ") +
+             f.plan.anchor + (f.plan.during ? "" : "'s " + f.plan.anchor_event);
+    else if (f.plan.after_iteration_trigger)
       next = f.plan.id + " " + f.plan.kind + " after iteration " +
              std::to_string(f.plan.after_iteration);
     else if (steady_mono_ > 0)
@@ -1128,13 +1144,17 @@ int Runner::Timeline() {
     state.restarts = restarts_;
     state.faults.resize(faults_.size());
     for (size_t i = 0; i < faults_.size(); ++i) {
-      const ActiveFault& f = faults_[i];
+      ActiveFault& f = faults_[i];
       TimelineFault& t = state.faults[i];
       if (t.plan.id.empty()) {
         t.plan = f.plan;
         t.agent = f.agent;
       }
+      if (!f.plan.anchor.empty() && f.anchor_due_wall == 0 && !f.injected && !f.skipped)
+        f.anchor_due_wall = AnchorDueWall(f);
+      t.anchor_due = f.anchor_due_wall ? in.now - (WallNowNs() - f.anchor_due_wall) : 0;
       t.phase = f.ahead      ? FaultPhase::kSentAhead
+                : f.skipped  ? FaultPhase::kSkipped
                 : f.failed   ? FaultPhase::kFailed
                 : f.reverted ? FaultPhase::kReverted
                 : f.injected ? FaultPhase::kInjected
@@ -1154,6 +1174,7 @@ int Runner::Timeline() {
         case TimelineActionKind::kInject: {
           ActiveFault& f = faults_[a.fault];
           if (f.plan.after_iteration_trigger) f.record.scheduled_wall_ns = WallNowNs();
+          if (f.anchor_due_wall) f.record.scheduled_wall_ns = f.anchor_due_wall;
           if (Status st = InjectDue(f); !st.ok()) return inject_failed(f, st);
           announce(f);
           break;
@@ -1164,6 +1185,15 @@ int Runner::Timeline() {
             return kExitInfra;
           }
           break;
+        case TimelineActionKind::kSkip: {
+          ActiveFault& f = faults_[a.fault];
+          f.skipped = true;
+          Say("[fault] " + f.plan.id + " " + f.plan.kind + " on " + f.plan.target + ": skipped, " +
+                  f.plan.anchor + " was no longer in effect",
+              Tone::kBad);
+          Event("fault_skipped", {{"fault", f.plan.id}, {"anchor", f.plan.anchor}});
+          break;
+        }
         case TimelineActionKind::kRestart:
           if (int rc = RestartJob(); rc >= 0) return rc;
           break;
@@ -1185,7 +1215,20 @@ int Runner::Timeline() {
     if (steady_mono_ > 0) PrintFaultEvents();
     PrintProgress(steady_mono_ > 0 ? "running" : "warm-up");
     const Nanos wait = step.wake_at - MonoNowNs();
-    if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    if (wait <= 0) continue;
+    // A fault timed by another's event is injected as soon as that event is in: its arrival
+    // ends the wait.
+    bool anchored_pending = false;
+    for (const auto& f : faults_)
+      anchored_pending = anchored_pending || (!f.plan.anchor.empty() && !f.injected && !f.skipped);
+    if (!anchored_pending) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+      continue;
+    }
+    std::unique_lock lock(progress_.mu);
+    const size_t seen = progress_.anchor_events.size();
+    progress_.anchor_event_cv.wait_for(lock, std::chrono::nanoseconds(wait),
+                                       [&] { return progress_.anchor_events.size() != seen; });
   }
 }
 
@@ -1203,9 +1246,69 @@ void Runner::BeginSteady() {
     f.record.kind = pf.kind;
     f.record.target = pf.target;
     f.record.params_json = nlohmann::json(pf.params).dump();
-    if (!pf.after_iteration_trigger) f.record.scheduled_wall_ns = steady_wall_ + pf.at_ns;
+    f.record.anchor = pf.anchor;
+    if (pf.time_triggered()) f.record.scheduled_wall_ns = steady_wall_ + pf.at_ns;
     faults_.push_back(f);
   }
+}
+
+bool Runner::NestedIn(const PlannedFault& m, const std::string& k) const {
+  std::string at = m.anchor;
+  for (size_t hops = 0; !at.empty() && hops <= faults_.size(); ++hops) {
+    if (at == k) return true;
+    std::string up;
+    for (const auto& f : faults_)
+      if (f.plan.id == at) up = f.plan.anchor;
+    at = up;
+  }
+  return false;
+}
+
+bool Runner::InWindow(const ActiveFault& a, const std::string& kind, Nanos wall) const {
+  // A fault sent ahead whose answer is not in yet fired at its time (its agent fires it then):
+  // its events may come before the answer does.
+  const bool fired_ahead = a.ahead && a.record.scheduled_wall_ns &&
+                           WallNowNs() >= *a.record.scheduled_wall_ns &&
+                           kind != reports::kEventPathRestored;
+  if (!fired_ahead && (!a.injected || !a.record.effective_wall_ns)) return false;
+  const Nanos start = fired_ahead ? *a.record.scheduled_wall_ns : *a.record.effective_wall_ns;
+  Nanos from = a.record.requested_wall_ns ? std::min(*a.record.requested_wall_ns, start) : start;
+  if (kind == reports::kEventPathRestored) {
+    if (!a.record.reverted_wall_ns) return false;
+    from = *a.record.reverted_wall_ns;
+  }
+  if (wall < from) return false;
+  for (const auto& b : faults_) {
+    if (&b == &a || !b.injected || !b.record.effective_wall_ns || NestedIn(b.plan, a.plan.id))
+      continue;
+    const Nanos t = *b.record.effective_wall_ns;
+    if (t > start && t <= wall) return false;  // b's interval by then
+  }
+  return true;
+}
+
+Nanos Runner::AnchorDueWall(const ActiveFault& f) {
+  const ActiveFault* a = nullptr;
+  for (const auto& g : faults_)
+    if (g.plan.id == f.plan.anchor) a = &g;
+  if (!a) return 0;
+  std::optional<Nanos> at;
+  const std::string& kind = f.plan.anchor_event;
+  if (!a->injected || !a->record.effective_wall_ns) {
+    // Sent ahead and due: a rank's detection may come before the agent's answer does.
+    if (kind != reports::kEventFaultDetected && kind != reports::kEventFailoverDone) return 0;
+  }
+  if (kind == "injected") {
+    at = a->record.effective_wall_ns;
+  } else if (kind == "reverted") {
+    if (a->reverted) at = a->record.reverted_wall_ns;
+  } else {
+    std::lock_guard lock(progress_.mu);
+    for (const auto& e : progress_.anchor_events)
+      if (e.kind == kind && InWindow(*a, kind, e.wall_ns) && (!at || e.wall_ns < *at))
+        at = e.wall_ns;
+  }
+  return at ? *at + f.plan.anchor_delay_ns : 0;
 }
 
 // A rank failed and the restart policy allows another attempt: stop the ranks, wait the
@@ -1396,8 +1499,17 @@ int Runner::Analyse(const std::string& end_reason, reports::RunStatus infra_stat
     v.fault_id = pf.id;
     v.expectation = "fault_fired";
     v.passed = false;
-    v.message =
-        "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
+    bool skipped = false;
+    for (const auto& f : faults_) skipped = skipped || (f.plan.id == pf.id && f.skipped);
+    if (skipped)
+      v.message = pf.id + " never fired: it was timed during " + pf.anchor + ", which was over " +
+                  "before its " + pf.anchor_event + " came";
+    else if (!pf.anchor.empty())
+      v.message = pf.id + " never fired: no " + pf.anchor_event + " of " + pf.anchor +
+                  " was seen before the job ended";
+    else
+      v.message =
+          "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
     verdicts.push_back(v);
   }
   for (auto& v : verdicts) v.run_id = run_id_;

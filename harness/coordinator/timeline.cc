@@ -44,6 +44,27 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
   for (size_t i = 0; i < state.faults.size(); ++i) {
     const TimelineFault& f = state.faults[i];
     if (f.phase != FaultPhase::kPending) continue;
+    if (!f.plan.anchor.empty()) {
+      const TimelineFault* anchor = nullptr;
+      for (const TimelineFault& a : state.faults)
+        if (a.plan.id == f.plan.anchor) anchor = &a;
+      const bool anchor_over = !anchor || (anchor->phase != FaultPhase::kPending &&
+                                           anchor->phase != FaultPhase::kSentAhead &&
+                                           anchor->phase != FaultPhase::kInjected);
+      if (f.anchor_due > 0 && in.now >= f.anchor_due) {
+        if (f.plan.during && anchor_over) {
+          step.actions.push_back({TimelineActionKind::kSkip, i});
+        } else {
+          step.actions.push_back({TimelineActionKind::kInject, i});
+          busy.insert(f.agent);
+        }
+      } else if (f.anchor_due > 0) {
+        step.wake_at = std::min(step.wake_at, f.anchor_due);
+      } else if (f.plan.during && anchor_over) {
+        step.actions.push_back({TimelineActionKind::kSkip, i});  // its recovery will not come
+      }
+      continue;
+    }
     if (f.plan.after_iteration_trigger) {
       if (in.min_iteration >= static_cast<int64_t>(f.plan.after_iteration)) {
         step.actions.push_back({TimelineActionKind::kInject, i});
@@ -72,6 +93,18 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
     else
       step.wake_at = std::min(step.wake_at, f.revert_at);
   }
+
+  // A fault injected, reverted or skipped now may be the anchor of another: look again at once
+  // (the interpreter sees its event then).
+  bool anchored_pending = false;
+  for (const TimelineFault& f : state.faults)
+    anchored_pending =
+        anchored_pending || (f.phase == FaultPhase::kPending && !f.plan.anchor.empty());
+  if (anchored_pending)
+    for (const TimelineAction& a : step.actions)
+      if (a.kind == TimelineActionKind::kInject || a.kind == TimelineActionKind::kRevert ||
+          a.kind == TimelineActionKind::kSkip)
+        step.wake_at = in.now;
 
   const bool all_exited = in.world > 0 && in.exited == in.world;
   if (all_exited && !in.failed) return end(TimelineActionKind::kEndPass);
@@ -103,6 +136,8 @@ const char* TimelineActionName(TimelineActionKind kind) {
       return "inject";
     case TimelineActionKind::kRevert:
       return "revert";
+    case TimelineActionKind::kSkip:
+      return "skip";
     case TimelineActionKind::kRestart:
       return "restart";
     case TimelineActionKind::kEndPass:

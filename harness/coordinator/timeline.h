@@ -25,6 +25,7 @@ enum class FaultPhase {
   kInjected,   // in effect
   kFailed,     // its inject failed
   kReverted,
+  kSkipped,  // never fired: timed `during` an anchor that was no longer in effect
 };
 
 struct TimelineFault {
@@ -32,6 +33,9 @@ struct TimelineFault {
   std::string agent;  // the agent that injects it (Lab::AgentFor)
   FaultPhase phase = FaultPhase::kPending;
   Nanos revert_at = 0;  // monotonic, once injected; 0: held until the job ends
+  // An event-timed fault (plan.anchor set): when it is due (monotonic: its anchor's event as the
+  // interpreter saw it, plus the delay); 0 while that event has not been seen.
+  Nanos anchor_due = 0;
 };
 
 struct TimelineConfig {
@@ -70,7 +74,8 @@ struct TimelineInput {
 enum class TimelineActionKind {
   kBeginSteady,  // warm-up is over (or cannot finish): the steady state starts now
   kSendAhead,    // send `fault` to its agent now, with its due time
-  kInject,       // inject `fault` now (iteration-triggered, or its agent was busy ahead of time)
+  kInject,       // inject `fault` now (iteration- or event-timed, or its agent was busy ahead)
+  kSkip,         // `fault` (during its anchor) will never fire: the anchor is not in effect
   kRevert,       // revert `fault` now
   kRestart,      // a rank failed and the restart policy allows another attempt
   kEndPass,      // the job ended: every rank exited well, or one failed with no restart left
@@ -99,7 +104,9 @@ inline Nanos DueAt(const TimelineState& state, const TimelineFault& f) {
 // are due, then at most one end action. A time-triggered fault goes ahead once it is within
 // send_ahead_ns of its time, unless another fault of its agent is ahead or in effect (a
 // prepared fault claims its objects at once); it is then injected at its time. An
-// iteration-triggered fault is injected once every progress rank has passed its iteration.
+// iteration-triggered fault is injected once every progress rank has passed its iteration. An
+// event-timed fault is injected at its anchor_due; one timed `during` its anchor is skipped
+// instead when the anchor is no longer in effect by then (reverted, failed or skipped).
 TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& config,
                               const TimelineInput& in);
 

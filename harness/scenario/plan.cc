@@ -47,7 +47,12 @@ StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, u
       pf.target = target;
       pf.params = spec.params;
       pf.duration_ns = spec.duration_ns;
-      if (spec.timing.kind == FaultTiming::Kind::kAfterIteration) {
+      if (spec.timing.kind == FaultTiming::Kind::kAfterEvent) {
+        pf.anchor = spec.timing.anchor;
+        pf.anchor_event = spec.timing.anchor_event;
+        pf.anchor_delay_ns = spec.timing.anchor_delay_ns;
+        pf.during = spec.timing.during;
+      } else if (spec.timing.kind == FaultTiming::Kind::kAfterIteration) {
         pf.after_iteration_trigger = true;
         pf.after_iteration = spec.timing.after_iteration;
       } else {
@@ -64,10 +69,12 @@ StatusOr<Plan> MakePlan(const Scenario& scenario, const FaultCatalog& catalog, u
   }
   std::stable_sort(plan.faults.begin(), plan.faults.end(),
                    [](const PlannedFault& a, const PlannedFault& b) {
-                     if (a.after_iteration_trigger != b.after_iteration_trigger)
-                       return !a.after_iteration_trigger;
+                     auto order = [](const PlannedFault& f) {
+                       return f.time_triggered() ? 0 : f.after_iteration_trigger ? 1 : 2;
+                     };
+                     if (order(a) != order(b)) return order(a) < order(b);
                      if (a.after_iteration_trigger) return a.after_iteration < b.after_iteration;
-                     return a.at_ns < b.at_ns;
+                     return a.time_triggered() && a.at_ns < b.at_ns;
                    });
   return plan;
 }
@@ -76,7 +83,11 @@ std::string DescribePlan(const Plan& plan) {
   std::string s;
   for (const PlannedFault& f : plan.faults) {
     s += f.id + " " + f.kind + " " + f.target;
-    if (f.after_iteration_trigger)
+    if (!f.anchor.empty())
+      s += std::string(f.during ? " during=" : " after_event=") + f.anchor +
+           (f.during ? "" : ":" + f.anchor_event) +
+           (f.anchor_delay_ns ? "+" + FormatDuration(f.anchor_delay_ns) : "");
+    else if (f.after_iteration_trigger)
       s += " after_iteration=" + std::to_string(f.after_iteration);
     else
       s += " at=" + FormatDuration(f.at_ns);

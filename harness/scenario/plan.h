@@ -27,11 +27,21 @@ struct PlannedFault {
   Nanos at_ns = 0;  // offset from the start of the steady state
   uint64_t after_iteration = 0;
   Nanos duration_ns = 0;  // 0: until the end of the job
+  // Timed by an event of an earlier fault (after_event / during): the anchor's planned id,
+  // the event (kAnchorEvents), the delay after it; during: only while the anchor is in effect.
+  std::string anchor;
+  std::string anchor_event;
+  Nanos anchor_delay_ns = 0;
+  bool during = false;
+
+  bool time_triggered() const { return !after_iteration_trigger && anchor.empty(); }
 };
 
 struct Plan {
   uint64_t seed = 0;
-  std::vector<PlannedFault> faults;  // time-triggered ones sorted by at_ns, then the others
+  // time-triggered ones sorted by at_ns, then iteration-triggered ones by iteration, then the
+  // event-timed ones in file order
+  std::vector<PlannedFault> faults;
 };
 
 // REQUIRES: ValidateAgainstCatalog(scenario, catalog).ok()

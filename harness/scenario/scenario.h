@@ -69,16 +69,29 @@ struct JobSpec {
   std::string progress_format = "lines";
 };
 
-// When a fault fires, relative to the start of the steady state (after warm-up).
+// When a fault fires: relative to the start of the steady state (after warm-up), to an
+// iteration, or to what an earlier fault did (after_event / during: its anchor).
 struct FaultTiming {
-  enum class Kind { kAt, kAfterIteration, kEvery };
+  enum class Kind { kAt, kAfterIteration, kEvery, kAfterEvent };
   Kind kind = Kind::kAt;
   Nanos at_ns = 0;  // kAt: offset; kEvery: first firing
   uint64_t after_iteration = 0;
   Nanos every_ns = 0;   // kEvery: period
   uint32_t count = 1;   // kEvery: number of firings
   Nanos jitter_ns = 0;  // each firing moved by a seeded draw in [-jitter, +jitter]
+  // kAfterEvent: `delay` after the anchor fault's `event` (kAnchorEvents) was seen; `during`:
+  // only while the anchor is still in effect (its event fault_detected: inside its recovery).
+  std::string anchor;        // the anchor's id, "f0": an earlier fault of the file, one firing
+  std::string anchor_event;  // injected | fault_detected | failover_done | reverted | path_restored
+  Nanos anchor_delay_ns = 0;
+  bool during = false;
 };
+
+// The events a fault can be anchored to (after_event.event), in the order they happen to a
+// fault: its injection took effect, a rank detected it, a rank's failover completed, it was
+// reverted, a rank's path came back.
+inline constexpr const char* kAnchorEvents[] = {"injected", "fault_detected", "failover_done",
+                                                "reverted", "path_restored"};
 
 struct FaultSpec {
   std::string kind;          // injector name

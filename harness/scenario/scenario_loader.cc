@@ -290,22 +290,88 @@ Status ParseJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   return OkStatus();
 }
 
+// after_event: {event: EVENT, fault: fN, delay: DUR}, or during: fN | {fault: fN, delay: DUR}
+// (the anchor's fault_detected, while it is still in effect). That fN is an earlier fault of
+// the file with one firing is checked once all faults are read (CheckAnchors).
+Status ParseAnchor(const YamlDoc& doc, const YAML::Node& n, FaultTiming* t) {
+  t->kind = FaultTiming::Kind::kAfterEvent;
+  t->during = doc.Has(n, "during");
+  const YAML::Node a = t->during ? n["during"] : n["after_event"];
+  const char* what = t->during ? "during" : "after_event";
+  if (t->during && a.IsScalar()) {
+    t->anchor = a.Scalar();
+  } else {
+    FL_RETURN_IF_ERROR(doc.ExpectMap(a, what));
+    if (t->during) {
+      FL_RETURN_IF_ERROR(doc.CheckKeys(a, {"fault", "delay"}, "during"));
+    } else {
+      FL_RETURN_IF_ERROR(doc.CheckKeys(a, {"event", "fault", "delay"}, "after_event"));
+    }
+    FL_ASSIGN_OR_RETURN(t->anchor, doc.Get<std::string>(a, "fault"));
+    FL_ASSIGN_OR_RETURN(t->anchor_delay_ns,
+                        doc.GetDurationIn(a, "delay", 0, 0, limits::kMaxFaultTime));
+  }
+  if (t->during) {
+    t->anchor_event = "fault_detected";
+    return OkStatus();
+  }
+  FL_ASSIGN_OR_RETURN(t->anchor_event, doc.Get<std::string>(a, "event"));
+  for (const char* e : kAnchorEvents)
+    if (t->anchor_event == e) return OkStatus();
+  std::vector<std::string> known(std::begin(kAnchorEvents), std::end(kAnchorEvents));
+  return doc.Error(a["event"],
+                   "unknown event '" + t->anchor_event + "' (known: " + Join(known) + ")");
+}
+
+// Every anchor names an earlier fault of the file ("f" and its index) that fires once.
+Status CheckAnchors(const YamlDoc& doc, const YAML::Node& faults,
+                    const std::vector<FaultSpec>& specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const FaultTiming& t = specs[i].timing;
+    if (t.kind != FaultTiming::Kind::kAfterEvent) continue;
+    const YAML::Node fn = faults[i];
+    const YAML::Node a = t.during ? fn["during"] : fn["after_event"];
+    const YAML::Node at = a.IsMap() ? a["fault"] : a;
+    size_t j = 0;
+    const bool named = t.anchor.size() > 1 && t.anchor[0] == 'f' &&
+                       t.anchor.find_first_not_of("0123456789", 1) == std::string::npos &&
+                       t.anchor.size() < 8;
+    if (named) j = std::stoul(t.anchor.substr(1));
+    if (!named || j >= i)
+      return doc.Error(at,
+                       "'" + t.anchor + "' is not an earlier fault of this file (" +
+                           (i == 0 ? std::string("the first fault has none")
+                                   : "those before this one are f0 .. f" + std::to_string(i - 1)) +
+                           ")");
+    if (specs[j].timing.count > 1)
+      return doc.Error(
+          at, "fault " + t.anchor + " fires more than once: an anchor must be a single firing");
+  }
+  return OkStatus();
+}
+
 Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n,
-                                   {"kind", "target", "target_class", "at", "after_iteration",
-                                    "every", "count", "jitter", "duration", "params"},
-                                   "fault"));
+  FL_RETURN_IF_ERROR(
+      doc.CheckKeys(n,
+                    {"kind", "target", "target_class", "at", "after_iteration", "every",
+                     "after_event", "during", "count", "jitter", "duration", "params"},
+                    "fault"));
   f->where = doc.Where(n);
   FL_ASSIGN_OR_RETURN(f->kind, doc.Get<std::string>(n, "kind"));
   FL_ASSIGN_OR_RETURN(f->target, doc.GetOr<std::string>(n, "target", ""));
   FL_ASSIGN_OR_RETURN(f->target_class, doc.GetOr<std::string>(n, "target_class", ""));
   if (!f->target.empty() && !f->target_class.empty())
     return doc.Error(n, "a fault takes 'target' or 'target_class', not both");
-  int when = doc.Has(n, "at") + doc.Has(n, "after_iteration") + doc.Has(n, "every");
+  int when = doc.Has(n, "at") + doc.Has(n, "after_iteration") + doc.Has(n, "every") +
+             doc.Has(n, "after_event") + doc.Has(n, "during");
   if (when != 1)
-    return doc.Error(n, "a fault needs exactly one of 'at', 'after_iteration' or 'every'");
+    return doc.Error(n,
+                     "a fault needs exactly one of 'at', 'after_iteration', 'every', "
+                     "'after_event' or 'during'");
   FaultTiming& t = f->timing;
-  if (doc.Has(n, "at")) {
+  if (doc.Has(n, "after_event") || doc.Has(n, "during")) {
+    FL_RETURN_IF_ERROR(ParseAnchor(doc, n, &t));
+  } else if (doc.Has(n, "at")) {
     t.kind = FaultTiming::Kind::kAt;
     FL_ASSIGN_OR_RETURN(t.at_ns, doc.AsDurationIn(n["at"], "at", 0, limits::kMaxFaultTime));
   } else if (doc.Has(n, "after_iteration")) {
@@ -323,6 +389,8 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
     return doc.Error(n["count"], "count > 1 needs 'every' (the period between firings)");
   if (t.kind == FaultTiming::Kind::kEvery) t.at_ns = t.every_ns;
   FL_ASSIGN_OR_RETURN(t.jitter_ns, doc.GetDurationIn(n, "jitter", 0, 0, limits::kMaxFaultTime));
+  if (t.jitter_ns > 0 && t.kind == FaultTiming::Kind::kAfterEvent)
+    return doc.Error(n["jitter"], "a fault timed by an event takes 'delay', not 'jitter'");
   FL_ASSIGN_OR_RETURN(f->duration_ns,
                       doc.GetDurationIn(n, "duration", 0, 0, limits::kMaxFaultTime));
   if (t.kind == FaultTiming::Kind::kEvery && f->duration_ns >= t.every_ns)
@@ -459,6 +527,7 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
                                  " times in all (the sum of their counts)");
       s.faults.push_back(std::move(f));
     }
+    FL_RETURN_IF_ERROR(CheckAnchors(doc, faults, s.faults));
   }
   if (doc.Has(root, "expectations"))
     FL_RETURN_IF_ERROR(ParseExpect(doc, root["expectations"], &s.expect));

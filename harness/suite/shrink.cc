@@ -25,11 +25,31 @@ std::string Emit(const YAML::Node& node) {
   return std::string(out.c_str()) + "\n";
 }
 
-// The scenario with only the faults whose indices are in keep.
+// The scenario with only the faults whose indices are in keep, their anchors (after_event /
+// during: "fN", a fault's index) renumbered; a null node when a kept fault's anchor is not
+// kept (that candidate is not a scenario).
 YAML::Node WithFaults(const YAML::Node& scenario, const std::vector<size_t>& keep) {
   YAML::Node copy = YAML::Clone(scenario);
   YAML::Node faults(YAML::NodeType::Sequence);
-  for (size_t i : keep) faults.push_back(YAML::Clone(scenario["faults"][i]));
+  std::map<std::string, std::string> renamed;  // "f3" -> "f1"
+  for (size_t k = 0; k < keep.size(); ++k)
+    renamed["f" + std::to_string(keep[k])] = "f" + std::to_string(k);
+  for (size_t i : keep) {
+    YAML::Node f = YAML::Clone(scenario["faults"][i]);
+    for (const char* key : {"after_event", "during"}) {
+      YAML::Node a = f[key];
+      if (!a) continue;
+      YAML::Node at = a.IsMap() ? a["fault"] : a;
+      if (!at || !at.IsScalar()) continue;
+      auto it = renamed.find(at.Scalar());
+      if (it == renamed.end()) return YAML::Node();
+      if (a.IsMap())
+        f[key]["fault"] = it->second;
+      else
+        f[key] = it->second;
+    }
+    faults.push_back(f);
+  }
   copy["faults"] = faults;
   return copy;
 }
@@ -43,6 +63,7 @@ class Reducer {
 
   // Asks whether candidate still fails; true keeps it as the new best. Errors end the shrink.
   StatusOr<bool> Try(const YAML::Node& candidate, const std::string& what) {
+    if (candidate.IsNull()) return false;  // not a scenario (WithFaults)
     std::string yaml = Emit(candidate);
     if (!tried_.insert(yaml).second) return false;  // asked before: it did not fail then
     if (Spent()) return false;
@@ -111,7 +132,7 @@ StatusOr<ShrinkResult> ShrinkScenario(const std::string& yaml,
       what += " (" + std::to_string(keep_pos.size()) + " left)";
       FL_ASSIGN_OR_RETURN(bool still, r.Try(WithFaults(best, keep_pos), what));
       if (still) {
-        best = WithFaults(best, keep_pos);
+        best = WithFaults(best, keep_pos);  // not null: Try kept it
         alive = keep_orig;
         removed = true;
       } else {

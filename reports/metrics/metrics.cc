@@ -198,6 +198,21 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
   std::stable_sort(applied.begin(), applied.end(),
                    [&](const auto* a, const auto* b) { return inject_time(a) < inject_time(b); });
   Nanos first_fault = applied.empty() ? std::numeric_limits<Nanos>::max() : inject_time(applied[0]);
+  // Overlapping faults: m is nested in k when its anchor chain (after_event / during) leads to
+  // k. A nested fault does not end its anchor's interval (docs/metrics.md).
+  std::map<std::string, std::string> anchor_of;
+  for (const auto& f : in.faults)
+    if (!f.anchor.empty()) anchor_of[f.fault_id] = f.anchor;
+  auto nested_in = [&](const std::string& m, const std::string& k) {
+    std::string at = m;
+    for (size_t hops = 0; hops <= anchor_of.size(); ++hops) {
+      auto it = anchor_of.find(at);
+      if (it == anchor_of.end()) return false;
+      if (it->second == k) return true;
+      at = it->second;
+    }
+    return false;  // a cycle (not from a loaded scenario): nested in nothing
+  };
 
   // ---- Baseline ----
   std::vector<double> base_bw;
@@ -230,7 +245,14 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
     fm.fault_id = f.fault_id;
     fm.applied = true;
     const Nanos T = inject_time(&f);
-    const Nanos E = std::max(T, k + 1 < applied.size() ? inject_time(applied[k + 1]) : run_end);
+    // E: the next applied fault that is not nested in this one, else the run end.
+    Nanos next = run_end;
+    for (size_t j = k + 1; j < applied.size(); ++j) {
+      if (nested_in(applied[j]->fault_id, f.fault_id)) continue;
+      next = inject_time(applied[j]);
+      break;
+    }
+    const Nanos E = std::max(T, next);
     fm.injected_ns = T;
     fm.interval_end_ns = E;
     if (f.reverted_wall_ns && *f.reverted_wall_ns >= T) fm.reverted_ns = f.reverted_wall_ns;

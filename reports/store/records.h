@@ -72,6 +72,9 @@ struct FaultRecord {
   std::optional<Nanos> effective_wall_ns;  // when the fault was in place (verified)
   std::optional<Nanos> reverted_wall_ns;   // when the revert completed
   std::optional<bool> revert_verified;     // state read back after the revert
+  // The fault this one was timed against (after_event / during), "" for none: a fault nested
+  // in its anchor does not end the anchor's interval (docs/metrics.md, "Overlapping faults").
+  std::string anchor;
 
   bool operator==(const FaultRecord&) const = default;
 };

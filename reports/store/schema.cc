@@ -157,7 +157,14 @@ CREATE TABLE nic_samples (
 CREATE INDEX nic_samples_by_run ON nic_samples (run_id, host, nic, wall_ns);
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4, kV5};
+// Version 6: the fault a fault was timed against (after_event / during: its anchor, '' for
+// none), so that the analysis keeps a fault's interval open over the faults nested in it
+// (docs/metrics.md, "Overlapping faults").
+constexpr std::string_view kV6 = R"sql(
+ALTER TABLE faults ADD COLUMN anchor TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
 
 }  // namespace
 

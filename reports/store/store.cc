@@ -393,12 +393,13 @@ Status Store::PutFault(const FaultRecord& f) {
       auto st,
       db_->Prepare("INSERT INTO faults (run_id, fault_id, kind, target, params_json, "
                    "scheduled_wall_ns, requested_wall_ns, effective_wall_ns, reverted_wall_ns, "
-                   "revert_verified) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT "
-                   "(run_id, fault_id) DO UPDATE SET kind = excluded.kind, target = "
-                   "excluded.target, params_json = excluded.params_json, scheduled_wall_ns = "
-                   "excluded.scheduled_wall_ns, requested_wall_ns = excluded.requested_wall_ns, "
-                   "effective_wall_ns = excluded.effective_wall_ns, reverted_wall_ns = "
-                   "excluded.reverted_wall_ns, revert_verified = excluded.revert_verified"));
+                   "revert_verified, anchor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                   "?11) ON CONFLICT (run_id, fault_id) DO UPDATE SET kind = excluded.kind, "
+                   "target = excluded.target, params_json = excluded.params_json, "
+                   "scheduled_wall_ns = excluded.scheduled_wall_ns, requested_wall_ns = "
+                   "excluded.requested_wall_ns, effective_wall_ns = excluded.effective_wall_ns, "
+                   "reverted_wall_ns = excluded.reverted_wall_ns, revert_verified = "
+                   "excluded.revert_verified, anchor = excluded.anchor"));
   std::optional<int64_t> verified;
   if (f.revert_verified) verified = *f.revert_verified ? 1 : 0;
   st.Bind(1, f.run_id)
@@ -410,7 +411,8 @@ Status Store::PutFault(const FaultRecord& f) {
       .Bind(7, f.requested_wall_ns)
       .Bind(8, f.effective_wall_ns)
       .Bind(9, f.reverted_wall_ns)
-      .Bind(10, verified);
+      .Bind(10, verified)
+      .Bind(11, f.anchor);
   return st.Run();
 }
 
@@ -716,8 +718,8 @@ StatusOr<std::vector<FaultRecord>> Store::LoadFaultsLocked(const std::string& id
   FL_ASSIGN_OR_RETURN(
       auto faults,
       db_->Prepare("SELECT fault_id, kind, target, params_json, scheduled_wall_ns, "
-                   "requested_wall_ns, effective_wall_ns, reverted_wall_ns, revert_verified "
-                   "FROM faults WHERE run_id = ?1 ORDER BY coalesce(effective_wall_ns, "
+                   "requested_wall_ns, effective_wall_ns, reverted_wall_ns, revert_verified, "
+                   "anchor FROM faults WHERE run_id = ?1 ORDER BY coalesce(effective_wall_ns, "
                    "requested_wall_ns, scheduled_wall_ns), fault_id"));
   faults.Bind(1, id);
   std::vector<FaultRecord> out;
@@ -735,6 +737,7 @@ StatusOr<std::vector<FaultRecord>> Store::LoadFaultsLocked(const std::string& id
     f.effective_wall_ns = faults.OptInt(6);
     f.reverted_wall_ns = faults.OptInt(7);
     f.revert_verified = OptBool(faults, 8);
+    f.anchor = faults.Text(9);
     out.push_back(std::move(f));
   }
   return out;

@@ -334,6 +334,58 @@ TEST_CASE("metrics: faults before any iteration, unapplied faults and fault inte
   CHECK_FALSE(Find(rows, "f9", "detected"));
 }
 
+// A second fault timed during the first one's recovery (after_event / during: its anchor):
+// f0 at 10 s is detected at 10.01 s; f1 hits at 10.05 s, is detected at 10.06 s; one
+// failover at 10.5 s completes both; iteration 10 ends at 11.5 s, then 2 s per iteration;
+// both reverted at 31.5 s; f2 (not nested) at 40 s.
+Trace Nested(bool anchored) {
+  Trace t;
+  t.Run(0, 10, 0, 1);
+  t.Iter(10, 10, 11.5);
+  double at = t.Run(11, 10, 11.5, 2);  // 11..20, ending at 31.5
+  t.Run(21, 10, at, 1);                // 21..30, ending at 41.5
+  t.Event(kEventFaultDetected, 10.01, 1);
+  t.Event(kEventFaultDetected, 10.06, 0);
+  t.Event(kEventFailoverDone, 10.5);
+  t.Fault("f0", 10.0, 31.5);
+  FaultRecord& f1 = t.Fault("f1", 10.05, 31.5);
+  if (anchored) f1.anchor = "f0";
+  t.Fault("f2", 40, std::nullopt);
+  return t;
+}
+
+TEST_CASE(
+    "metrics: a fault nested in another (after_event / during) does not end its anchor's "
+    "interval, and each keeps its own detection",
+    "[unit]") {
+  auto m = ComputeMetrics(Nested(true).in, {});
+  REQUIRE(m.ok());
+  REQUIRE(m->faults.size() == 3);
+  const FaultMetrics& f0 = m->faults[0];
+  const FaultMetrics& f1 = m->faults[1];
+  CHECK(f0.fault_id == "f0");
+  CHECK(f0.interval_end_ns == At(40));
+  CHECK(*f0.detection_latency_ms == Approx(10).margin(1e-6));
+  CHECK(*f0.failover_ms == Approx(500).margin(1e-6));
+  CHECK(*f0.time_to_first_progress_ms == Approx(1500).margin(1e-6));
+  CHECK(*f0.degraded_algbw == Approx(0.5e9));  // iterations 11..20 under both faults
+  CHECK(f1.fault_id == "f1");
+  CHECK(f1.interval_end_ns == At(40));
+  CHECK(*f1.detection_latency_ms == Approx(10).margin(1e-6));  // its own: 10.06 s
+  CHECK(*f1.failover_ms == Approx(450).margin(1e-6));          // the one failover, from 10.05
+  CHECK(*f1.time_to_first_progress_ms == Approx(1450).margin(1e-6));
+  CHECK(m->faults[2].interval_end_ns > At(40));
+
+  // The same times without the anchor: f1 ends f0's interval at 10.05 s, and f0 loses its
+  // failover and first progress to f1.
+  auto plain = ComputeMetrics(Nested(false).in, {});
+  REQUIRE(plain.ok());
+  CHECK(plain->faults[0].interval_end_ns == At(10.05));
+  CHECK(*plain->faults[0].detection_latency_ms == Approx(10).margin(1e-6));
+  CHECK_FALSE(plain->faults[0].failover_ms);
+  CHECK_FALSE(plain->faults[0].time_to_first_progress_ms);
+}
+
 TEST_CASE("metrics: a relaunched fail-stop job reports its restart cost", "[unit]") {
   Trace t;
   t.Run(0, 10, 0, 1);  // iterations 0..9, checkpoint after iteration 5

@@ -182,7 +182,7 @@ TEST_CASE("nic samples: a version 4 database migrates to 5 and keeps its rows", 
   }
   auto store = Store::Open(path);
   REQUIRE(store.ok());
-  CHECK(*(*store)->SchemaVersion() == 5);
+  CHECK(*(*store)->SchemaVersion() == kSchemaVersion);
   auto data = (*store)->LoadRun("r-old");
   REQUIRE(data.ok());
   CHECK(data->samples.size() == 1);

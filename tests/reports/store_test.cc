@@ -100,6 +100,9 @@ TEST_CASE("store: opening a version 1 database migrates it and keeps its rows", 
     REQUIRE(raw->Exec("INSERT INTO metrics VALUES ('r-old', 'f0', 'detection_latency_ms', 12.5, "
                       "'ms')")
                 .ok());
+    REQUIRE(raw->Exec("INSERT INTO faults (run_id, fault_id, kind, target, params_json, "
+                      "effective_wall_ns) VALUES ('r-old', 'f0', 'nic_flap', 'h1.nic0', '{}', 150)")
+                .ok());
     CHECK(raw->Exec("SELECT coordinator_pid FROM runs").code() == Code::kInternal);
   }
   auto store = Store::Open(path);
@@ -114,6 +117,10 @@ TEST_CASE("store: opening a version 1 database migrates it and keeps its rows", 
   CHECK(data->run.coordinator_host.empty());
   REQUIRE(data->metrics.size() == 1);
   CHECK(data->metrics[0].value == 12.5);
+  // Version 6: faults of older runs have no anchor.
+  REQUIRE(data->faults.size() == 1);
+  CHECK(data->faults[0].effective_wall_ns == Nanos{150});
+  CHECK(data->faults[0].anchor.empty());
   REQUIRE((*store)->SetTag("r-old", "fw", "22.39").ok());
   RunFilter f;
   f.tags["fw"] = "22.39";
@@ -368,6 +375,7 @@ TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integ
   FaultRecord f1{
       "r1",         "f1",         "tor_port_down", "tor0/p3",   "{}", kT0 + 30 * kNsPerSec,
       std::nullopt, std::nullopt, std::nullopt,    std::nullopt};
+  f1.anchor = "f0";  // timed by f0's events (after_event / during)
   REQUIRE(store.PutFault(f1).ok());
   FaultRecord f0_early = f0;
   f0_early.reverted_wall_ns.reset();

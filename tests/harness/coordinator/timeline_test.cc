@@ -4,6 +4,8 @@
 #include "harness/coordinator/timeline.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,17 @@ TimelineFault IterationFault(const std::string& id, const std::string& agent, ui
   TimelineFault f = TimeFault(id, agent, 0, dur);
   f.plan.after_iteration_trigger = true;
   f.plan.after_iteration = it;
+  return f;
+}
+
+// Timed by an event of `anchor` (after_event / during).
+TimelineFault EventFault(const std::string& id, const std::string& agent, const std::string& anchor,
+                         const std::string& event, Nanos delay, bool during, Nanos dur) {
+  TimelineFault f = TimeFault(id, agent, 0, dur);
+  f.plan.anchor = anchor;
+  f.plan.anchor_event = event;
+  f.plan.anchor_delay_ns = delay;
+  f.plan.during = during;
   return f;
 }
 
@@ -52,6 +65,10 @@ struct FakeRun {
   Nanos until = 5'000 * kMs;
   Nanos stop_ranks_at = 0;  // 0: never
   Nanos fail_at = 0;        // 0: no rank fails
+  // The fake CCL detects a fault this long after it took effect; the fake interpreter sees
+  // the events of an anchor (fault_detected, injected, reverted) at its next look.
+  Nanos detect_after = 3 * kMs;
+  std::map<std::string, Nanos> took_effect, reverted;
   std::vector<Done> done;
   int steps = 0;
 
@@ -66,7 +83,20 @@ struct FakeRun {
           f.phase = FaultPhase::kInjected;
           if (f.plan.duration_ns > 0) f.revert_at = DueAt(state, f) + f.plan.duration_ns;
           done.push_back({now, "fired " + f.plan.id});
+          took_effect[f.plan.id] = now;
         }
+      }
+      for (auto& f : state.faults) {
+        if (f.plan.anchor.empty() || f.anchor_due > 0 || !took_effect.count(f.plan.anchor))
+          continue;
+        const Nanos t = took_effect[f.plan.anchor];
+        std::optional<Nanos> event;
+        if (f.plan.anchor_event == "injected") event = t;
+        if (f.plan.anchor_event == "fault_detected" && now >= t + detect_after)
+          event = t + detect_after;
+        if (f.plan.anchor_event == "reverted" && reverted.count(f.plan.anchor))
+          event = reverted[f.plan.anchor];
+        if (event) f.anchor_due = *event + f.plan.anchor_delay_ns;
       }
       const bool running = stop_ranks_at == 0 || now < stop_ranks_at;
       if (running) last_sample = now;
@@ -80,11 +110,11 @@ struct FakeRun {
       const TimelineStep step = NextTimelineStep(state, cfg, in);
       REQUIRE(step.wake_at >= now);
       for (const TimelineAction& a : step.actions) {
-        TimelineFault* f = a.kind == TimelineActionKind::kSendAhead ||
-                                   a.kind == TimelineActionKind::kInject ||
-                                   a.kind == TimelineActionKind::kRevert
-                               ? &state.faults.at(a.fault)
-                               : nullptr;
+        TimelineFault* f =
+            a.kind == TimelineActionKind::kSendAhead || a.kind == TimelineActionKind::kInject ||
+                    a.kind == TimelineActionKind::kRevert || a.kind == TimelineActionKind::kSkip
+                ? &state.faults.at(a.fault)
+                : nullptr;
         switch (a.kind) {
           case TimelineActionKind::kBeginSteady:
             state.steady = now;
@@ -98,10 +128,16 @@ struct FakeRun {
             f->phase = FaultPhase::kInjected;
             if (f->plan.duration_ns > 0) f->revert_at = now + f->plan.duration_ns;
             done.push_back({now, "inject " + f->plan.id});
+            took_effect[f->plan.id] = now;
+            break;
+          case TimelineActionKind::kSkip:
+            f->phase = FaultPhase::kSkipped;
+            done.push_back({now, "skip " + f->plan.id});
             break;
           case TimelineActionKind::kRevert:
             f->phase = FaultPhase::kReverted;
             done.push_back({now, "revert " + f->plan.id});
+            reverted[f->plan.id] = now;
             break;
           case TimelineActionKind::kRestart:
             state.restarts++;
@@ -180,6 +216,56 @@ TEST_CASE(
   CHECK(run.When("inject f0") == 420 * kMs);
   CHECK(run.When("revert f0") == 520 * kMs);
   CHECK(run.When("ahead f0") == -1);
+}
+
+TEST_CASE(
+    "timeline: faults timed by an earlier fault's events land at the event plus their delay, "
+    "and one timed during a fault that is over is skipped",
+    "[unit]") {
+  SECTION("during: the anchor's detection plus the delay, on the same agent as the anchor") {
+    FakeRun run;
+    run.until = 3'000 * kMs;
+    run.state.faults = {TimeFault("f0", "h0", 1'000 * kMs, 400 * kMs),
+                        EventFault("f1", "h0", "f0", "fault_detected", 5 * kMs, true, 50 * kMs)};
+    CHECK(run.Run() == "until");
+    const Nanos fired = run.When("fired f0");
+    REQUIRE(fired > 0);
+    CHECK(run.When("inject f1") == fired + 3 * kMs + 5 * kMs);
+    CHECK(run.When("revert f1") == fired + 58 * kMs);
+    CHECK(run.When("ahead f1") == -1);
+    CHECK(run.When("skip f1") == -1);
+  }
+  SECTION("after_event reverted and injected, chained: f2 after f1 took effect") {
+    FakeRun run;
+    run.until = 3'000 * kMs;
+    run.state.faults = {TimeFault("f0", "h0", 1'000 * kMs, 200 * kMs),
+                        EventFault("f1", "h1", "f0", "reverted", 100 * kMs, false, 50 * kMs),
+                        EventFault("f2", "h2", "f1", "injected", 0, false, 10 * kMs)};
+    run.Run();
+    const Nanos reverted = run.When("revert f0");
+    CHECK(reverted == run.When("fired f0") + 200 * kMs);
+    CHECK(run.When("inject f1") == reverted + 100 * kMs);
+    CHECK(run.When("inject f2") == run.When("inject f1"));
+  }
+  SECTION("during a fault reverted before it was detected: skipped, never injected") {
+    FakeRun run;
+    run.until = 3'000 * kMs;
+    run.detect_after = 500 * kMs;
+    run.state.faults = {TimeFault("f0", "h0", 1'000 * kMs, 100 * kMs),
+                        EventFault("f1", "h1", "f0", "fault_detected", 0, true, 50 * kMs)};
+    CHECK(run.Run() == "until");
+    CHECK(run.When("skip f1") == run.When("revert f0"));
+    CHECK(run.When("inject f1") == -1);
+  }
+  SECTION("after_event of an event that never comes: nothing fires, nothing is skipped") {
+    FakeRun run;
+    run.until = 2'000 * kMs;
+    run.state.faults = {TimeFault("f0", "h0", 1'000 * kMs, 0),
+                        EventFault("f1", "h1", "f0", "failover_done", 0, false, 50 * kMs)};
+    CHECK(run.Run() == "until");
+    CHECK(run.When("inject f1") == -1);
+    CHECK(run.When("skip f1") == -1);
+  }
 }
 
 TEST_CASE(

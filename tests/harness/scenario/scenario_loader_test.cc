@@ -67,6 +67,57 @@ TEST_CASE("scenario: a valid file loads with every field", "[unit]") {
   CHECK(ValidateAgainstCatalog(*s, Catalog()).ok());
 }
 
+TEST_CASE("scenario: after_event and during time a fault against an earlier one", "[unit]") {
+  const std::string two =
+      Replace(kGood, "    after_iteration: 200",
+              "    after_event: {event: failover_done, fault: f0, delay: 50ms}");
+  auto s = ParseScenario(two, "x.yaml");
+  REQUIRE(s.ok());
+  const FaultTiming& t = s->faults[1].timing;
+  CHECK(t.kind == FaultTiming::Kind::kAfterEvent);
+  CHECK(t.anchor == "f0");
+  CHECK(t.anchor_event == "failover_done");
+  CHECK(t.anchor_delay_ns == 50 * kNsPerMs);
+  CHECK_FALSE(t.during);
+
+  auto d = ParseScenario(Replace(kGood, "    after_iteration: 200", "    during: f0"), "x.yaml");
+  REQUIRE(d.ok());
+  CHECK(d->faults[1].timing.during);
+  CHECK(d->faults[1].timing.anchor_event == "fault_detected");
+  CHECK(d->faults[1].timing.anchor_delay_ns == 0);
+  auto dm = ParseScenario(
+      Replace(kGood, "    after_iteration: 200", "    during: {fault: f0, delay: 5ms}"), "x.yaml");
+  REQUIRE(dm.ok());
+  CHECK(dm->faults[1].timing.anchor_delay_ns == 5 * kNsPerMs);
+
+  auto error = [&](const std::string& with) {
+    auto r = ParseScenario(Replace(kGood, "    after_iteration: 200", with), "x.yaml");
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  CHECK(error("    after_event: {event: failed_over, fault: f0}")
+            .rfind("x.yaml:19:26: unknown event 'failed_over' (known: injected, fault_detected, "
+                   "failover_done, reverted, path_restored)",
+                   0) == 0);
+  CHECK(error("    during: f1")
+            .rfind("x.yaml:19:13: 'f1' is not an earlier fault of this file "
+                   "(those before this one are f0 .. f0)",
+                   0) == 0);
+  CHECK(error("    during: nic").find("'nic' is not an earlier fault") != std::string::npos);
+  CHECK(error("    during: {fault: f0, event: injected}").find("unknown key 'event' in during") !=
+        std::string::npos);
+  CHECK(error("    after_event: {fault: f0}").find("event") != std::string::npos);
+  CHECK(error("    during: f0\n    jitter: 1s").find("takes 'delay', not 'jitter'") !=
+        std::string::npos);
+  CHECK(error("    during: f0\n    at: 1s").find("exactly one of") != std::string::npos);
+  // An anchor fires once: a periodic fault cannot be one.
+  auto periodic = ParseScenario(Replace(Replace(kGood, "    at: 5s", "    every: 5s\n    count: 3"),
+                                        "    after_iteration: 200", "    during: f0"),
+                                "x.yaml");
+  REQUIRE_FALSE(periodic.ok());
+  CHECK(periodic.status().message().find("fires more than once") != std::string::npos);
+}
+
 TEST_CASE("scenario: malformed input fails with file:line:col", "[unit]") {
   SECTION("unknown key") {
     auto s = ParseScenario(Replace(kGood, "    duration: 2s", "    duraton: 2s"), "x.yaml");
@@ -89,8 +140,8 @@ TEST_CASE("scenario: malformed input fails with file:line:col", "[unit]") {
         Replace(kGood, "    after_iteration: 200", "    after_iteration: 200\n    at: 1s"),
         "x.yaml");
     REQUIRE_FALSE(s.ok());
-    CHECK(s.status().message().find("exactly one of 'at', 'after_iteration' or 'every'") !=
-          std::string::npos);
+    CHECK(s.status().message().find("exactly one of 'at', 'after_iteration', 'every', "
+                                    "'after_event' or 'during'") != std::string::npos);
   }
   SECTION("unknown ccl") {
     auto s = ParseScenario(Replace(kGood, "ccl: ftccl", "ccl: mpi"), "x.yaml");

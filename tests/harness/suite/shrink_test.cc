@@ -70,6 +70,50 @@ TEST_CASE("shrink: fewer faults, a target for the class, one firing, shorter and
   CHECK(calls < 20);
 }
 
+TEST_CASE(
+    "shrink: anchors (after_event / during) are renumbered as faults go, and no variant keeps "
+    "a fault whose anchor it dropped",
+    "[unit]") {
+  const char* yaml = R"(name: anchored
+faults:
+  - {kind: bandwidth_throttle, target: h0.nic0, at: 300ms, duration: 300ms}
+  - {kind: nic_port_flap, target: h1.nic0, at: 3s, duration: 2s}
+  - {kind: nic_port_flap, target: h2.nic0, during: f1, duration: 1s}
+  - kind: link_blackhole
+    target: h3.nic0
+    after_event: {event: reverted, fault: f1, delay: 10ms}
+expectations: {survives: true}
+)";
+  // "Fails" while a fault timed during another one is in the scenario; every variant asked
+  // about must be a scenario whose anchors name earlier faults of it.
+  std::vector<std::string> asked;
+  FailsSame fails = [&](const std::string& y, const std::string&) -> StatusOr<bool> {
+    asked.push_back(y);
+    YAML::Node n = YAML::Load(y);
+    bool nested = false;
+    for (size_t i = 0; i < n["faults"].size(); ++i) {
+      YAML::Node f = n["faults"][i];
+      for (const char* key : {"during", "after_event"}) {
+        if (!f[key]) continue;
+        const std::string a =
+            f[key].IsMap() ? f[key]["fault"].as<std::string>() : f[key].as<std::string>();
+        CHECK(std::stoul(a.substr(1)) < i);
+        nested = nested || std::string(key) == "during";
+      }
+    }
+    return nested;
+  };
+  auto r = ShrinkScenario(yaml, {}, fails, {});
+  REQUIRE(r.ok());
+  CHECK_FALSE(asked.empty());
+  YAML::Node n = YAML::Load(r->yaml);
+  // The throttle and the blackhole go; the flap and the fault during it stay, renumbered.
+  REQUIRE(n["faults"].size() == 2);
+  CHECK(n["faults"][0]["target"].as<std::string>() == "h1.nic0");
+  CHECK(n["faults"][1]["target"].as<std::string>() == "h2.nic0");
+  CHECK(n["faults"][1]["during"].as<std::string>() == "f0");
+}
+
 TEST_CASE("shrink: a spent budget keeps the smallest failing scenario found so far", "[unit]") {
   FailsSame fails = [&](const std::string& yaml, const std::string&) {
     return FlapOfAtLeast400ms(yaml);
