@@ -883,7 +883,9 @@ class LocalLab::RouteMonitor {
   static StatusOr<std::shared_ptr<RouteMonitor>> Start(
       const std::vector<std::pair<std::string, std::string>>& switches) {
     auto m = std::shared_ptr<RouteMonitor>(new RouteMonitor());
-    for (const auto& [name, netns] : switches) {
+    for (const auto& sw : switches) {
+      const std::string& name = sw.first;
+      const std::string& netns = sw.second;  // a plain name: lambdas cannot capture bindings
       int fd = -1;
       FL_RETURN_IF_ERROR(injectors::RunInNetns(netns, [&]() -> Status {
         fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);

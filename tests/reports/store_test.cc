@@ -371,11 +371,11 @@ TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integ
                  kT0 + 10 * kNsPerSec + 5,
                  kT0 + 10 * kNsPerSec + 900,
                  kT0 + 20 * kNsPerSec,
-                 true};
+                 true,
+                 ""};
   FaultRecord f1{
-      "r1",         "f1",         "tor_port_down", "tor0/p3",   "{}", kT0 + 30 * kNsPerSec,
-      std::nullopt, std::nullopt, std::nullopt,    std::nullopt};
-  f1.anchor = "f0";  // timed by f0's events (after_event / during)
+      "r1",         "f1",         "tor_port_down", "tor0/p3",    "{}", kT0 + 30 * kNsPerSec,
+      std::nullopt, std::nullopt, std::nullopt,    std::nullopt, "f0"};  // anchor: timed by f0
   REQUIRE(store.PutFault(f1).ok());
   FaultRecord f0_early = f0;
   f0_early.reverted_wall_ns.reset();
