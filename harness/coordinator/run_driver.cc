@@ -252,7 +252,10 @@ class Runner {
   // path_restored, up to the next injected fault not nested in it); the wall time an
   // event-timed fault is due, once its anchor's event is seen (0 before).
   bool NestedIn(const PlannedFault& m, const std::string& k) const;
-  bool InWindow(const ActiveFault& a, const std::string& kind, Nanos wall) const;
+  // fired_ahead: a fault sent ahead and due counts from its due time before its answer is in
+  // (for anchors; what is printed waits for the answer's times).
+  bool InWindow(const ActiveFault& a, const std::string& kind, Nanos wall,
+                bool fired_ahead_counts = false) const;
   Nanos AnchorDueWall(const ActiveFault& f);
   int RestartJob();
   Status InjectDue(ActiveFault& f);
@@ -954,7 +957,12 @@ void Runner::PrintFaultEvents(bool all) {
   // Events reach us some 10-50 ms after they happen (the agents flush every 50 ms): whatever
   // happened before an event 300 ms old has arrived, so it can be judged first or not.
   constexpr Nanos kSettle = 300 * kNsPerMs;
-  const Nanos settled = WallNowNs() - kSettle;
+  Nanos settled = WallNowNs() - kSettle;
+  // A fault fired ahead whose answer is not in yet (a switch over SSH takes a second) may own
+  // what came after its time: those events wait for its answer.
+  for (const auto& f : faults_)
+    if (f.ahead && f.record.scheduled_wall_ns)
+      settled = std::min(settled, *f.record.scheduled_wall_ns - 1);
   std::vector<reports::EventRecord> events;
   for (auto it = unsaid_.begin(); it != unsaid_.end();) {
     if (all || it->wall_ns <= settled) {
@@ -1264,10 +1272,11 @@ bool Runner::NestedIn(const PlannedFault& m, const std::string& k) const {
   return false;
 }
 
-bool Runner::InWindow(const ActiveFault& a, const std::string& kind, Nanos wall) const {
+bool Runner::InWindow(const ActiveFault& a, const std::string& kind, Nanos wall,
+                      bool fired_ahead_counts) const {
   // A fault sent ahead whose answer is not in yet fired at its time (its agent fires it then):
   // its events may come before the answer does.
-  const bool fired_ahead = a.ahead && a.record.scheduled_wall_ns &&
+  const bool fired_ahead = fired_ahead_counts && a.ahead && a.record.scheduled_wall_ns &&
                            WallNowNs() >= *a.record.scheduled_wall_ns &&
                            kind != reports::kEventPathRestored;
   if (!fired_ahead && (!a.injected || !a.record.effective_wall_ns)) return false;
@@ -1281,8 +1290,12 @@ bool Runner::InWindow(const ActiveFault& a, const std::string& kind, Nanos wall)
   for (const auto& b : faults_) {
     if (&b == &a || !b.injected || !b.record.effective_wall_ns || NestedIn(b.plan, a.plan.id))
       continue;
-    const Nanos t = *b.record.effective_wall_ns;
-    if (t > start && t <= wall) return false;  // b's interval by then
+    // b's window from its request on (a fault made in steps, over SSH, bites before its
+    // effective time)
+    const Nanos t = b.record.requested_wall_ns
+                        ? std::min(*b.record.requested_wall_ns, *b.record.effective_wall_ns)
+                        : *b.record.effective_wall_ns;
+    if (*b.record.effective_wall_ns > start && t <= wall) return false;
   }
   return true;
 }
@@ -1305,7 +1318,8 @@ Nanos Runner::AnchorDueWall(const ActiveFault& f) {
   } else {
     std::lock_guard lock(progress_.mu);
     for (const auto& e : progress_.anchor_events)
-      if (e.kind == kind && InWindow(*a, kind, e.wall_ns) && (!at || e.wall_ns < *at))
+      if (e.kind == kind && InWindow(*a, kind, e.wall_ns, /*fired_ahead_counts=*/true) &&
+          (!at || e.wall_ns < *at))
         at = e.wall_ns;
   }
   return at ? *at + f.plan.anchor_delay_ns : 0;

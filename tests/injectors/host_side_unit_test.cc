@@ -161,6 +161,14 @@ TEST_CASE("qdisc tree: comparison covers kinds, handles, parents and options", "
   b = *a;
   b.nodes[3].handle = "99:";
   CHECK_FALSE(SameTree(*a, b));
+  // A counter among the options (htb's direct_packets_stat) is traffic, not config.
+  QdiscTree h;
+  h.nodes.push_back({"htb", "1:", "root", {{"default", "0x10"}, {"direct_packets_stat", 0}}});
+  QdiscTree h2 = h;
+  h2.nodes[0].options["direct_packets_stat"] = 7;
+  CHECK(SameTree(h, h2));
+  h2.nodes[0].options["default"] = "0x20";
+  CHECK_FALSE(SameTree(h, h2));
   b = *a;
   b.nodes.pop_back();
   CHECK_FALSE(SameTree(*a, b));
