@@ -247,11 +247,10 @@ class Runner {
   Status StopRanks();
   int Timeline();
   void BeginSteady();
-  // Overlapping faults (docs/metrics.md): whether m's anchor chain leads to k; the window in
-  // which an event of kind `kind` belongs to fault a (from its request, or its revert for
-  // path_restored, up to the next injected fault not nested in it); the wall time an
-  // event-timed fault is due, once its anchor's event is seen (0 before).
-  bool NestedIn(const PlannedFault& m, const std::string& k) const;
+  // Overlapping faults (docs/metrics.md): the window in which an event of kind `kind` belongs
+  // to fault a (from its request, or its revert for path_restored, up to the next injected
+  // fault not nested in it: reports::NestedIn over anchor_of_); the wall time an event-timed
+  // fault is due, once its anchor's event is seen (0 before).
   // fired_ahead: a fault sent ahead and due counts from its due time before its answer is in
   // (for anchors; what is printed waits for the answer's times).
   bool InWindow(const ActiveFault& a, const std::string& kind, Nanos wall,
@@ -312,6 +311,7 @@ class Runner {
   std::map<std::string, ClockOffset> offsets_;
   Progress progress_;
   std::vector<ActiveFault> faults_;
+  std::map<std::string, std::string> anchor_of_;  // fault id -> its anchor (after_event / during)
   Nanos steady_mono_ = 0;
   Nanos steady_wall_ = 0;
   int restarts_ = 0;
@@ -1255,21 +1255,10 @@ void Runner::BeginSteady() {
     f.record.target = pf.target;
     f.record.params_json = nlohmann::json(pf.params).dump();
     f.record.anchor = pf.anchor;
+    if (!pf.anchor.empty()) anchor_of_[pf.id] = pf.anchor;
     if (pf.time_triggered()) f.record.scheduled_wall_ns = steady_wall_ + pf.at_ns;
     faults_.push_back(f);
   }
-}
-
-bool Runner::NestedIn(const PlannedFault& m, const std::string& k) const {
-  std::string at = m.anchor;
-  for (size_t hops = 0; !at.empty() && hops <= faults_.size(); ++hops) {
-    if (at == k) return true;
-    std::string up;
-    for (const auto& f : faults_)
-      if (f.plan.id == at) up = f.plan.anchor;
-    at = up;
-  }
-  return false;
 }
 
 bool Runner::InWindow(const ActiveFault& a, const std::string& kind, Nanos wall,
@@ -1288,7 +1277,8 @@ bool Runner::InWindow(const ActiveFault& a, const std::string& kind, Nanos wall,
   }
   if (wall < from) return false;
   for (const auto& b : faults_) {
-    if (&b == &a || !b.injected || !b.record.effective_wall_ns || NestedIn(b.plan, a.plan.id))
+    if (&b == &a || !b.injected || !b.record.effective_wall_ns ||
+        reports::NestedIn(anchor_of_, b.plan.id, a.plan.id))
       continue;
     // b's window from its request on (a fault made in steps, over SSH, bites before its
     // effective time)

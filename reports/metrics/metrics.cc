@@ -115,6 +115,18 @@ std::string_view OutcomeName(OutcomeKind kind) {
   return "?";
 }
 
+bool NestedIn(const std::map<std::string, std::string>& anchor_of, const std::string& m,
+              const std::string& k) {
+  std::string at = m;
+  for (size_t hops = 0; hops <= anchor_of.size(); ++hops) {
+    auto it = anchor_of.find(at);
+    if (it == anchor_of.end()) return false;
+    if (it->second == k) return true;
+    at = it->second;
+  }
+  return false;
+}
+
 StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptions& opt) {
   if (opt.window < 1) return InvalidArgumentError("analysis window must be at least 1 iteration");
   if (!(opt.tolerance >= 0 && opt.tolerance < 1)) {
@@ -203,16 +215,6 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
   std::map<std::string, std::string> anchor_of;
   for (const auto& f : in.faults)
     if (!f.anchor.empty()) anchor_of[f.fault_id] = f.anchor;
-  auto nested_in = [&](const std::string& m, const std::string& k) {
-    std::string at = m;
-    for (size_t hops = 0; hops <= anchor_of.size(); ++hops) {
-      auto it = anchor_of.find(at);
-      if (it == anchor_of.end()) return false;
-      if (it->second == k) return true;
-      at = it->second;
-    }
-    return false;  // a cycle (not from a loaded scenario): nested in nothing
-  };
 
   // ---- Baseline ----
   std::vector<double> base_bw;
@@ -248,7 +250,7 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
     // E: the next applied fault that is not nested in this one, else the run end.
     Nanos next = run_end;
     for (size_t j = k + 1; j < applied.size(); ++j) {
-      if (nested_in(applied[j]->fault_id, f.fault_id)) continue;
+      if (NestedIn(anchor_of, applied[j]->fault_id, f.fault_id)) continue;
       next = inject_time(applied[j]);
       break;
     }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -126,6 +127,12 @@ struct RunMetrics {
   // The rows stored in the metrics table (names and units as in docs/metrics.md).
   std::vector<MetricRecord> ToRecords() const;
 };
+
+// Overlapping faults (docs/metrics.md): whether fault m is nested in fault k, i.e. m's anchor
+// chain (anchor_of: a fault's id -> the id of the fault it was timed against) leads to k. A
+// cycle (not from a loaded scenario) is nested in nothing.
+bool NestedIn(const std::map<std::string, std::string>& anchor_of, const std::string& m,
+              const std::string& k);
 
 // InvalidArgument for options out of range (window < 1, tolerance outside [0,1),
 // hang_timeout <= 0, gpus_per_rank < 1) or a sample that ends before it starts.
