@@ -82,6 +82,11 @@ void Engine::Impl::ChannelUp(int peer, Channel& ch, std::unique_ptr<transport::C
   ch.path = ch.conn->Describe();
   ch.backoff = opt_.reconnect_min;
   ch.last_rx = ch.last_tx = MonoNowNs();
+  ch.health.Reset(ch.last_rx);
+  ch.next_counters = 0;
+  ch.tail.Reset(0);
+  ch.tail_off = 0;
+  ch.rprobe = false;
   peers_[peer].all_down_since = 0;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
@@ -119,6 +124,9 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   ch.in_payload = false;
   ch.rdst = nullptr;
   ch.rpriv.Reset(0);
+  ch.rprobe = false;
+  ch.tail.Reset(0);
+  ch.tail_off = 0;
   Nanos now = MonoNowNs();
   ch.next_attempt = now + (cause == "link_down" ? opt_.reconnect_max : ch.backoff);
   ch.backoff = std::min(ch.backoff * 2, opt_.reconnect_max);
@@ -160,6 +168,7 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
       }
     }
   }
+  UndrainIfNoneLeft(peer);
   UpdateRoutes();
   if (!AnyUp(p) && p.all_down_since == 0) p.all_down_since = now;
   if (moved == 0) {

@@ -27,6 +27,20 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
   Peer& p = peers_[peer];
   if (!ch.conn) return;
   for (int rounds = 0; rounds < 64; ++rounds) {
+    // The rest of a frame half written when the channel was drained comes first.
+    if (ch.tail_off < ch.tail.size()) {
+      iovec v{ch.tail.data() + ch.tail_off, ch.tail.size() - ch.tail_off};
+      auto n = ch.conn->Send(&v, 1);
+      if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
+      if (*n == 0) return SetWantOut(peer, ch, true);
+      ch.tail_off += *n;
+      ch.last_tx = MonoNowNs();
+      if (ch.tail_off == ch.tail.size()) {
+        ch.tail.Reset(0);
+        ch.tail_off = 0;
+      }
+      continue;
+    }
     // Control frames go between data frames.
     if (!ch.cur && ch.ctrl_off < ch.ctrl.size()) {
       iovec v{ch.ctrl.data() + ch.ctrl_off, ch.ctrl.size() - ch.ctrl_off};
@@ -42,6 +56,8 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
       continue;
     }
     if (ch.state != ChState::kUp) break;
+    // A drained path takes no chunks (path_health.h): only probes and control frames.
+    if (!ch.cur && ch.health.drained()) break;
     if (!ch.cur) {
       // The peer's own queue first, then chunks of ranks we reach through this peer (only
       // chunks of our own: forwarded ones, keyed from kForwardKeyBase, are not relayed again).
@@ -61,7 +77,7 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
       // spread over the paths, and a path whose acks come back faster takes more.
       bool least = true;
       for (auto& other : p.ch) {
-        if (&other != &ch && other.state == ChState::kUp && !(local_up && other.local_nic >= 0) &&
+        if (&other != &ch && Usable(other) && !(local_up && other.local_nic >= 0) &&
             other.inflight.bytes < ch.inflight.bytes) {
           least = false;
         }
@@ -80,6 +96,9 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
         ch.cur_hdr = MakeHeader(kData, c->len, 0, c->seq, c->tag);
       }
       ch.cur_off = 0;
+      c->taken = MonoNowNs();
+      c->written = 0;
+      if (ch.inflight.chunks == 0) ch.health.OnBusy(c->taken, true);
       ch.inflight.Add(c->len);
       ++ch.chunks_sent;
       ++st_sent_;
@@ -103,10 +122,13 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
     ch.cur_off += *n;
     ch.bytes_sent += *n;
     ch.last_tx = MonoNowNs();
-    if (ch.cur_off == sizeof(FrameHeader) + c->len) ch.cur = nullptr;
+    if (ch.cur_off == sizeof(FrameHeader) + c->len) {
+      c->written = ch.last_tx;
+      ch.cur = nullptr;
+    }
   }
   // Wait for writability only with bytes in hand; new chunks are pulled when acks arrive.
-  bool more = ch.cur || ch.ctrl_off < ch.ctrl.size();
+  bool more = ch.cur || ch.ctrl_off < ch.ctrl.size() || ch.tail_off < ch.tail.size();
   SetWantOut(peer, ch, more);
 }
 
@@ -141,7 +163,12 @@ void Engine::Impl::OnReadable(int peer, Channel& ch) {
       budget -= std::min(budget, *n);
       if (ch.rgot == ch.rhdr.len) {
         ch.in_payload = false;
-        OnPayloadDone(peer, ch);
+        if (ch.rprobe) {
+          ch.rprobe = false;
+          QueueCtrl(ch, MakeHeader(kProbeAck, 0, 0, ch.rhdr.seq, 0));
+        } else {
+          OnPayloadDone(peer, ch);
+        }
       }
     }
   }
@@ -157,6 +184,17 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
       return;
     case kPing:
       return;
+    case kProbe:
+      // Read into nothing, then answered (OnReadable).
+      ch.rgot = 0;
+      ch.rdst = nullptr;
+      ch.rfwd = false;
+      ch.rprobe = h.len > 0;
+      ch.in_payload = h.len > 0;
+      if (h.len == 0) QueueCtrl(ch, MakeHeader(kProbeAck, 0, 0, h.seq, 0));
+      return;
+    case kProbeAck:
+      return OnProbeAck(peer, ch, h.seq);
     case kBye: {
       epoll_ctl(epfd_, EPOLL_CTL_DEL, ch.conn->fd(), nullptr);
       ch.conn.reset();
@@ -199,6 +237,7 @@ void Engine::Impl::OnHeader(int peer, Channel& ch) {
   ch.rgot = 0;
   ch.rposted = false;
   ch.rdst = nullptr;
+  ch.rprobe = false;
   ch.in_payload = h.len > 0;
   ch.rfwd = (h.flags & kFlagForward) != 0;
   ch.rsrc = (h.flags & kFlagRelayed) ? static_cast<int>(h.aux) : peer;
@@ -349,6 +388,9 @@ void Engine::Impl::OnAck(int peer, uint64_t seq) {
     Channel& ch = ChannelOf(peer, *c);
     if (ch.cur == c) return;  // still being written: cannot be acked yet (stale ack)
     ch.inflight.Remove(c->len);
+    const Nanos now = MonoNowNs();
+    ch.health.OnAck(now, c->written, c->len);
+    if (ch.inflight.chunks == 0) ch.health.OnBusy(now, false);
   }
   std::unique_ptr<SendChunk> released = p.send.Release(seq);
   if (c->failover >= 0) {

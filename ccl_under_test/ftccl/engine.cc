@@ -94,6 +94,13 @@ Status Engine::Impl::Init() {
   const std::string prefix = "ftccl/" + cfg_.job_id + "/";
   if (n > 1) FL_RETURN_IF_ERROR(cfg_.store->Set(prefix + "addr/" + std::to_string(me), joined));
 
+  // Path health: the engine's keep-alive interval and dead timeout (its cap) rule.
+  PathHealthOptions health = opt_.health;
+  health.keepalive_interval = opt_.keepalive_interval;
+  health.dead_cap = opt_.dead_timeout;
+  health.dead_floor = std::min(health.dead_floor, opt_.dead_timeout);
+  health.stall_cap = std::min(health.stall_cap, opt_.dead_timeout);
+  health.stall_floor = std::min(health.stall_floor, health.stall_cap);
   peers_.resize(n);
   for (int p = 0; p < n; ++p) {
     Peer& peer = peers_[p];
@@ -129,6 +136,7 @@ Status Engine::Impl::Init() {
       ch.active = me < p;
       ch.backoff = opt_.reconnect_min;
       ch.path = LocalAddr(ch) + "->" + RemoteAddr(p, ch);
+      ch.health = PathHealth(health);
     }
   }
   Nanos now = MonoNowNs();
@@ -300,7 +308,9 @@ std::string Engine::Impl::DumpLocked() {
       os << "  ch " << ch.index << " " << ch.path << " " << kStates[static_cast<int>(ch.state)]
          << " inflight " << ch.inflight.chunks << " chunks/" << ch.inflight.bytes << " B"
          << " heard " << (ch.last_rx ? (now - ch.last_rx) / kNsPerMs : -1) << " ms ago"
-         << " sent " << ch.chunks_sent << " chunks\n";
+         << " sent " << ch.chunks_sent << " chunks";
+      if (ch.local_nic >= 0 && ch.state == ChState::kUp) os << "; " << ch.health.Describe();
+      os << "\n";
     }
   }
   return os.str();
@@ -460,6 +470,8 @@ EngineStats Engine::stats() const {
   s.chunks_forwarded = impl_->st_forwarded_;
   s.sends_detached = impl_->st_detached_;
   s.chunks_host_local = impl_->st_host_local_;
+  s.paths_drained = impl_->st_drained_;
+  s.probes_sent = impl_->st_probes_;
   return s;
 }
 void Engine::Fail(Status status) { impl_->Fail(std::move(status)); }

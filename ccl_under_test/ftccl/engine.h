@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "ccl_under_test/api/communicator.h"
+#include "ccl_under_test/ftccl/path_health.h"
 #include "ccl_under_test/ftccl/transport/transport.h"
 
 namespace fl::ccl::ftccl {
@@ -48,9 +49,13 @@ struct EngineOptions {
   // Channels per local NIC towards each peer.
   int channels_per_nic = 1;
   // A channel idle (nothing sent) this long sends a keep-alive.
-  Nanos keepalive_interval = 50 * kNsPerMs;
-  // A channel that has heard nothing for this long is failed (silent faults, carrier up).
+  Nanos keepalive_interval = 20 * kNsPerMs;
+  // A channel that has heard nothing for this long is failed (silent faults, carrier up): the
+  // cap of the adaptive dead timeout (path_health.h; health.enabled=false: this, fixed).
   Nanos dead_timeout = 300 * kNsPerMs;
+  // Path health: lossy, slow and stalled paths are drained and probed (path_health.h).
+  // keepalive_interval and dead_timeout above override the ones in here.
+  PathHealthOptions health;
   // A connect + handshake that takes longer is abandoned and retried.
   Nanos connect_timeout = 500 * kNsPerMs;
   Nanos reconnect_min = 10 * kNsPerMs;
@@ -78,6 +83,8 @@ struct EngineStats {
   uint64_t chunks_forwarded = 0;    // other ranks' chunks we forwarded as the relay
   uint64_t sends_detached = 0;      // sends completed from a copy by DetachSends
   uint64_t chunks_host_local = 0;   // of chunks_sent: over the host-local channel
+  uint64_t paths_drained = 0;       // of path_faults: lossy, slow or stalled paths drained
+  uint64_t probes_sent = 0;         // probe frames on drained paths
 };
 
 // What the engine thread does with a message the moment it has arrived, before reporting its

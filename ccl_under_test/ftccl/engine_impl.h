@@ -6,8 +6,9 @@
 //                   exactly-once apply into posted buffers, acks, arrival actions
 //   relay.cc        intra-host routing: choosing a relay, forwarding, relayed acks
 //   event_loop.cc   the engine thread: epoll loop, timers (keep-alives, dead paths, reconnects)
+//   health.cc       path health on the channels: judging, draining, probing, restoring
 // The pure parts are apart: frame.h (wire frames), reliable_window.h (sequence numbers, acks,
-// requeue, duplicates), buffer_pool.h (payload buffers).
+// requeue, duplicates), path_health.h (verdicts on a path), buffer_pool.h (payload buffers).
 //
 // Thread-safety: everything below is owned by the engine thread except what Engine::Impl
 // guards with inbox_mu_ / done_mu_ (see engine.h for who calls what).
@@ -74,6 +75,8 @@ struct SendChunk : WindowSlot {
   const char* data = nullptr;
   uint64_t cookie = 0;
   int failover = -1;      // id of the failover that moved it, or -1
+  Nanos taken = 0;        // when a channel took it (its frame began), for path health
+  Nanos written = 0;      // when its frame was completely written, 0 = not yet
   Blob owned;             // payload copy: after CancelAll (frame half written) or DetachSends
   bool detached = false;  // completed by DetachSends before its ack
   // A chunk we forward for another rank of our host (or to one): whose it is and its
@@ -122,7 +125,15 @@ struct Channel {
   SendChunk* cur = nullptr;  // data frame being written
   FrameHeader cur_hdr{};
   size_t cur_off = 0;  // bytes of header + payload written
+  // The rest of a data frame that was half written when the channel was drained (its chunk
+  // went back to the queue): written before anything else.
+  Blob tail;
+  size_t tail_off = 0;
   InflightCount inflight;
+  // Path health (NIC channels): judged in Timers, drained and probed (health.cc).
+  PathHealth health;
+  uint64_t next_probe = 1;
+  Nanos next_counters = 0;
   // Receiving.
   FrameHeader rhdr{};
   size_t rhdr_got = 0;
@@ -131,8 +142,9 @@ struct Channel {
   Blob rpriv;
   bool rposted = false;
   size_t rgot = 0;
-  int rsrc = -1;      // whose chunk is arriving (the peer, or the origin of a relayed one)
-  bool rfwd = false;  // arriving chunk is to be forwarded to rank rhdr.aux
+  int rsrc = -1;        // whose chunk is arriving (the peer, or the origin of a relayed one)
+  bool rfwd = false;    // arriving chunk is to be forwarded to rank rhdr.aux
+  bool rprobe = false;  // arriving payload is a probe's: discarded, then answered
   // Timing.
   Nanos last_rx = 0;
   Nanos last_tx = 0;
@@ -335,6 +347,15 @@ class Engine::Impl {
   void OnPendingReadable(size_t idx);
   void Timers(Nanos now);
   bool HasPendingBytes(Channel& ch);
+  // Path health (health.cc).
+  void JudgeHealth(Peer& p, Channel& ch, Nanos now);
+  void DrainChannel(int peer, Channel& ch, PathVerdict why, const std::string& detail);
+  void SendProbe(int peer, Channel& ch, Nanos now);
+  void OnProbeAck(int peer, Channel& ch, uint64_t id);
+  void ReadCounters(Channel& ch, Nanos now);
+  // Every working channel to the peer is drained: use them again (a bad path beats none).
+  void UndrainIfNoneLeft(int peer);
+  static bool Usable(const Channel& ch) { return ch.state == ChState::kUp && !ch.health.drained(); }
   void OnLinkChanges();
   std::string DumpLocked();
 
@@ -382,6 +403,7 @@ class Engine::Impl {
  public:
   std::atomic<uint64_t> st_sent_{0}, st_requeued_{0}, st_dups_{0}, st_faults_{0}, st_restored_{0};
   std::atomic<uint64_t> st_relayed_{0}, st_forwarded_{0}, st_detached_{0}, st_host_local_{0};
+  std::atomic<uint64_t> st_drained_{0}, st_probes_{0};
 
  private:
   bool fail_stopped_ = false;

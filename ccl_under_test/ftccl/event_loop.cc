@@ -15,11 +15,14 @@ void Engine::Impl::Timers(Nanos now) {
     for (auto& ch : p.ch) {
       switch (ch.state) {
         case ChState::kUp:
-          if (now - ch.last_rx > opt_.dead_timeout && !HasPendingBytes(ch)) {
+          if (now - ch.last_rx > ch.health.DeadTimeout() && !HasPendingBytes(ch)) {
             FailChannel(p.rank, ch, "keepalive_timeout",
-                        "nothing heard for " + FormatDuration(now - ch.last_rx));
+                        "nothing heard for " + FormatDuration(now - ch.last_rx) +
+                            " (dead timeout " + FormatDuration(ch.health.DeadTimeout()) + ")");
             break;
           }
+          JudgeHealth(p, ch, now);
+          if (ch.state != ChState::kUp) break;
           if (now - ch.last_tx > opt_.keepalive_interval && !ch.cur &&
               ch.ctrl_off >= ch.ctrl.size()) {
             QueueCtrl(ch, MakeHeader(kPing, 0, 0, 0, 0));
@@ -94,6 +97,8 @@ void Engine::Impl::Loop() {
   epoll_event evs[256];
   Nanos last_iter = MonoNowNs();
   Nanos tick = std::max<Nanos>(kNsPerMs, std::min(opt_.keepalive_interval, opt_.dead_timeout) / 4);
+  // A starved engine thread (below) is one that did not run for this long.
+  const Nanos starved = std::min(opt_.dead_timeout, opt_.health.stall_floor) / 2;
   Nanos next_timers = MonoNowNs() + tick;
   while (!stop_) {
     int timeout_ms = static_cast<int>(std::max<Nanos>(0, next_timers - MonoNowNs()) / kNsPerMs) + 1;
@@ -102,11 +107,13 @@ void Engine::Impl::Loop() {
       // When this thread itself was starved of CPU (an overloaded host), silence on the
       // channels says nothing about the paths: restart their clocks instead of failing them.
       Nanos now = MonoNowNs();
-      if (now - last_iter > opt_.dead_timeout / 2) {
+      if (now - last_iter > starved) {
         for (auto& p : peers_)
           for (auto& ch : p.ch)
-            if (ch.state == ChState::kUp)
-              ch.last_rx = std::max(ch.last_rx, now - opt_.dead_timeout / 2);
+            if (ch.state == ChState::kUp) {
+              ch.last_rx = std::max(ch.last_rx, now - ch.health.DeadTimeout() / 2);
+              ch.health.Excuse(now);
+            }
       }
       last_iter = now;
     }

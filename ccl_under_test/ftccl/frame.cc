@@ -19,11 +19,12 @@ FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq,
 
 Status CheckHeader(const FrameHeader& h) {
   if (h.magic != kMagic) return InvalidArgumentError("bad frame magic");
-  if (h.type < kHello || h.type > kBye) {
+  if (h.type < kHello || h.type > kProbeAck) {
     return InvalidArgumentError("unknown frame type " + std::to_string(h.type));
   }
-  if (h.type == kData && h.len > kMaxPayload) {
-    return InvalidArgumentError("data frame of " + std::to_string(h.len) + " bytes (at most " +
+  if (PayloadBytes(h) > kMaxPayload) {
+    return InvalidArgumentError(std::string(h.type == kData ? "data" : "probe") + " frame of " +
+                                std::to_string(h.len) + " bytes (at most " +
                                 std::to_string(kMaxPayload) + ")");
   }
   return OkStatus();

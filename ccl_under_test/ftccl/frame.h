@@ -1,7 +1,7 @@
 // ftccl's wire frames: what the engine's channels carry, and their encoding.
 //
 // Every frame is a 32-byte header (host byte order: ranks of one job share an architecture),
-// then, for kData only, `len` payload bytes. A receiver checks each header (CheckHeader)
+// then, for kData and kProbe only, `len` payload bytes. A receiver checks each header (CheckHeader)
 // before it acts on it; DecodeFrame takes a whole frame out of a buffer (tests, fuzzing, tools),
 // and the engine reads headers and payloads straight off its sockets into the same layout.
 // A header that fails the check is a protocol error: the engine fails the channel.
@@ -20,7 +20,18 @@ namespace fl::ccl::ftccl::frame {
 
 inline constexpr uint32_t kMagic = 0x46544343;  // "FTCC"
 
-enum FrameType : uint16_t { kHello = 1, kData = 2, kAck = 3, kPing = 4, kPathDown = 5, kBye = 6 };
+// kProbe: a drained path's test load (path_health.h), `len` bytes the receiver discards
+// before it answers kProbeAck with the same seq.
+enum FrameType : uint16_t {
+  kHello = 1,
+  kData = 2,
+  kAck = 3,
+  kPing = 4,
+  kPathDown = 5,
+  kBye = 6,
+  kProbe = 7,
+  kProbeAck = 8,
+};
 
 // Relay through a rank of the same host (docs/ftccl.md, "Relay"). S has no working path to D
 // and sends through R; acknowledgements are end to end (D's ack travels back through R).
@@ -34,9 +45,10 @@ struct FrameHeader {
   uint32_t magic;
   uint16_t type;
   uint16_t flags;
-  uint32_t len;  // kData: payload bytes; kHello: connection generation
+  uint32_t len;  // kData, kProbe: payload bytes; kHello: connection generation
   uint32_t aux;  // kHello: sender rank; kPathDown: channel index; relayed kData/kAck: a rank
-  uint64_t seq;  // kData/kAck: chunk sequence; kHello: channel index; kPathDown: generation
+  uint64_t seq;  // kData/kAck: chunk sequence; kHello: channel index; kPathDown: generation;
+                 // kProbe/kProbeAck: probe id
   uint64_t tag;  // kData: message tag; kHello: world size
 };
 static_assert(sizeof(FrameHeader) == 32);
@@ -54,8 +66,10 @@ FrameHeader MakeHeader(FrameType type, uint32_t len, uint32_t aux, uint64_t seq,
 // aux/seq are the engine's to check (it knows the world size).
 [[nodiscard]] Status CheckHeader(const FrameHeader& h);
 
-// Payload bytes that follow this header on the wire (len for kData, else 0).
-inline size_t PayloadBytes(const FrameHeader& h) { return h.type == kData ? h.len : 0; }
+// Payload bytes that follow this header on the wire (len for kData and kProbe, else 0).
+inline size_t PayloadBytes(const FrameHeader& h) {
+  return h.type == kData || h.type == kProbe ? h.len : 0;
+}
 
 // Header and payload as the wire carries them. REQUIRES: payload.size() == PayloadBytes(h).
 std::string EncodeFrame(const FrameHeader& h, std::string_view payload = {});

@@ -68,6 +68,7 @@ FtcclOptions FtcclOptionsFrom(const OptionValues& v, FtcclOptions o) {
   e.keepalive_interval = v.Duration("keepalive_ms").value_or(e.keepalive_interval);
   e.dead_timeout = v.Duration("dead_timeout_ms").value_or(e.dead_timeout);
   e.peer_dead_timeout = v.Duration("peer_dead_ms").value_or(e.peer_dead_timeout);
+  e.health.enabled = v.Bool("path_health").value_or(e.health.enabled);
   if (auto h = v.Text("host_id")) e.host_id = *h == "none" ? "" : *h;
   o.algorithm = v.Text("algorithm").value_or(o.algorithm);
   return o;

@@ -38,10 +38,11 @@ TEST_CASE("ftccl frames: the header layout is 32 bytes, as on the wire", "[unit]
 }
 
 TEST_CASE("ftccl frames: every frame type round-trips, with what follows left alone", "[unit]") {
-  for (FrameType t : {kHello, kData, kAck, kPing, kPathDown, kBye}) {
+  for (FrameType t : {kHello, kData, kAck, kPing, kPathDown, kBye, kProbe, kProbeAck}) {
     CAPTURE(static_cast<int>(t));
-    const std::string payload = t == kData ? std::string("payload\0bytes", 13) : "";
-    FrameHeader h = MakeHeader(t, t == kData ? 13 : 4242, 3, 1ull << 40, 77, kFlagForward);
+    const bool carries = t == kData || t == kProbe;
+    const std::string payload = carries ? std::string("payload\0bytes", 13) : "";
+    FrameHeader h = MakeHeader(t, carries ? 13 : 4242, 3, 1ull << 40, 77, kFlagForward);
     const std::string wire = EncodeFrame(h, payload) + "next frame";
     auto f = DecodeFrame(wire);
     REQUIRE(f.ok());
@@ -75,7 +76,7 @@ TEST_CASE("ftccl frames: bad magic, unknown types and oversized payloads are ref
   FrameHeader bad = h;
   bad.magic ^= 1;
   CHECK(CheckHeader(bad).message() == "bad frame magic");
-  for (uint16_t t : {0, 7, 0xffff}) {
+  for (uint16_t t : {0, 9, 0xffff}) {
     bad = h;
     bad.type = t;
     Status s = CheckHeader(bad);
@@ -85,6 +86,8 @@ TEST_CASE("ftccl frames: bad magic, unknown types and oversized payloads are ref
   bad = MakeHeader(kData, kMaxPayload + 1, 0, 1, 0);
   CHECK(CheckHeader(bad).code() == Code::kInvalidArgument);
   CHECK(CheckHeader(MakeHeader(kData, kMaxPayload, 0, 1, 0)).ok());
+  CHECK(CheckHeader(MakeHeader(kProbe, kMaxPayload + 1, 0, 1, 0)).message().find("probe frame") !=
+        std::string::npos);
   // A control frame's len is not a payload length: a hello with a large generation is fine.
   CHECK(CheckHeader(MakeHeader(kHello, 0xffffffffu, 0, 1, 2)).ok());
   auto f = DecodeFrame(EncodeFrame(bad) + std::string(64, '\0'));

@@ -193,6 +193,54 @@ TEST_CASE("ftccl: a slow path carries less - chunks arrive out of order - result
   CHECK(fast > slow);
 }
 
+TEST_CASE("ftccl: a path that slows to a crawl is drained - probed - and used again once it heals",
+          "[integration]") {
+  Group g;
+  g.Create(FastOptions());
+  const std::string nic = testing::LoopbackNic(0, 0);
+  const int iters = 60;
+  uint64_t at_heal = 0;
+  int healed_at = -1;
+  auto drained = [&] {
+    for (auto& e : g.Of(EventType::kFaultDetected))
+      if (e.rank == 0 && e.cause.rfind("path_", 0) == 0) return true;
+    return false;
+  };
+  auto restored = [&] {
+    for (auto& e : g.Of(EventType::kPathRestored))
+      if (e.rank == 0 && e.cause.rfind("path_", 0) == 0) return true;
+    return false;
+  };
+  auto r = Loop(g, iters, 2 * 1024 * 1024, 60 * kNsPerSec, [&](int it) {
+    // Rank 0's NIC 0 writes at most 16 bytes per send call: it still works, far slower than
+    // NIC 1, and nothing errors. Traffic goes on until path health drains it.
+    if (it == 2) g.faults->Set(nic, {FaultMode::kPass, 0, 16});
+    if (it > 2 && healed_at < 0 && drained()) {
+      g.faults->Clear(nic);
+      at_heal = g.faults->BytesSent(nic);
+      healed_at = it;
+      // Restored by its probes (hold 300 ms, 3 good probes at 100 ms), traffic or not.
+      CHECK(WaitUntil(restored, Deadline::After(5 * kNsPerSec)));
+    }
+  });
+  INFO("healed at iteration " << healed_at);
+  CHECK(healed_at > 0);
+  CHECK(healed_at < iters - 10);
+  RequireAllCorrect(r, iters);
+  CHECK(drained());
+  CHECK(restored());
+  bool failed = false;  // drained, never failed: the path did not go silent
+  for (auto& e : g.Of(EventType::kFaultDetected))
+    failed |= e.rank == 0 && e.cause == "keepalive_timeout";
+  CHECK_FALSE(failed);
+  auto st = ftccl::GetStats(*g.comms[0]);
+  REQUIRE(st);
+  CHECK(st->paths_drained >= 1);
+  CHECK(st->probes_sent >= 3);
+  // Chunks go over NIC 0 again after it came back.
+  CHECK(g.faults->BytesSent(nic) > at_heal + 512 * 1024);
+}
+
 TEST_CASE("ftccl: a silent blackhole (no error - no carrier loss) is found by keep-alives",
           "[integration]") {
   Group g;

@@ -47,6 +47,17 @@ class Connection {
   virtual StatusOr<size_t> Recv(void* buf, size_t len) = 0;
   // "127.0.0.1:40000->127.0.0.2:41234"
   virtual std::string Describe() const = 0;
+  // The path's own counters, where the transport has them (TCP: TCP_INFO), for path health
+  // (path_health.h). False when it has none.
+  struct Counters {
+    uint64_t segs_out = 0;       // segments sent
+    uint64_t total_retrans = 0;  // segments retransmitted
+    Nanos rtt = 0;               // the transport's smoothed round-trip time, 0 = unknown
+  };
+  virtual bool ReadCounters(Counters* out) const {
+    (void)out;
+    return false;
+  }
 };
 
 class Listener {

@@ -41,6 +41,7 @@ class FaultyConnection : public Connection {
                    std::shared_ptr<FaultControl> control)
       : inner_(std::move(inner)), ip_(std::move(local_ip)), control_(std::move(control)) {}
   int fd() const override { return inner_->fd(); }
+  bool ReadCounters(Counters* out) const override { return inner_->ReadCounters(out); }
   Status FinishConnect() override {
     FL_RETURN_IF_ERROR(Check());
     return inner_->FinishConnect();

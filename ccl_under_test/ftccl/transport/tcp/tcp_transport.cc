@@ -11,6 +11,9 @@
 #include "ccl_under_test/ftccl/transport/stream_socket.h"
 
 namespace fl::ccl::ftccl::transport::tcp {
+
+bool ReadTcpCounters(int fd, uint64_t* segs_out, uint64_t* total_retrans, int64_t* rtt_ns);  // tcp_counters.cc
+
 namespace {
 
 StatusOr<sockaddr_in> MakeAddr(const std::string& ip, int port) {
@@ -46,6 +49,9 @@ void Tune(int fd, const TcpOptions& o) {
 class TcpConnection : public SocketConnection {
  public:
   using SocketConnection::SocketConnection;
+  bool ReadCounters(Counters* out) const override {
+    return ReadTcpCounters(fd_, &out->segs_out, &out->total_retrans, &out->rtt);
+  }
   Status FinishConnect() override {
     FL_RETURN_IF_ERROR(SocketConnection::FinishConnect());
     sockaddr_in local{};
