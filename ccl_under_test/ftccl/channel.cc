@@ -133,25 +133,8 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   if (!was_up) return;  // a failed attempt, not a fault of a working path
   ch.failed_before = true;
 
-  // Unacknowledged chunks go back to the queue, to be resent on surviving paths: the peer's
-  // own, and other peers' chunks that this channel was relaying.
-  int fid = static_cast<int>(failovers_.size());
   std::vector<int> relayed_for;
-  const size_t moved = RequeueCarried(peer, ch, fid, &relayed_for);
-  failovers_.push_back({ch.index, ch.path, cause, now, moved, moved});
-  st_requeued_ += moved;
-  ++st_faults_;
-
-  Event e{EventType::kFaultDetected};
-  e.peer = peer;
-  e.channel = ch.index;
-  e.path = ch.path;
-  e.cause = cause;
-  e.detail = detail;
-  Emit(e);
-  FL_LOG(kWarn, "ftccl") << "path to rank " << peer << " ch " << ch.index << " " << ch.path
-                         << " failed (" << cause << "): " << detail << "; " << moved
-                         << " chunk(s) requeued";
+  const int fid = StartFailover(peer, ch, cause, detail, "failed", now, &relayed_for);
   if (!cfg_.failover) {
     fail_stopped_ = true;
     Fail(UnavailableError("ftccl (fail-stop): path to rank " + std::to_string(peer) + " " +
@@ -171,18 +154,48 @@ void Engine::Impl::FailChannel(int peer, Channel& ch, const std::string& cause,
   UndrainIfNoneLeft(peer);
   UpdateRoutes();
   if (!AnyUp(p) && p.all_down_since == 0) p.all_down_since = now;
-  if (moved == 0) {
-    Event d{EventType::kFailoverDone};
-    d.peer = peer;
-    d.channel = ch.index;
-    d.path = failovers_[fid].path;
-    d.cause = cause;
-    d.detail = "0 chunks moved";
-    Emit(d);
-    failovers_[fid].remaining = 0;
-  }
+  FinishIfNothingMoved(peer, ch, fid);
   PumpPeer(peer);
   for (int q : relayed_for) PumpPeer(q);
+}
+
+// A working path's fault (failed or drained): its unacknowledged chunks go back to the queue,
+// to be resent on surviving paths (the peer's own, and other peers' chunks it was relaying:
+// their ranks into *relayed_for); the failover is recorded and fault_detected emitted.
+// Returns the failover's id.
+int Engine::Impl::StartFailover(int peer, Channel& ch, const std::string& cause,
+                                const std::string& detail, const char* what, Nanos now,
+                                std::vector<int>* relayed_for) {
+  const int fid = static_cast<int>(failovers_.size());
+  const size_t moved = RequeueCarried(peer, ch, fid, relayed_for);
+  failovers_.push_back({ch.index, ch.path, cause, now, moved, moved});
+  st_requeued_ += moved;
+  ++st_faults_;
+  Event e{EventType::kFaultDetected};
+  e.peer = peer;
+  e.channel = ch.index;
+  e.path = ch.path;
+  e.cause = cause;
+  e.detail = detail;
+  Emit(e);
+  FL_LOG(kWarn, "ftccl") << "path to rank " << peer << " ch " << ch.index << " " << ch.path << " "
+                         << what << " (" << cause << "): " << detail << "; " << moved
+                         << " chunk(s) requeued";
+  return fid;
+}
+
+// A failover that moved nothing is done at once (failover_done follows every fault_detected).
+void Engine::Impl::FinishIfNothingMoved(int peer, const Channel& ch, int fid) {
+  Failover& f = failovers_[fid];
+  if (f.moved != 0) return;
+  Event d{EventType::kFailoverDone};
+  d.peer = peer;
+  d.channel = ch.index;
+  d.path = f.path;
+  d.cause = f.cause;
+  d.detail = "0 chunks moved";
+  Emit(d);
+  f.remaining = 0;
 }
 
 // Every unacknowledged chunk channel `ch` to `peer` carried goes back to its queue: the

@@ -343,6 +343,9 @@ class Engine::Impl {
   void OnArrival(const Arrival& a, const char* got, size_t len);
   void NoteRequeued(SendChunk& c, int fid);
   size_t RequeueCarried(int peer, Channel& ch, int fid, std::vector<int>* relayed_for);
+  int StartFailover(int peer, Channel& ch, const std::string& cause, const std::string& detail,
+                    const char* what, Nanos now, std::vector<int>* relayed_for);
+  void FinishIfNothingMoved(int peer, const Channel& ch, int fid);
   void OnAccept(int nic);
   void OnPendingReadable(size_t idx);
   void Timers(Nanos now);

@@ -94,33 +94,11 @@ void Engine::Impl::DrainChannel(int peer, Channel& ch, PathVerdict why, const st
     ch.tail_off = 0;
     ch.cur = nullptr;
   }
-  const int fid = static_cast<int>(failovers_.size());
   std::vector<int> relayed_for;
-  const size_t moved = RequeueCarried(peer, ch, fid, &relayed_for);
+  const int fid = StartFailover(peer, ch, PathVerdictCause(why), "drained: " + detail, "drained",
+                                now, &relayed_for);
   ch.health.OnBusy(now, false);
-  failovers_.push_back({ch.index, ch.path, PathVerdictCause(why), now, moved, moved});
-  st_requeued_ += moved;
-  ++st_faults_;
-  Event e{EventType::kFaultDetected};
-  e.peer = peer;
-  e.channel = ch.index;
-  e.path = ch.path;
-  e.cause = PathVerdictCause(why);
-  e.detail = "drained: " + detail;
-  Emit(e);
-  FL_LOG(kWarn, "ftccl") << "path to rank " << peer << " ch " << ch.index << " " << ch.path
-                         << " drained (" << e.cause << "): " << detail << "; " << moved
-                         << " chunk(s) requeued";
-  if (moved == 0) {
-    Event d{EventType::kFailoverDone};
-    d.peer = peer;
-    d.channel = ch.index;
-    d.path = ch.path;
-    d.cause = e.cause;
-    d.detail = "0 chunks moved";
-    Emit(d);
-    failovers_[fid].remaining = 0;
-  }
+  FinishIfNothingMoved(peer, ch, fid);
   SetWantOut(peer, ch, ch.tail_off < ch.tail.size() || ch.ctrl_off < ch.ctrl.size());
   PumpPeer(peer);
   for (int q : relayed_for) PumpPeer(q);

@@ -12,7 +12,8 @@
 
 namespace fl::ccl::ftccl::transport::tcp {
 
-bool ReadTcpCounters(int fd, uint64_t* segs_out, uint64_t* total_retrans, int64_t* rtt_ns);  // tcp_counters.cc
+bool ReadTcpCounters(int fd, uint64_t* segs_out, uint64_t* total_retrans,
+                     int64_t* rtt_ns);  // tcp_counters.cc
 
 namespace {
 
