@@ -353,8 +353,8 @@ TEST_CASE("scenario: ccl, workload and their options are checked against the plu
   CHECK(err(Replace(kGood, "  iterations: 400\n",
                     "  iterations: 400\n  ccl_options:\n    dead_timeout: 300\n"))
             .rfind("x.yaml:12:5: unknown ftccl option 'dead_timeout' (known: chunk_bytes, "
-                   "window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms, peer_dead_ms, "
-                   "algorithm, host_id)",
+                   "window_bytes, channels_per_nic, keepalive_ms, dead_timeout_ms, path_health, "
+                   "peer_dead_ms, algorithm, host_id)",
                    0) == 0);
   CHECK(err(Replace(kGood, "  iterations: 400\n",
                     "  iterations: 400\n  ccl_options:\n    channels_per_nic: 0\n")) ==
