@@ -153,7 +153,8 @@ TEST_CASE(
   WriteScenario(dir.path(), "bh", lab, "6s", kBlackhole,
                 "  survives: true\n  exact_correctness: true\n");
   std::string db = dir.path() + "/r.db";
-  // A: ftccl's defaults; B: a silent channel is declared dead after 1500 ms instead of 300.
+  // A: ftccl's defaults (path health drains a stalled path in about 100 ms); B: no path
+  // health, and a silent channel is declared dead after 1500 ms.
   // The sets are interleaved (A B A B ...), one run per suite invocation, so that the load of
   // the machine, which drifts over minutes, weighs on both alike. Each invocation's history
   // check is off: here the comparison is compare's.
@@ -162,7 +163,8 @@ TEST_CASE(
               .ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/b.yaml",
                           "name: b\nccls:\n  - name: ftccl\n"
-                          "    options: {dead_timeout_ms: 1500}\nscenarios: [bh.yaml]\n"
+                          "    options: {dead_timeout_ms: 1500, path_health: false}\n"
+                          "scenarios: [bh.yaml]\n"
                           "regression: {enabled: false}\n")
               .ok());
   auto before = Netns();
@@ -216,8 +218,8 @@ TEST_CASE(
   auto c = reports::compare::Compare(*a, *b, o, "tag:set=a", "tag:set=b");
   INFO(reports::compare::RenderText(c));
   CHECK(c.notes.empty());  // same scenario and CCL on both sides: one group
-  // Always flagged: the times from the injection to the failover, which the dead timeout
-  // sets (+1.2 s against a spread of tens of ms).
+  // Always flagged: the times from the injection to the failover, which path health and the
+  // dead timeout set (+1.4 s against a spread of tens of ms).
   const std::set<std::string> direct = {"detection_latency_ms", "failover_ms",
                                         "time_to_first_progress_ms"};
   // Also moved by the later failover, but with a run-to-run spread near the shift here:
