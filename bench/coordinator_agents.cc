@@ -95,6 +95,21 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
       StartWrite(&queue_.front());
     }
   }
+  // An ack or a clock reply: ahead of the telemetry still queued, behind the message being
+  // written, as the real agent sends it (its telemetry waits in a buffer of its own and
+  // takes the stream for one batch at a time, so at most one batch goes before an ack).
+  void SendFirst(pb::AgentMessage m) {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    auto at = queue_.begin();
+    if (writing_) ++at;
+    while (at != queue_.end() && !at->has_telemetry()) ++at;
+    queue_.insert(at, std::move(m));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    }
+  }
   // No more writes: half-close once the queue is written, then drop the hold.
   void Close() {
     std::lock_guard lock(mu_);
@@ -145,14 +160,14 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
       case pb::CoordinatorMessage::kClockProbe:
         out.mutable_clock_reply()->set_probe_id(in_.clock_probe().probe_id());
         out.mutable_clock_reply()->set_agent_wall_ns(WallNowNs());
-        Send(std::move(out));
+        SendFirst(std::move(out));
         break;
       case pb::CoordinatorMessage::kHeartbeat:
         break;
       default:  // a command: acknowledged at once; after Shutdown's ack the stream ends
         out.mutable_ack()->set_command_id(in_.command_id());
         out.mutable_ack()->set_ok(true);
-        Send(std::move(out));
+        SendFirst(std::move(out));
         if (in_.has_shutdown()) Close();
         break;
     }

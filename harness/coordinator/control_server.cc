@@ -28,6 +28,11 @@ namespace {
 constexpr size_t kSendQueueLimit = 64;
 // Threads that run the telemetry handler (off gRPC's own threads).
 constexpr int kTelemetryThreads = 2;
+// Messages of one agent read ahead of their handling: its telemetry batches, and whatever came
+// behind them. A full backlog pauses the agent's reads (flow control: memory stays bounded);
+// they resume once it is half drained. One task handles at most this many, then yields its
+// thread to the other agents' tasks.
+constexpr size_t kReadAhead = 32;
 
 using Reactor = grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>;
 
@@ -50,6 +55,16 @@ struct Session {
   int heartbeats_queued = 0;
   std::map<uint64_t, std::promise<StatusOr<pb::Ack>>> pending;
   std::map<uint64_t, std::promise<Nanos>> probes;
+  // Reading. `in` is the buffer of the outstanding read (here, not in the reactor: the task
+  // that drains the backlog restarts paused reads). The backlog holds telemetry batches and
+  // the messages read behind them, handled in the order they came by one telemetry task at a
+  // time, so that an ack is never seen before the samples its agent sent first, yet is read
+  // without waiting for the store.
+  pb::AgentMessage in;
+  std::deque<pb::AgentMessage> backlog;
+  bool draining = false;     // a task for the backlog is queued or running
+  bool read_paused = false;  // the backlog was full: no read is outstanding
+  bool read_ended = false;   // the stream ended with a backlog: closed once it is handled
 
   // Queues m for writing; false when the stream has ended or the queue is full. A heartbeat
   // while another is still queued is dropped (true): the agent is behind, one is enough.
@@ -223,12 +238,70 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     return grpc::Status::OK;
   }
 
-  // A message after the Hello.
-  void OnMessage(const std::shared_ptr<struct Session>& session, const pb::AgentMessage& msg) {
+  // A message read after the Hello (in session->in). Telemetry, and anything read while
+  // telemetry is still waiting, joins the session's backlog; anything else is handled here at
+  // once. True: read the next message now; false: the backlog is full, and the task draining
+  // it restarts the reads.
+  bool Accept(const std::shared_ptr<struct Session>& session) {
     {
       std::lock_guard lock(mu_);
       session->info->last_heard_mono_ns = MonoNowNs();
     }
+    {
+      std::lock_guard lock(session->mu);
+      if (session->in.has_telemetry() || !session->backlog.empty()) {
+        session->backlog.push_back(std::move(session->in));
+        session->in.Clear();
+        if (!session->draining) {
+          session->draining = true;
+          PostTelemetry([this, session] { DrainBacklog(session); });
+        }
+        session->read_paused = session->backlog.size() >= kReadAhead;
+        return !session->read_paused;
+      }
+    }
+    OnMessage(session, session->in);
+    session->in.Clear();
+    return true;
+  }
+
+  // On a telemetry thread: handles up to kReadAhead of the session's backlog in order, then
+  // queues itself again behind the other agents' tasks if more is left. Restarts a paused
+  // read once the backlog is half drained.
+  void DrainBacklog(const std::shared_ptr<struct Session>& session) {
+    for (size_t n = 0;; ++n) {
+      pb::AgentMessage m;
+      ::fl::harness::Reactor* resume = nullptr;
+      {
+        std::unique_lock lock(session->mu);
+        if (session->backlog.empty()) {
+          session->draining = false;
+          if (session->read_ended) {
+            lock.unlock();
+            CloseSession(session);
+          }
+          return;
+        }
+        if (n == kReadAhead) {
+          PostTelemetry([this, session] { DrainBacklog(session); });
+          return;
+        }
+        m = std::move(session->backlog.front());
+        session->backlog.pop_front();
+        if (session->read_paused && session->backlog.size() <= kReadAhead / 2) {
+          session->read_paused = false;
+          resume = session->reactor;
+        }
+      }
+      OnMessage(session, m);
+      // A paused session has no read outstanding, so its call cannot have finished: the
+      // reactor is still there.
+      if (resume) resume->StartRead(&session->in);
+    }
+  }
+
+  // A message after the Hello, in the order the agent sent it.
+  void OnMessage(const std::shared_ptr<struct Session>& session, const pb::AgentMessage& msg) {
     switch (msg.body_case()) {
       case pb::AgentMessage::kAck: {
         std::lock_guard lock(session->mu);
@@ -429,6 +502,20 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     for (auto& s : cancel) s->Cancel();
   }
 
+  // The agent's side of the stream ended (or broke). Its pending commands fail, unless the
+  // backlog still holds messages read before the end (an ack among them, perhaps): then once
+  // the backlog has been handled.
+  void EndOfStream(const std::shared_ptr<struct Session>& session) {
+    {
+      std::lock_guard lock(session->mu);
+      if (session->draining) {
+        session->read_ended = true;
+        return;
+      }
+    }
+    CloseSession(session);
+  }
+
   void CloseSession(const std::shared_ptr<struct Session>& session) {
     {
       std::lock_guard lock(session->mu);
@@ -561,40 +648,30 @@ class ControlServer::Impl::Reactor final : public ::fl::harness::Reactor {
       session_->Finish(std::move(st));
       return;
     }
-    StartRead(&in_);
+    StartRead(&session_->in);
   }
 
   void OnReadDone(bool ok) override {
     // Held here: an OnDone run inline by Finish may delete this, not the Session.
     std::shared_ptr<struct Session> s = session_;
     if (!ok) {  // the agent closed its side, or the call was cancelled or broke
-      if (registered_) impl_->CloseSession(s);
+      if (registered_) impl_->EndOfStream(s);
       s->Finish(grpc::Status::OK);
       return;
     }
-    if (registered_ && in_.has_telemetry()) {
-      // Handled on a telemetry thread, which then reads this stream's next message: a slow
-      // handler (the store pushing back) holds up this agent's stream only, never the gRPC
-      // threads that carry the other agents' acks and heartbeats. No read is outstanding
-      // meanwhile, so the call cannot finish and this reactor outlives the task.
-      impl_->PostTelemetry([this, s] {
-        impl_->OnMessage(s, in_);
-        in_.Clear();
-        StartRead(&in_);
-      });
-      return;
-    }
     if (!registered_) {
-      if (grpc::Status st = impl_->Hello(ctx_, s, in_); !st.ok()) {
+      if (grpc::Status st = impl_->Hello(ctx_, s, s->in); !st.ok()) {
         s->Finish(std::move(st));
         return;
       }
       registered_ = true;
-    } else {
-      impl_->OnMessage(s, in_);
+      s->in.Clear();
+      StartRead(&s->in);
+      return;
     }
-    in_.Clear();
-    StartRead(&in_);
+    // Paused (backlog full): the task draining it starts the next read. No read is
+    // outstanding meanwhile, so the call cannot finish and this reactor outlives the pause.
+    if (impl_->Accept(s)) StartRead(&s->in);
   }
 
   void OnWriteDone(bool ok) override {
@@ -617,7 +694,6 @@ class ControlServer::Impl::Reactor final : public ::fl::harness::Reactor {
   Impl* impl_;
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<struct Session> session_;
-  pb::AgentMessage in_;
   bool registered_ = false;
 };
 

@@ -25,9 +25,15 @@
 // queued from a timer thread and never wait on an agent, so an agent that stops reading holds
 // up only itself (its commands fail Unavailable once its queue is full).
 //
+// Reading: an agent's telemetry is read ahead of its handling into a backlog of its own (32
+// messages at most; a full one pauses that agent's reads until it is half drained), so that
+// the store never holds up the reading of acks; an ack read behind telemetry is handled after
+// it, in the order the agent sent them, so a command's ack still means that everything the
+// agent sent before it has been handed to the telemetry handler.
+//
 // Thread-safety: all public methods may be called from any thread. The telemetry handler is
-// called from the server's two telemetry threads, concurrently for different agents; an
-// agent's next message is read once its last batch has been handled.
+// called from the server's two telemetry threads, concurrently for different agents, in order
+// for each agent.
 // Blocking: every waiting method takes a Deadline.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The coordinator under many agents: FanOut's bounded parallel calls, and an agent that stops
-// reading its stream holding up nobody but itself.
+// The coordinator under many agents: FanOut's bounded parallel calls, an agent that stops
+// reading its stream holding up nobody but itself, and telemetry read ahead of a slow store.
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -7,7 +7,9 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "harness/agent/agent_session.h"
 #include "harness/control/auth.h"
@@ -198,6 +200,133 @@ TEST_CASE(
   CHECK_FALSE(info->lost);  // it still speaks; it only stopped reading
   (*good)->Stop();
   (*server)->Shutdown();  // the stuck stream is cancelled; Shutdown does not hang on it
+}
+
+// A raw session driven by the test: Hello, then whatever the test writes and reads.
+class RawAgent {
+ public:
+  RawAgent(const std::string& address, const std::string& token, const std::string& host)
+      : stub_(pb::Coordinator::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
+    ctx_.AddMetadata(kTokenMetadataKey, token);
+    stream_ = stub_->Session(&ctx_);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_token(token);
+    hello.mutable_hello()->set_host(host);
+    hello.mutable_hello()->set_instance_id("raw-" + host);
+    pb::CoordinatorMessage welcome;
+    ok_ = stream_->Write(hello) && stream_->Read(&welcome) && welcome.has_welcome();
+  }
+  ~RawAgent() {
+    ctx_.TryCancel();
+    stream_->Finish().error_code();
+  }
+  bool ok() const { return ok_; }
+  // The next command (heartbeats skipped), or nullopt when the stream ended.
+  std::optional<pb::CoordinatorMessage> NextCommand() {
+    pb::CoordinatorMessage m;
+    while (stream_->Read(&m))
+      if (!m.has_heartbeat()) return m;
+    return std::nullopt;
+  }
+  bool Telemetry(int64_t iteration) {
+    pb::AgentMessage m;
+    auto* s = m.mutable_telemetry()->add_samples();
+    s->set_rank(0);
+    s->set_iteration(iteration);
+    return stream_->Write(m);
+  }
+  bool Ack(uint64_t command_id) {
+    pb::AgentMessage m;
+    m.mutable_ack()->set_command_id(command_id);
+    m.mutable_ack()->set_ok(true);
+    return stream_->Write(m);
+  }
+  bool WritesDone() { return stream_->WritesDone(); }
+
+ private:
+  std::unique_ptr<pb::Coordinator::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::CoordinatorMessage>> stream_;
+  bool ok_ = false;
+};
+
+TEST_CASE(
+    "control: telemetry is read ahead of a slow handler - an ack sent behind telemetry is "
+    "handled after it, each agent's batches in order, none lost when the stream ends, and the "
+    "other agents are answered meanwhile",
+    "[integration]") {
+  ControlServerOptions o;
+  o.token = "t0k3n-for-the-read-ahead-test";
+  o.run_id = "readahead";
+  auto server = ControlServer::Start(o);
+  REQUIRE(server.ok());
+  // A slow store: 2 ms a batch for "busy" (200 batches: about 0.4 s behind).
+  std::mutex mu;
+  std::vector<int64_t> seen;  // busy's iterations, in the order handled
+  (*server)->SetTelemetryHandler([&](const std::string& host, const pb::TelemetryBatch& b) {
+    if (host != "busy") return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::lock_guard lock(mu);
+    for (const auto& s : b.samples()) seen.push_back(s.iteration());
+  });
+  auto handled = [&] {
+    std::lock_guard lock(mu);
+    return seen.size();
+  };
+  RawAgent busy((*server)->address(), o.token, "busy");
+  REQUIRE(busy.ok());
+  AgentSessionOptions a;
+  a.coordinator = (*server)->address();
+  a.token = o.token;
+  a.host = "good";
+  AgentHandlers handlers;
+  handlers.on_command = [](const pb::CoordinatorMessage&) -> std::optional<pb::Ack> {
+    pb::Ack ack;
+    ack.set_ok(true);
+    return ack;
+  };
+  auto good = AgentSession::Connect(a, handlers);
+  REQUIRE(good.ok());
+  REQUIRE((*server)->WaitForAgents({"good", "busy"}, Deadline::After(10 * kNsPerSec)).ok());
+
+  // busy answers a command with 200 batches first, then its ack.
+  std::thread agent([&] {
+    auto cmd = busy.NextCommand();
+    if (!cmd) return;
+    for (int i = 0; i < 200; ++i)
+      if (!busy.Telemetry(i)) return;
+    busy.Ack(cmd->command_id());
+  });
+  pb::CoordinatorMessage launch;
+  launch.mutable_launch();
+  auto call = std::async(std::launch::async, [&] {
+    auto ack = (*server)->Call("busy", launch, Deadline::After(30 * kNsPerSec));
+    return std::make_pair(ack.ok() && ack->ok(), handled());
+  });
+  // While busy's backlog is handled, good is answered (its acks wait on no other agent).
+  for (int i = 0; i < 5; ++i) {
+    auto ack = (*server)->Call("good", launch, Deadline::After(10 * kNsPerSec));
+    REQUIRE(ack.ok());
+    CHECK(ack->ok());
+  }
+  auto [acked, handled_at_ack] = call.get();
+  agent.join();
+  CHECK(acked);
+  CHECK(handled_at_ack == 200);  // the ack came after its 200 batches, and was seen after them
+
+  // More telemetry, then the agent closes its side: nothing read is dropped.
+  for (int i = 200; i < 300; ++i) REQUIRE(busy.Telemetry(i));
+  REQUIRE(busy.WritesDone());
+  CHECK(WaitUntil([&] { return handled() == 300; }, Deadline::After(20 * kNsPerSec),
+                  5 * kNsPerMs));
+  {
+    std::lock_guard lock(mu);
+    REQUIRE(seen.size() == 300);
+    for (int i = 0; i < 300; ++i) CHECK(seen[static_cast<size_t>(i)] == i);
+  }
+  (*good)->Stop();
+  (*server)->Shutdown();
 }
 
 }  // namespace
