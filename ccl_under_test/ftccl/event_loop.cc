@@ -14,11 +14,24 @@ void Engine::Impl::Timers(Nanos now) {
     bool any_up = false;
     for (auto& ch : p.ch) {
       switch (ch.state) {
-        case ChState::kUp:
-          if (now - ch.last_rx > ch.health.DeadTimeout() && !HasPendingBytes(ch)) {
+        case ChState::kUp: {
+          // The peer's latest word on any other working path: silence here while it speaks
+          // there is this path's fault; silence everywhere is more likely the peer's CPU.
+          Nanos heard_elsewhere = -1;
+          for (const auto& other : p.ch)
+            if (&other != &ch && other.state == ChState::kUp && other.last_rx > 0)
+              heard_elsewhere = std::max(heard_elsewhere, other.last_rx);
+          const Nanos limit =
+              ch.health.SilenceLimit(heard_elsewhere < 0 ? -1 : now - heard_elsewhere);
+          if (now - ch.last_rx > limit && !HasPendingBytes(ch)) {
             FailChannel(p.rank, ch, "keepalive_timeout",
                         "nothing heard for " + FormatDuration(now - ch.last_rx) +
-                            " (dead timeout " + FormatDuration(ch.health.DeadTimeout()) + ")");
+                            " (dead timeout " + FormatDuration(limit) + "; " +
+                            (heard_elsewhere < 0 ? std::string("no other path")
+                                                 : "the peer heard on another path " +
+                                                       FormatDuration(now - heard_elsewhere) +
+                                                       " ago") +
+                            ")");
             break;
           }
           JudgeHealth(p, ch, now);
@@ -29,6 +42,7 @@ void Engine::Impl::Timers(Nanos now) {
             PumpSend(p.rank, ch);
           }
           break;
+        }
         case ChState::kConnecting:
         case ChState::kHandshake:
           if (now - ch.attempt_started > opt_.connect_timeout) {

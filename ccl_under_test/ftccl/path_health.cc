@@ -92,6 +92,12 @@ Nanos PathHealth::DeadTimeout() const {
   return std::clamp(t, floor, cap);
 }
 
+Nanos PathHealth::SilenceLimit(Nanos peer_heard_ago) const {
+  const Nanos dead = DeadTimeout();
+  if (peer_heard_ago >= 0 && peer_heard_ago <= dead / 2) return dead;
+  return std::max(opt_.dead_cap, dead);
+}
+
 Nanos PathHealth::StallAfter() const {
   if (srtt_ == 0) return opt_.stall_cap;
   const auto by_rtt = static_cast<Nanos>(opt_.stall_rtts * static_cast<double>(srtt_));

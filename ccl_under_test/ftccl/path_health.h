@@ -19,7 +19,9 @@
 //
 // The dead timeout (silence after which a path is failed, not drained) adapts to the ack
 // times: clamp(dead_rtts x (srtt + 4 rttvar), dead_floor, dead_cap), and never below
-// 3 keep-alive intervals, so an idle path's keep-alives do not look like silence.
+// 3 keep-alive intervals, so an idle path's keep-alives do not look like silence. It applies
+// only while the peer is heard on another path (SilenceLimit): a peer silent on every path
+// is more likely a peer starved of CPU than a fault on each of its paths, and gets the cap.
 //
 // Thread-safety: none (each channel's PathHealth is owned by the engine thread).
 #pragma once
@@ -121,6 +123,10 @@ class PathHealth {
   bool OnProbeAck(Nanos now, uint64_t id, double reference_rate);
 
   Nanos DeadTimeout() const;
+  // The silence after which the channel is failed: DeadTimeout() when the peer was heard on
+  // another of its paths within the last half of it (`peer_heard_ago`: since the latest such
+  // word; negative: no other path), else the cap.
+  Nanos SilenceLimit(Nanos peer_heard_ago) const;
   Nanos StallAfter() const;
   double rate() const { return rate_; }
   // The best rate seen while healthy (a slowly decaying peak), 0 = none.
