@@ -352,6 +352,9 @@ class Engine::Impl {
   bool HasPendingBytes(Channel& ch);
   // Path health (health.cc).
   void JudgeHealth(Peer& p, Channel& ch, Nanos now);
+  // Since the peer was last heard on a working channel other than ch; -1 when on none (a
+  // peer silent everywhere is more likely starved than cut off on each path).
+  static Nanos PeerHeardElsewhereAgo(const Peer& p, const Channel& ch, Nanos now);
   void DrainChannel(int peer, Channel& ch, PathVerdict why, const std::string& detail);
   void SendProbe(int peer, Channel& ch, Nanos now);
   void OnProbeAck(int peer, Channel& ch, uint64_t id);

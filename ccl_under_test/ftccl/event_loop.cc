@@ -15,22 +15,17 @@ void Engine::Impl::Timers(Nanos now) {
     for (auto& ch : p.ch) {
       switch (ch.state) {
         case ChState::kUp: {
-          // The peer's latest word on any other working path: silence here while it speaks
-          // there is this path's fault; silence everywhere is more likely the peer's CPU.
-          Nanos heard_elsewhere = -1;
-          for (const auto& other : p.ch)
-            if (&other != &ch && other.state == ChState::kUp && other.last_rx > 0)
-              heard_elsewhere = std::max(heard_elsewhere, other.last_rx);
-          const Nanos limit =
-              ch.health.SilenceLimit(heard_elsewhere < 0 ? -1 : now - heard_elsewhere);
+          // Silence here while the peer speaks on another path is this path's fault; silence
+          // everywhere is more likely the peer's CPU.
+          const Nanos heard_ago = PeerHeardElsewhereAgo(p, ch, now);
+          const Nanos limit = ch.health.SilenceLimit(heard_ago);
           if (now - ch.last_rx > limit && !HasPendingBytes(ch)) {
             FailChannel(p.rank, ch, "keepalive_timeout",
                         "nothing heard for " + FormatDuration(now - ch.last_rx) +
                             " (dead timeout " + FormatDuration(limit) + "; " +
-                            (heard_elsewhere < 0 ? std::string("no other path")
-                                                 : "the peer heard on another path " +
-                                                       FormatDuration(now - heard_elsewhere) +
-                                                       " ago") +
+                            (heard_ago < 0 ? std::string("the peer silent on every path")
+                                           : "the peer heard on another path " +
+                                                 FormatDuration(heard_ago) + " ago") +
                             ")");
             break;
           }

@@ -26,6 +26,14 @@ std::string FormatRate(double bytes_per_s) {
 
 }  // namespace
 
+Nanos Engine::Impl::PeerHeardElsewhereAgo(const Peer& p, const Channel& ch, Nanos now) {
+  Nanos heard = -1;
+  for (const Channel& other : p.ch)
+    if (&other != &ch && other.state == ChState::kUp && other.last_rx > 0)
+      heard = std::max(heard, other.last_rx);
+  return heard < 0 ? -1 : std::max<Nanos>(0, now - heard);
+}
+
 void Engine::Impl::ReadCounters(Channel& ch, Nanos now) {
   if (!ch.conn || now < ch.next_counters) return;
   ch.next_counters = now + std::max<Nanos>(kNsPerMs, opt_.health.loss_window / 10);
@@ -54,6 +62,7 @@ void Engine::Impl::JudgeHealth(Peer& p, Channel& ch, Nanos now) {
     });
   }
   SiblingView sib;
+  sib.peer_heard_ago = PeerHeardElsewhereAgo(p, ch, now);
   for (const Channel& other : p.ch) {
     if (&other == &ch || other.local_nic < 0 || !Usable(other)) continue;
     ++sib.healthy;

@@ -68,13 +68,33 @@ void PathHealth::OnTcpInfo(Nanos now, uint64_t segs_out, uint64_t total_retrans,
   while (tcp_.size() > 2 && now - tcp_[1].at >= opt_.loss_window) tcp_.pop_front();
 }
 
-double PathHealth::loss() const {
-  if (tcp_.size() < 2) return -1;
-  const TcpSample& a = tcp_.front();
-  const TcpSample& b = tcp_.back();
-  if (b.segs < a.segs || b.segs - a.segs < opt_.loss_min_segments) return -1;
+namespace {
+
+// Retransmitted / sent segments from a to b, -1 with fewer than min_segments sent.
+template <typename Sample>
+double RetransRatio(const Sample& a, const Sample& b, uint64_t min_segments) {
+  if (b.segs < a.segs || b.segs - a.segs < std::max<uint64_t>(1, min_segments)) return -1;
   const uint64_t re = b.retrans >= a.retrans ? b.retrans - a.retrans : 0;
   return static_cast<double>(re) / static_cast<double>(b.segs - a.segs);
+}
+
+}  // namespace
+
+double PathHealth::loss() const {
+  if (tcp_.size() < 2) return -1;
+  return RetransRatio(tcp_.front(), tcp_.back(), opt_.loss_min_segments);
+}
+
+double PathHealth::half_loss() const {
+  if (tcp_.size() < 3) return -1;
+  // The middle: the first sample at or after half a window before the newest.
+  const Nanos mid_at = tcp_.back().at - opt_.loss_window / 2;
+  size_t mid = 1;
+  while (mid + 1 < tcp_.size() && tcp_[mid].at < mid_at) ++mid;
+  const double older = RetransRatio(tcp_.front(), tcp_[mid], opt_.loss_min_segments / 2);
+  const double newer = RetransRatio(tcp_[mid], tcp_.back(), opt_.loss_min_segments / 2);
+  if (older < 0 || newer < 0) return -1;
+  return std::min(older, newer);
 }
 
 Nanos PathHealth::tcp_rtt_max() const {
@@ -123,15 +143,16 @@ PathVerdict PathHealth::Judge(Nanos now, Nanos oldest_written, const SiblingView
     sampled = true;
   }
   if (!opt_.enabled || drained_) return PathVerdict::kHealthy;
-  // Stalled: chunks in flight and the acks stopped.
-  if (oldest_written > 0) {
+  // Stalled: chunks in flight and the acks stopped, while the peer speaks on another path.
+  if (oldest_written > 0 && siblings.peer_heard_ago >= 0 &&
+      siblings.peer_heard_ago <= StallAfter() / 2) {
     const Nanos since = std::max(last_ack_, oldest_written);
     if (now > since && now - since > StallAfter()) return PathVerdict::kStalled;
   }
   if (siblings.healthy == 0) return PathVerdict::kHealthy;
   // Lossy.
   const double l = loss();
-  if (l >= opt_.loss_ratio &&
+  if (l >= opt_.loss_ratio && half_loss() >= opt_.loss_half_share * opt_.loss_ratio &&
       (siblings.best_loss < 0 || l >= opt_.loss_vs_siblings * siblings.best_loss)) {
     if (lossy_since_ == 0) lossy_since_ = now;
     if (now - lossy_since_ >= opt_.loss_hold) return PathVerdict::kLossy;

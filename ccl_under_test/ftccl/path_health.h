@@ -44,8 +44,10 @@ struct PathHealthOptions {
   Nanos dead_cap = 300 * kNsPerMs;
   // Stall: chunks in flight and no ack for clamp(max(stall_rtts x srtt, stall_gaps x ack
   // gap, stall_peaks x the recent peak of ack times and gaps), floor, cap) since the later of
-  // the last ack and the oldest chunk's write. The peak (it decays over about peak_acks
-  // acks) keeps a loaded host's scheduling delays from reading as stalls.
+  // the last ack and the oldest chunk's write, while the peer is heard on another path (within
+  // the last half of that time). The peak (it decays over about peak_acks acks) keeps a loaded
+  // host's scheduling delays from reading as stalls; the peer heard elsewhere keeps a peer
+  // starved of CPU (silent on every path at once) from reading as stalled paths.
   double stall_rtts = 3;
   double stall_gaps = 8;
   double stall_peaks = 3;
@@ -58,13 +60,17 @@ struct PathHealthOptions {
   int slow_samples = 4;
   Nanos rate_window = 20 * kNsPerMs;
   // Lossy: retransmitted / sent segments over loss_window at least loss_ratio (with at least
-  // loss_min_segments sent), and at least loss_vs_siblings x the siblings' best ratio, for
-  // loss_hold on end (a burst of tail drops at a congested queue is shorter).
+  // loss_min_segments sent), in each half of the window at least loss_half_share x
+  // loss_ratio, and at least loss_vs_siblings x the siblings' best ratio, for loss_hold on
+  // end. A lossy link loses steadily; a burst of tail drops at a congested queue, or a starved
+  // peer's spurious retransmits, raises the window's ratio for a whole window but lies in one
+  // half of it (the hold covers the moment it straddles the middle).
   double loss_ratio = 0.02;
+  double loss_half_share = 0.75;
   double loss_vs_siblings = 3;
   uint64_t loss_min_segments = 1000;
-  Nanos loss_window = 500 * kNsPerMs;
-  Nanos loss_hold = 100 * kNsPerMs;
+  Nanos loss_window = 400 * kNsPerMs;
+  Nanos loss_hold = 50 * kNsPerMs;
   // Probing a drained path.
   size_t probe_bytes = 1024 * 1024;
   Nanos probe_interval = 100 * kNsPerMs;
@@ -84,6 +90,9 @@ struct SiblingView {
   int healthy = 0;        // how many
   double best_rate = 0;   // bytes/s, 0 = none measured
   double best_loss = -1;  // lowest retransmit ratio among them (-1 = none measured)
+  // Since the peer was last heard on any other path (0 = just now; -1 = never, or no other
+  // path).
+  Nanos peer_heard_ago = 0;
 };
 
 class PathHealth {
@@ -132,6 +141,8 @@ class PathHealth {
   // The best rate seen while healthy (a slowly decaying peak), 0 = none.
   double healthy_rate() const { return healthy_rate_; }
   double loss() const;        // retransmit ratio over the loss window, -1 = not enough data
+  // The lower of the ratios over the two halves of the loss window, -1 = not enough data.
+  double half_loss() const;
   Nanos tcp_rtt_max() const;  // the transport's largest smoothed RTT over the loss window
   Nanos srtt() const { return srtt_; }
   Nanos ack_gap() const { return gap_; }

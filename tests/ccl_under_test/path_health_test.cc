@@ -54,6 +54,15 @@ TEST_CASE("path health: acks that stop with chunks in flight are a stall", "[uni
   CHECK(h.Judge(t + stall + kMs, written, Sibling(131e6)) == PathVerdict::kStalled);
   // Nothing in flight: silence is not a stall.
   CHECK(h.Judge(t + 10 * stall, 0, Sibling(131e6)) == PathVerdict::kHealthy);
+  // The peer silent on its other paths too (a peer starved of CPU, not a stalled path), or
+  // heard there only before half the stall time: not a stall either.
+  SiblingView quiet = Sibling(131e6);
+  quiet.peer_heard_ago = -1;
+  CHECK(h.Judge(t + stall + kMs, written, quiet) == PathVerdict::kHealthy);
+  quiet.peer_heard_ago = stall / 2 + kMs;
+  CHECK(h.Judge(t + stall + kMs, written, quiet) == PathVerdict::kHealthy);
+  quiet.peer_heard_ago = stall / 2;
+  CHECK(h.Judge(t + stall + kMs, written, quiet) == PathVerdict::kStalled);
 }
 
 TEST_CASE("path health: the engine thread's own starvation excuses a stall", "[unit]") {
@@ -108,7 +117,8 @@ TEST_CASE("path health: retransmits over the loss window make a path lossy, agai
     v = h.Judge(t, 0, Sibling(131e6, 0));
   }
   CHECK(v == PathVerdict::kLossy);
-  CHECK(t - first <= o.loss_window / 2 + o.loss_hold);
+  CHECK(t - first <= o.loss_window);
+  CHECK(h.half_loss() >= o.loss_half_share * o.loss_ratio);
   // Siblings that lose as much: the path is no worse than the rest.
   PathHealth same;
   t = 1000 * kMs;
@@ -117,6 +127,21 @@ TEST_CASE("path health: retransmits over the loss window make a path lossy, agai
     same.OnTcpInfo(t, segs += 80, re += 2);
     CHECK(same.Judge(t, 0, Sibling(131e6, 0.02)) == PathVerdict::kHealthy);
   }
+  // One burst of retransmits (a queue tail-dropping under incast, a starved peer's spurious
+  // retransmits): 5% of a whole window's segments within 10 ms. The window's ratio is over
+  // 2% for a whole window, but the burst lies in one half of it: not lossy.
+  PathHealth burst;
+  t = 1000 * kMs;
+  segs = re = 0;
+  PathVerdict worst = PathVerdict::kHealthy;
+  bool window_over = false;
+  for (int i = 0; i < 150; ++i, t += 10 * kMs) {
+    burst.OnTcpInfo(t, segs += 80, re += (i == 60 ? 160 : 0));
+    window_over |= burst.loss() >= o.loss_ratio;
+    if (PathVerdict v = burst.Judge(t, 0, Sibling(131e6, 0)); v != PathVerdict::kHealthy) worst = v;
+  }
+  CHECK(window_over);  // the rule without halves would have drained it
+  CHECK(worst == PathVerdict::kHealthy);
   // Too few segments to say.
   PathHealth few;
   few.OnTcpInfo(t, 0, 0);
