@@ -140,7 +140,7 @@ class PathHealth {
   double rate() const { return rate_; }
   // The best rate seen while healthy (a slowly decaying peak), 0 = none.
   double healthy_rate() const { return healthy_rate_; }
-  double loss() const;        // retransmit ratio over the loss window, -1 = not enough data
+  double loss() const;  // retransmit ratio over the loss window, -1 = not enough data
   // The lower of the ratios over the two halves of the loss window, -1 = not enough data.
   double half_loss() const;
   Nanos tcp_rtt_max() const;  // the transport's largest smoothed RTT over the loss window

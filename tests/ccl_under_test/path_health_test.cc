@@ -173,17 +173,19 @@ TEST_CASE("path health: the dead timeout follows the ack times between its floor
 
 // A peer silent on every path is more likely starved of CPU than cut off on each: the short
 // timeout applies only while it is heard on another path.
-TEST_CASE("path health: the short dead timeout applies only while the peer speaks on another "
-          "path", "[unit]") {
+TEST_CASE(
+    "path health: the short dead timeout applies only while the peer speaks on another "
+    "path",
+    "[unit]") {
   PathHealthOptions o;
   PathHealth fast(o);
   Feed(fast, 1000 * kMs, 200 * kMs, 2 * kMs, 2 * kMs, 64 * 1024);
   const Nanos dead = fast.DeadTimeout();
   REQUIRE(dead < o.dead_cap);
-  CHECK(fast.SilenceLimit(0) == dead);            // heard elsewhere just now
-  CHECK(fast.SilenceLimit(dead / 2) == dead);     // within half the timeout
+  CHECK(fast.SilenceLimit(0) == dead);                   // heard elsewhere just now
+  CHECK(fast.SilenceLimit(dead / 2) == dead);            // within half the timeout
   CHECK(fast.SilenceLimit(dead / 2 + 1) == o.dead_cap);  // silent there too
-  CHECK(fast.SilenceLimit(-1) == o.dead_cap);     // no other path to the peer
+  CHECK(fast.SilenceLimit(-1) == o.dead_cap);            // no other path to the peer
 }
 
 TEST_CASE("path health: a drained path comes back after its hold and enough good probes",

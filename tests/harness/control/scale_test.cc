@@ -99,61 +99,13 @@ TEST_CASE("fan-out: hosts whose turn comes after the deadline are not called", "
   for (const Status& st : out) CHECK(st.code() == Code::kDeadlineExceeded);
 }
 
-// A raw session that says Hello, reads its Welcome and then never reads again; it goes on
-// sending heartbeats (every 50 ms), so the coordinator hears from it and does not lose it.
-class StuckAgent {
- public:
-  StuckAgent(const std::string& address, const std::string& token, const std::string& host)
-      : stub_(pb::Coordinator::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
-    ctx_.AddMetadata(kTokenMetadataKey, token);
-    stream_ = stub_->Session(&ctx_);
-    pb::AgentMessage hello;
-    hello.mutable_hello()->set_token(token);
-    hello.mutable_hello()->set_host(host);
-    hello.mutable_hello()->set_instance_id("stuck-" + host);
-    pb::CoordinatorMessage welcome;
-    ok_ = stream_->Write(hello) && stream_->Read(&welcome) && welcome.has_welcome();
-    if (ok_)
-      beat_ = std::thread([this] {
-        pb::AgentMessage hb;
-        hb.mutable_heartbeat();
-        while (stop_.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout)
-          if (!stream_->Write(hb)) return;
-      });
-  }
-  ~StuckAgent() {
-    stopping_.set_value();
-    if (beat_.joinable()) beat_.join();
-    ctx_.TryCancel();
-    stream_->Finish().error_code();
-  }
-  bool ok() const { return ok_; }
-
- private:
-  std::unique_ptr<pb::Coordinator::Stub> stub_;
-  grpc::ClientContext ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::CoordinatorMessage>> stream_;
-  bool ok_ = false;
-  std::promise<void> stopping_;
-  std::future<void> stop_ = stopping_.get_future();
-  std::thread beat_;
-};
-
-TEST_CASE(
-    "control: an agent that stops reading fills only its own send queue, and the others keep "
-    "their heartbeats and answers",
-    "[integration]") {
-  ControlServerOptions o;
-  o.token = "t0k3n-for-the-stuck-agent-test";
-  o.run_id = "stuck";
-  o.lease_ns = 600 * kNsPerMs;
-  o.heartbeat_interval_ns = 50 * kNsPerMs;
-  auto server = ControlServer::Start(o);
-  REQUIRE(server.ok());
+// A real agent session for host "good" that acknowledges every command at once, with
+// heartbeats every 50 ms.
+StatusOr<std::unique_ptr<AgentSession>> ConnectGoodAgent(const std::string& address,
+                                                         const std::string& token) {
   AgentSessionOptions a;
-  a.coordinator = (*server)->address();
-  a.token = o.token;
+  a.coordinator = address;
+  a.token = token;
   a.host = "good";
   a.heartbeat_interval_ns = 50 * kNsPerMs;
   AgentHandlers handlers;
@@ -162,44 +114,7 @@ TEST_CASE(
     ack.set_ok(true);
     return ack;
   };
-  auto good = AgentSession::Connect(a, handlers);
-  REQUIRE(good.ok());
-  StuckAgent stuck((*server)->address(), o.token, "stuck");
-  REQUIRE(stuck.ok());
-  REQUIRE((*server)->WaitForAgents({"good", "stuck"}, Deadline::After(10 * kNsPerSec)).ok());
-
-  // 256 KiB commands to the stuck agent until its queue is full: the flow-control windows
-  // and socket buffers hold some, the send queue the rest, and then Call fails at once.
-  pb::CoordinatorMessage big;
-  big.mutable_launch()->set_worker_args_json(std::string(256 << 10, 'x'));
-  bool refused = false;
-  const Nanos flood_start = MonoNowNs();
-  for (int i = 0; i < 5000 && !refused; ++i) {
-    auto ack = (*server)->Call("stuck", big, Deadline::After(kNsPerMs));
-    REQUIRE_FALSE(ack.ok());
-    refused = ack.status().code() == Code::kUnavailable;
-    if (refused) CHECK(ack.status().ToString().find("has not read") != std::string::npos);
-  }
-  CHECK(refused);
-  // Meanwhile, and after: the good agent's heartbeats kept its lease (600 ms) alive, and it
-  // answers commands and clock probes at once.
-  for (int i = 0; i < 20; ++i) {
-    const Nanos t0 = MonoNowNs();
-    auto ack = (*server)->Call("good", big, Deadline::After(5 * kNsPerSec));
-    REQUIRE(ack.ok());
-    CHECK(ack->ok());
-    CHECK(MonoNowNs() - t0 < 2 * kNsPerSec);
-  }
-  CHECK((*server)->SyncClock("good", 3, Deadline::After(5 * kNsPerSec)).ok());
-  CHECK(WaitUntil([&] { return MonoNowNs() - flood_start > 2 * o.lease_ns; },
-                  Deadline::After(10 * kNsPerSec), 10 * kNsPerMs));
-  CHECK_FALSE((*good)->lease_lapsed());
-  CHECK((*good)->connected());
-  auto info = (*server)->Agent("stuck");
-  REQUIRE(info.ok());
-  CHECK_FALSE(info->lost);  // it still speaks; it only stopped reading
-  (*good)->Stop();
-  (*server)->Shutdown();  // the stuck stream is cancelled; Shutdown does not hang on it
+  return AgentSession::Connect(a, handlers);
 }
 
 // A raw session driven by the test: Hello, then whatever the test writes and reads.
@@ -242,6 +157,11 @@ class RawAgent {
     m.mutable_ack()->set_ok(true);
     return stream_->Write(m);
   }
+  bool Heartbeat() {
+    pb::AgentMessage hb;
+    hb.mutable_heartbeat();
+    return stream_->Write(hb);
+  }
   bool WritesDone() { return stream_->WritesDone(); }
 
  private:
@@ -250,6 +170,82 @@ class RawAgent {
   std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::CoordinatorMessage>> stream_;
   bool ok_ = false;
 };
+
+// A raw session that says Hello, reads its Welcome and then never reads again; it goes on
+// sending heartbeats (every 50 ms), so the coordinator hears from it and does not lose it.
+class StuckAgent {
+ public:
+  StuckAgent(const std::string& address, const std::string& token, const std::string& host)
+      : raw_(address, token, host) {
+    if (raw_.ok())
+      beat_ = std::thread([this] {
+        while (stop_.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout)
+          if (!raw_.Heartbeat()) return;
+      });
+  }
+  ~StuckAgent() {
+    stopping_.set_value();
+    if (beat_.joinable()) beat_.join();
+  }
+  bool ok() const { return raw_.ok(); }
+
+ private:
+  RawAgent raw_;
+  std::promise<void> stopping_;
+  std::future<void> stop_ = stopping_.get_future();
+  std::thread beat_;
+};
+
+TEST_CASE(
+    "control: an agent that stops reading fills only its own send queue, and the others keep "
+    "their heartbeats and answers",
+    "[integration]") {
+  ControlServerOptions o;
+  o.token = "t0k3n-for-the-stuck-agent-test";
+  o.run_id = "stuck";
+  o.lease_ns = 600 * kNsPerMs;
+  o.heartbeat_interval_ns = 50 * kNsPerMs;
+  auto server = ControlServer::Start(o);
+  REQUIRE(server.ok());
+  auto good = ConnectGoodAgent((*server)->address(), o.token);
+  REQUIRE(good.ok());
+  StuckAgent stuck((*server)->address(), o.token, "stuck");
+  REQUIRE(stuck.ok());
+  REQUIRE((*server)->WaitForAgents({"good", "stuck"}, Deadline::After(10 * kNsPerSec)).ok());
+
+  // 256 KiB commands to the stuck agent until its queue is full: the flow-control windows
+  // and socket buffers hold some, the send queue the rest, and then Call fails at once.
+  pb::CoordinatorMessage big;
+  big.mutable_launch()->set_worker_args_json(std::string(256 << 10, 'x'));
+  bool refused = false;
+  const Nanos flood_start = MonoNowNs();
+  for (int i = 0; i < 5000 && !refused; ++i) {
+    auto ack = (*server)->Call("stuck", big, Deadline::After(kNsPerMs));
+    REQUIRE_FALSE(ack.ok());
+    refused = ack.status().code() == Code::kUnavailable;
+    if (refused) CHECK(ack.status().ToString().find("has not read") != std::string::npos);
+  }
+  CHECK(refused);
+  // Meanwhile, and after: the good agent's heartbeats kept its lease (600 ms) alive, and it
+  // answers commands and clock probes at once.
+  for (int i = 0; i < 20; ++i) {
+    const Nanos t0 = MonoNowNs();
+    auto ack = (*server)->Call("good", big, Deadline::After(5 * kNsPerSec));
+    REQUIRE(ack.ok());
+    CHECK(ack->ok());
+    CHECK(MonoNowNs() - t0 < 2 * kNsPerSec);
+  }
+  CHECK((*server)->SyncClock("good", 3, Deadline::After(5 * kNsPerSec)).ok());
+  CHECK(WaitUntil([&] { return MonoNowNs() - flood_start > 2 * o.lease_ns; },
+                  Deadline::After(10 * kNsPerSec), 10 * kNsPerMs));
+  CHECK_FALSE((*good)->lease_lapsed());
+  CHECK((*good)->connected());
+  auto info = (*server)->Agent("stuck");
+  REQUIRE(info.ok());
+  CHECK_FALSE(info->lost);  // it still speaks; it only stopped reading
+  (*good)->Stop();
+  (*server)->Shutdown();  // the stuck stream is cancelled; Shutdown does not hang on it
+}
 
 TEST_CASE(
     "control: telemetry is read ahead of a slow handler - an ack sent behind telemetry is "
@@ -276,17 +272,7 @@ TEST_CASE(
   };
   RawAgent busy((*server)->address(), o.token, "busy");
   REQUIRE(busy.ok());
-  AgentSessionOptions a;
-  a.coordinator = (*server)->address();
-  a.token = o.token;
-  a.host = "good";
-  AgentHandlers handlers;
-  handlers.on_command = [](const pb::CoordinatorMessage&) -> std::optional<pb::Ack> {
-    pb::Ack ack;
-    ack.set_ok(true);
-    return ack;
-  };
-  auto good = AgentSession::Connect(a, handlers);
+  auto good = ConnectGoodAgent((*server)->address(), o.token);
   REQUIRE(good.ok());
   REQUIRE((*server)->WaitForAgents({"good", "busy"}, Deadline::After(10 * kNsPerSec)).ok());
 
@@ -318,8 +304,7 @@ TEST_CASE(
   // More telemetry, then the agent closes its side: nothing read is dropped.
   for (int i = 200; i < 300; ++i) REQUIRE(busy.Telemetry(i));
   REQUIRE(busy.WritesDone());
-  CHECK(WaitUntil([&] { return handled() == 300; }, Deadline::After(20 * kNsPerSec),
-                  5 * kNsPerMs));
+  CHECK(WaitUntil([&] { return handled() == 300; }, Deadline::After(20 * kNsPerSec), 5 * kNsPerMs));
   {
     std::lock_guard lock(mu);
     REQUIRE(seen.size() == 300);
