@@ -239,8 +239,8 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
   }
 
   // A message read after the Hello (in session->in). Telemetry, and anything read while
-  // telemetry is still waiting, joins the session's backlog; anything else is handled here at
-  // once. True: read the next message now; false: the backlog is full, and the task draining
+  // telemetry is still waiting or being handled, joins the session's backlog; anything else is
+  // handled here at once. True: read the next message now; false: the backlog is full, and the task draining
   // it restarts the reads.
   bool Accept(const std::shared_ptr<struct Session>& session) {
     {
@@ -249,7 +249,8 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     }
     {
       std::lock_guard lock(session->mu);
-      if (session->in.has_telemetry() || !session->backlog.empty()) {
+      // draining: a message is queued or still being handled; what comes after waits its turn.
+      if (session->in.has_telemetry() || session->draining) {
         session->backlog.push_back(std::move(session->in));
         session->in.Clear();
         if (!session->draining) {
