@@ -240,8 +240,8 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
 
   // A message read after the Hello (in session->in). Telemetry, and anything read while
   // telemetry is still waiting or being handled, joins the session's backlog; anything else is
-  // handled here at once. True: read the next message now; false: the backlog is full, and the task draining
-  // it restarts the reads.
+  // handled here at once. True: read the next message now; false: the backlog is full, and the task
+  // draining it restarts the reads.
   bool Accept(const std::shared_ptr<struct Session>& session) {
     {
       std::lock_guard lock(mu_);
