@@ -351,7 +351,8 @@ class Engine::Impl {
   void Timers(Nanos now);
   bool HasPendingBytes(Channel& ch);
   // Path health (health.cc).
-  void JudgeHealth(Peer& p, Channel& ch, Nanos now);
+  // peer_heard_ago: PeerHeardElsewhereAgo(p, ch, now), which the caller has already.
+  void JudgeHealth(Peer& p, Channel& ch, Nanos now, Nanos peer_heard_ago);
   // Since the peer was last heard on a working channel other than ch; -1 when on none (a
   // peer silent everywhere is more likely starved than cut off on each path).
   static Nanos PeerHeardElsewhereAgo(const Peer& p, const Channel& ch, Nanos now);

@@ -29,7 +29,7 @@ void Engine::Impl::Timers(Nanos now) {
                             ")");
             break;
           }
-          JudgeHealth(p, ch, now);
+          JudgeHealth(p, ch, now, heard_ago);
           if (ch.state != ChState::kUp) break;
           if (now - ch.last_tx > opt_.keepalive_interval && !ch.cur &&
               ch.ctrl_off >= ch.ctrl.size()) {

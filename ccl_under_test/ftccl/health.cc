@@ -41,7 +41,7 @@ void Engine::Impl::ReadCounters(Channel& ch, Nanos now) {
   if (ch.conn->ReadCounters(&c)) ch.health.OnTcpInfo(now, c.segs_out, c.total_retrans, c.rtt);
 }
 
-void Engine::Impl::JudgeHealth(Peer& p, Channel& ch, Nanos now) {
+void Engine::Impl::JudgeHealth(Peer& p, Channel& ch, Nanos now, Nanos peer_heard_ago) {
   if (!opt_.health.enabled || ch.local_nic < 0 || !cfg_.failover) return;
   ReadCounters(ch, now);
   if (ch.health.drained()) {
@@ -62,7 +62,7 @@ void Engine::Impl::JudgeHealth(Peer& p, Channel& ch, Nanos now) {
     });
   }
   SiblingView sib;
-  sib.peer_heard_ago = PeerHeardElsewhereAgo(p, ch, now);
+  sib.peer_heard_ago = peer_heard_ago;
   for (const Channel& other : p.ch) {
     if (&other == &ch || other.local_nic < 0 || !Usable(other)) continue;
     ++sib.healthy;
