@@ -11,8 +11,10 @@
 // samples the agents sent against the rows the coordinator committed.
 //
 //   bench_coordinator_agents [--agents 256] [--rate 100] [--seconds 10] [--repeat 5]
-//                            [--batch-ms 100] [--tls]
-// --batch-ms: each agent sends a batch every this many milliseconds (rate*batch/1000 samples).
+//                            [--batch-ms 0] [--tls]
+// The coordinator sets the pace `faultline run` sets for a fleet of N (PaceForFleet, lease 3 s)
+// and its Welcome carries it to the agents. --batch-ms: each agent sends a batch every this many
+// milliseconds instead (rate*batch/1000 samples).
 // --tls: mutual TLS as on an inventory lab (a lab CA and a certificate per simulated agent).
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -79,6 +81,9 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
   }
 
   bool welcomed() const { return welcomed_; }
+  // The fleet's pace from the Welcome (0: none set).
+  int64_t telemetry_ms() const { return telemetry_ms_; }
+  int64_t heartbeat_ms() const { return heartbeat_ms_; }
   uint64_t sent_samples() const { return sent_samples_; }
   bool done() const { return done_; }
   bool closed() {
@@ -155,6 +160,8 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
     pb::AgentMessage out;
     switch (in_.body_case()) {
       case pb::CoordinatorMessage::kWelcome:
+        telemetry_ms_ = in_.welcome().telemetry_interval_ms();
+        heartbeat_ms_ = in_.welcome().heartbeat_interval_ms();
         welcomed_ = true;
         break;
       case pb::CoordinatorMessage::kClockProbe:
@@ -195,11 +202,12 @@ class SimAgent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::Coor
   std::deque<pb::AgentMessage> queue_;
   bool writing_ = false, closed_ = false, ended_ = false, held_ = true;
   std::atomic<bool> welcomed_{false}, done_{false};
+  std::atomic<int64_t> telemetry_ms_{0}, heartbeat_ms_{0};
   std::atomic<uint64_t> sent_samples_{0};
 };
 
-// The agents' process: N sessions; each sends rate*batch_ms/1000 samples every batch_ms and a
-// heartbeat every 500 ms, from its Welcome until it has acknowledged Shutdown;
+// The agents' process: N sessions; each sends rate*batch_ms/1000 samples every batch_ms (and a
+// heartbeat when it sends no telemetry), from its Welcome until it has acknowledged Shutdown;
 // then each half-closes its stream, and the process
 // writes the samples whose writes completed to sent_file.
 int Agents(const std::string& address, const std::string& token, int n, int rate, double seconds,
@@ -240,6 +248,22 @@ int Agents(const std::string& address, const std::string& token, int n, int rate
     for (auto& t : dialers) t.join();
   }
   if (bad_tls) std::_Exit(3);
+  // The pace: --batch-ms if given, else the Welcome's (as the real agent takes it), else 50 ms;
+  // heartbeats at the Welcome's interval (else 500 ms), and only from an agent that sent no
+  // telemetry within it, as the real agent does. Every agent of the fleet gets the same
+  // Welcome, so the first one sets the ticker's pace.
+  if (!WaitUntil([&] { return agents[0]->welcomed(); }, Deadline::After(120 * kNsPerSec),
+                 kNsPerMs)) {
+    std::fprintf(stderr, "no Welcome for sim0\n");
+    std::_Exit(3);
+  }
+  if (batch_ms <= 0) batch_ms = agents[0]->telemetry_ms() > 0 ? agents[0]->telemetry_ms() : 50;
+  const Nanos hb_interval =
+      (agents[0]->heartbeat_ms() > 0 ? agents[0]->heartbeat_ms() : 500) * kNsPerMs;
+  const bool telemetry_each_tick = batch_ms * kNsPerMs < hb_interval;
+  std::fprintf(stderr, "agents: batches every %d ms, heartbeats every %lld ms%s\n", batch_ms,
+               static_cast<long long>(hb_interval / kNsPerMs),
+               telemetry_each_tick ? " (none sent: telemetry flows)" : "");
   const int per_batch = std::max(1, rate * batch_ms / 1000);
   const Nanos tick = batch_ms * kNsPerMs;
   // Until every agent has its Shutdown (or the coordinator is long overdue with it).
@@ -252,8 +276,8 @@ int Agents(const std::string& address, const std::string& token, int n, int rate
   Nanos next = MonoNowNs(), next_hb = next;
   uint64_t iteration = 0;
   while (MonoNowNs() < end && !all_closed()) {
-    const bool hb = MonoNowNs() >= next_hb;
-    if (hb) next_hb += 500 * kNsPerMs;
+    const bool hb = !telemetry_each_tick && MonoNowNs() >= next_hb;
+    if (hb) next_hb += hb_interval;
     for (int i = 0; i < n; ++i) {
       if (!agents[i]->welcomed()) continue;  // an agent streams once it is registered
       pb::AgentMessage m;
@@ -334,7 +358,9 @@ std::string MakeCerts(const std::string& dir, int n) {
   return tls;
 }
 
-pid_t g_agents_pid = -1;  // the agents' process of the current repetition
+pid_t g_agents_pid = -1;
+int g_fan_out_width =
+    kFanOutWidth;  // as the run driver's  // the agents' process of the current repetition
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "%s\n", what.c_str());
@@ -355,7 +381,7 @@ double TimedFanOut(ControlServer& server, const std::vector<std::string>& hosts,
                    const pb::CoordinatorMessage& m, const char* what) {
   const Nanos t0 = MonoNowNs();
   Status st = FirstError(FanOut(
-      hosts, 256,
+      hosts, g_fan_out_width,
       [&](const std::string& h) {
         return server.Call(h, m, Deadline::After(30 * kNsPerSec)).status();
       },
@@ -382,6 +408,12 @@ Result RunOnce(int n, int rate, double seconds, int batch_ms, const std::string&
   ControlServerOptions o;
   o.token = token;
   o.run_id = "bench";
+  o.lease_ns = 3 * kNsPerSec;  // as `faultline run` (--lease 3)
+  // The pace `faultline run` sets for a fleet of n (control_server.h, PaceForFleet).
+  const FleetPace pace = PaceForFleet(static_cast<size_t>(n), o.lease_ns);
+  o.heartbeat_interval_ns = pace.heartbeat_interval_ns;
+  o.agent_heartbeat_interval_ns = pace.heartbeat_interval_ns;
+  o.agent_telemetry_interval_ns = pace.telemetry_interval_ns;
   if (!tls_dir.empty()) {
     auto tls = LoadTlsMaterial(tls_dir, CertRole::kCoordinator, "");
     if (!tls.ok()) Die(tls.status().ToString());
@@ -464,14 +496,18 @@ int main(int argc, char** argv) {
     return Agents(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]), std::atof(argv[6]),
                   std::atoi(argv[7]), argv[8], argv[9]);
   CLI::App app{"Coordinator CPU and memory under N simulated agents streaming telemetry."};
-  int agents = 256, rate = 100, repeat = 5, batch_ms = 100;
+  int agents = 256, rate = 100, repeat = 5, batch_ms = 0;
   double seconds = 10;
   app.add_option("--agents", agents, "simulated agents (one gRPC session each)")
       ->capture_default_str();
   app.add_option("--rate", rate, "samples per second per agent")->capture_default_str();
   app.add_option("--seconds", seconds, "streaming time per repetition")->capture_default_str();
   app.add_option("--repeat", repeat, "repetitions (the median is reported)")->capture_default_str();
-  app.add_option("--batch-ms", batch_ms, "an agent's telemetry batch interval")
+  app.add_option("--batch-ms", batch_ms,
+                 "an agent's telemetry batch interval (0: the coordinator's pace for the fleet, "
+                 "from its Welcome, as a real agent takes it)")
+      ->capture_default_str();
+  app.add_option("--fan-out-width", g_fan_out_width, "commands in flight at once in a fan-out")
       ->capture_default_str();
   bool tls = false;
   app.add_flag("--tls", tls, "mutual TLS between the coordinator and the agents");
@@ -504,9 +540,12 @@ int main(int argc, char** argv) {
       "agents %d x %d samples/s%s (batches every %d ms): registered in %.2f s, launch fan-out "
       "%.3f s, stop fan-out %.3f s, coordinator cpu %.1f%% of one core, peak rss %.1f MiB, %.0f "
       "samples/s ingested (medians of %d); every sample committed: %s\n",
-      agents, rate, tls ? " (mutual TLS)" : "", batch_ms, Median(reg), Median(launch), Median(stop),
-      Median(cpu), *std::max_element(rss.begin(), rss.end()), Median(rx), repeat,
-      all_committed ? "yes" : "NO");
+      agents, rate, tls ? " (mutual TLS)" : "",
+      batch_ms > 0
+          ? batch_ms
+          : static_cast<int>(PaceForFleet(agents, 3 * kNsPerSec).telemetry_interval_ns / kNsPerMs),
+      Median(reg), Median(launch), Median(stop), Median(cpu),
+      *std::max_element(rss.begin(), rss.end()), Median(rx), repeat, all_committed ? "yes" : "NO");
   std::string cmd = "rm -rf " + dir;
   if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
   return all_committed ? 0 : 1;

@@ -369,7 +369,11 @@ class AgentRuntime::Impl {
   }
 
   void ScheduleFlush() {
-    flush_timer_.expires_after(std::chrono::nanoseconds(opts_.flush_interval_ns));
+    // The coordinator's pace for the fleet (its Welcome), else our own.
+    Nanos interval = opts_.flush_interval_ns;
+    if (AgentSession* s = session_.load(); s != nullptr && s->telemetry_interval_ns() > 0)
+      interval = s->telemetry_interval_ns();
+    flush_timer_.expires_after(std::chrono::nanoseconds(interval));
     flush_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       Flush();

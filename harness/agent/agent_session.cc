@@ -73,6 +73,13 @@ class AgentSession::Impl {
     if (asked_ms * kNsPerMs > lease_ns_)
       FL_LOG(kWarn, "agent") << "coordinator asked for a " << asked_ms << " ms lease; this agent's "
                              << "policy keeps at most " << lease_ns_ / kNsPerMs << " ms";
+    // The fleet's pace, when the coordinator sets one (control_server.h, PaceForFleet).
+    if (welcome.heartbeat_interval_ms() > 0)
+      heartbeat_interval_ns_ =
+          std::clamp<int64_t>(welcome.heartbeat_interval_ms(), 1, 300'000) * kNsPerMs;
+    if (welcome.telemetry_interval_ms() > 0)
+      telemetry_interval_ns_ =
+          std::clamp<int64_t>(welcome.telemetry_interval_ms(), 1, 60'000) * kNsPerMs;
     last_renewal_ns_ = MonoNowNs();
     connected_ = true;
     command_thread_ = std::thread([this] { CommandThread(); });
@@ -150,6 +157,7 @@ class AgentSession::Impl {
     std::lock_guard lock(write_mu_);
     if (!connected_ || !stream_ || !stream_->Write(m))
       return UnavailableError("control stream to coordinator is down");
+    last_write_ns_ = MonoNowNs();
     return OkStatus();
   }
 
@@ -321,8 +329,7 @@ class AgentSession::Impl {
   }
 
   void ScheduleTick() {
-    timer_.expires_after(
-        std::chrono::nanoseconds(std::min(options_.heartbeat_interval_ns, lease_ns_ / 4)));
+    timer_.expires_after(std::chrono::nanoseconds(std::min(heartbeat_interval_ns_, lease_ns_ / 4)));
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping_) return;
       Tick();
@@ -373,7 +380,11 @@ class AgentSession::Impl {
             " ms");
       return;
     }
-    if (connected_) {
+    // A heartbeat only when nothing else went to the coordinator within the interval: any
+    // message tells it this agent is alive, and a large fleet's heartbeats are most of its
+    // messages.
+    if (connected_ &&
+        MonoNowNs() - last_write_ns_.load() >= std::min(heartbeat_interval_ns_, lease_ns_ / 4)) {
       pb::AgentMessage hb;
       if (handlers_.heartbeat) *hb.mutable_heartbeat() = handlers_.heartbeat();
       hb.mutable_heartbeat()->set_wall_ns(WallNowNs());
@@ -430,7 +441,10 @@ class AgentSession::Impl {
   std::atomic<uint64_t> resumes_{0};
   std::string run_id_;
   Nanos lease_ns_;
+  Nanos heartbeat_interval_ns_ = options_.heartbeat_interval_ns;  // the Welcome's, if it has one
+  Nanos telemetry_interval_ns_ = 0;                               // 0: the agent's default
   std::atomic<Nanos> last_renewal_ns_{0};
+  std::atomic<Nanos> last_write_ns_{0};  // the last message written to the coordinator
   std::thread reader_;
   std::mutex cmd_mu_;  // guards commands_, cmd_exit_; shutdown_requested_ is set under it
   std::condition_variable cmd_cv_;
@@ -494,6 +508,7 @@ Status AgentSession::SendAck(const pb::Ack& ack) {
 }
 const std::string& AgentSession::run_id() const { return impl_->run_id_; }
 Nanos AgentSession::lease_ns() const { return impl_->lease_ns_; }
+Nanos AgentSession::telemetry_interval_ns() const { return impl_->telemetry_interval_ns_; }
 bool AgentSession::shutdown_requested() const { return impl_->shutdown_requested_; }
 
 bool AgentSession::lease_lapsed() const {

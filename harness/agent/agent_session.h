@@ -43,6 +43,8 @@ struct AgentSessionOptions {
   std::string host;  // topology host name
   faultline::v1::Fingerprint fingerprint;
   Nanos connect_timeout_ns = 10 * kNsPerSec;
+  // Unless the Welcome sets the fleet's pace. A heartbeat goes only when nothing else was
+  // written to the coordinator within the interval (telemetry tells it the agent is alive).
   Nanos heartbeat_interval_ns = 500 * kNsPerMs;
   // Used until the coordinator's Welcome says otherwise.
   Nanos default_lease_ns = 5 * kNsPerSec;
@@ -92,6 +94,8 @@ class AgentSession {
   Status SendAck(const faultline::v1::Ack& ack);
   const std::string& run_id() const;
   Nanos lease_ns() const;
+  // The telemetry interval the coordinator's Welcome asked for; 0: none (the agent's own).
+  Nanos telemetry_interval_ns() const;
   bool lease_lapsed() const;
   // The coordinator sent Shutdown and its ack has been written: the agent may stop now.
   bool shutdown_requested() const;

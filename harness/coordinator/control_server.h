@@ -57,10 +57,29 @@ struct ControlServerOptions {
   std::string run_id;
   Nanos lease_ns = 5 * kNsPerSec;
   Nanos heartbeat_interval_ns = 500 * kNsPerMs;
+  // Sent in the Welcome (0: the agent's own default): how often an agent flushes its telemetry
+  // and sends its heartbeat. See PaceForFleet.
+  Nanos agent_telemetry_interval_ns = 0;
+  Nanos agent_heartbeat_interval_ns = 0;
   // Mutual TLS with the lab's certificates (LoadTlsMaterial(dir, kCoordinator, ...));
   // unset: plaintext, token only (the local lab).
   std::optional<TlsMaterial> tls;
 };
+
+// How often a fleet of N agents talks to its coordinator. The coordinator's cost is per
+// message (the kernel's TCP, gRPC, a wake-up), not per sample, so a large fleet is asked for
+// fewer, larger telemetry batches and rarer heartbeats, keeping the messages per second bounded:
+// telemetry every max(50 ms, N x 0.2 ms), at most 1 s (about 5,000 batches/s in all from 250
+// agents up); heartbeats both ways every max(lease / 6, N x 0.3 ms), at most lease / 4. A
+// fleet of up to 250 agents keeps the small-lab pace (50 ms, lease / 6). Faults and the events
+// a run waits for do not wait for a batch (they are sent at once), so only the progress display
+// and the rows' arrival are later. An agent whose telemetry flows sends no heartbeat of its own
+// (agent_session.h).
+struct FleetPace {
+  Nanos telemetry_interval_ns = 0;
+  Nanos heartbeat_interval_ns = 0;
+};
+FleetPace PaceForFleet(size_t agents, Nanos lease_ns);
 
 struct AgentInfo {
   std::string host;
@@ -94,7 +113,13 @@ struct ControlServerStats {
   uint64_t events = 0;
   uint64_t resumes = 0;
   uint64_t lost = 0;
+  uint64_t heartbeats = 0;  // heartbeats the agents sent
 };
+
+// How many agents a command fanned out to the fleet is in flight to at once. A call waits for
+// its ack, so the width sets the fan-out's pace: 4096 agents took 2.1-2.2 s at 256 and
+// 1.1-1.3 s at 1024 (bench_coordinator_agents, docs/performance.md).
+inline constexpr int kFanOutWidth = 1024;
 
 // Runs fn(host) for every host, at most max_in_flight at a time (on threads of its own, so
 // that one slow or silent agent holds up only its own call), and returns fn's statuses in the

@@ -109,8 +109,7 @@ ccl::CclEnvContext LabEnv(const std::vector<lab::JobHost>& hosts) {
 }
 
 // Commands sent to every agent (clock sync, launch, stop, revert, shutdown) go out to at most
-// this many agents at a time (FanOut).
-constexpr int kFanOutWidth = 256;
+// kFanOutWidth agents at a time (control_server.h).
 
 constexpr int kExitPass = 0, kExitExpectation = 1, kExitBadInput = 2, kExitInfra = 3,
               kExitInterrupted = 130;
@@ -452,7 +451,12 @@ Status Runner::StartControlServer(const std::string& listen, const std::string& 
   so.token = token;
   so.run_id = run_id_;
   so.lease_ns = opts_.lease_ns;
-  so.heartbeat_interval_ns = std::max<Nanos>(opts_.lease_ns / 6, 50 * kNsPerMs);
+  // The fleet's pace (control_server.h): the small-lab pace up to 250 agents, fewer messages
+  // per agent beyond.
+  const FleetPace pace = PaceForFleet(lab_->agent_names().size(), opts_.lease_ns);
+  so.heartbeat_interval_ns = std::max<Nanos>(pace.heartbeat_interval_ns, 50 * kNsPerMs);
+  so.agent_heartbeat_interval_ns = so.heartbeat_interval_ns;
+  so.agent_telemetry_interval_ns = pace.telemetry_interval_ns;
   so.tls = tls_;
   FL_ASSIGN_OR_RETURN(server_, ControlServer::Start(so));
   server_->SetTelemetryHandler(

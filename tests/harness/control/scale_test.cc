@@ -99,6 +99,73 @@ TEST_CASE("fan-out: hosts whose turn comes after the deadline are not called", "
   for (const Status& st : out) CHECK(st.code() == Code::kDeadlineExceeded);
 }
 
+TEST_CASE("fleet pace: the small-lab pace up to 250 agents, bounded messages per second beyond",
+          "[unit]") {
+  const Nanos lease = 3 * kNsPerSec;
+  for (size_t n : {1u, 8u, 250u}) {
+    const FleetPace p = PaceForFleet(n, lease);
+    CHECK(p.telemetry_interval_ns == 50 * kNsPerMs);
+    CHECK(p.heartbeat_interval_ns == lease / 6);
+  }
+  // Telemetry batches from the whole fleet stay about 5,000 a second until the 1 s cap.
+  for (size_t n : {512u, 1024u, 4096u}) {
+    const FleetPace p = PaceForFleet(n, lease);
+    const double batches_per_s = static_cast<double>(n) * 1e9 / p.telemetry_interval_ns;
+    CHECK(batches_per_s == Approx(5000).epsilon(0.01));
+  }
+  CHECK(PaceForFleet(10000, lease).telemetry_interval_ns == kNsPerSec);
+  // Heartbeats grow with the fleet but always fit four into a lease.
+  CHECK(PaceForFleet(2000, lease).heartbeat_interval_ns == 600 * kNsPerMs);
+  for (size_t n : {4096u, 100000u})
+    CHECK(PaceForFleet(n, lease).heartbeat_interval_ns == lease / 4);
+  CHECK(PaceForFleet(8000, 10 * kNsPerSec).heartbeat_interval_ns == 2400 * kNsPerMs);
+}
+
+TEST_CASE(
+    "control: the Welcome carries the fleet's pace, and an agent whose telemetry flows sends no "
+    "heartbeat of its own",
+    "[integration]") {
+  ControlServerOptions o;
+  o.token = "t0k3n-for-the-pace-test";
+  o.run_id = "pace";
+  o.lease_ns = 2 * kNsPerSec;
+  o.heartbeat_interval_ns = 100 * kNsPerMs;
+  o.agent_heartbeat_interval_ns = 100 * kNsPerMs;
+  o.agent_telemetry_interval_ns = 40 * kNsPerMs;
+  auto server = ControlServer::Start(o);
+  REQUIRE(server.ok());
+  AgentSessionOptions a;
+  a.coordinator = (*server)->address();
+  a.token = o.token;
+  a.host = "paced";
+  a.heartbeat_interval_ns = 5 * kNsPerSec;  // the Welcome's 100 ms replaces it
+  auto agent = AgentSession::Connect(a, AgentHandlers{});
+  REQUIRE(agent.ok());
+  CHECK((*agent)->telemetry_interval_ns() == 40 * kNsPerMs);
+  // Silent: a heartbeat every 100 ms (about 5 in 0.5 s; 0 if the Welcome were ignored).
+  const uint64_t hb0 = (*server)->stats().heartbeats;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const uint64_t silent = (*server)->stats().heartbeats - hb0;
+  CHECK(silent >= 3);
+  // Telemetry every 40 ms for 0.5 s: it tells the coordinator the agent is alive, and no
+  // heartbeat goes beside it.
+  const uint64_t hb1 = (*server)->stats().heartbeats;
+  pb::TelemetryBatch batch;
+  batch.add_samples()->set_rank(0);
+  for (int i = 0; i < 12; ++i) {
+    REQUIRE((*agent)->SendTelemetry(batch).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  CHECK((*server)->stats().heartbeats - hb1 <= 1);
+  CHECK(
+      WaitUntil([&] { return (*server)->stats().samples == 12; }, Deadline::After(5 * kNsPerSec)));
+  auto info = (*server)->Agent("paced");
+  REQUIRE(info.ok());
+  CHECK(MonoNowNs() - info->last_heard_mono_ns < 200 * kNsPerMs);
+  (*agent)->Stop();
+  (*server)->Shutdown();
+}
+
 // A real agent session for host "good" that acknowledges every command at once, with
 // heartbeats every 50 ms.
 StatusOr<std::unique_ptr<AgentSession>> ConnectGoodAgent(const std::string& address,
