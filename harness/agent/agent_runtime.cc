@@ -51,7 +51,8 @@ struct AppliedFault {
 };
 
 // A fault sent ahead: prepared (policy, target, injector, "applying" journal entry), waiting
-// for the fire thread to apply it at due_wall_ns (agent clock).
+// for the fire thread to apply it at due_wall_ns (agent clock). An armed one (an iteration
+// trigger) has no due time until its ranks have passed the iteration: then it is due at once.
 struct PendingFault {
   std::string fault_id;
   uint64_t command_id = 0;  // its inject's ack is sent when it fired
@@ -59,7 +60,21 @@ struct PendingFault {
   std::unique_ptr<injectors::Injector> injector;
   injectors::FaultHandle handle;
   InjectDecision decision;
+  bool armed = false;  // waiting for its iteration (due_wall_ns not set yet)
+  uint64_t after_iteration = 0;
+  std::vector<int> iteration_ranks;
+  Nanos triggered_wall_ns = 0;  // when its ranks passed the iteration
 };
+
+// An armed fault's trigger: every one of its ranks has reported an iteration of at least
+// after_iteration (last_iteration: each rank's highest so far).
+bool IterationReached(const PendingFault& p, const std::map<int, uint64_t>& last_iteration) {
+  for (int r : p.iteration_ranks) {
+    auto it = last_iteration.find(r);
+    if (it == last_iteration.end() || it->second < p.after_iteration) return false;
+  }
+  return true;
+}
 
 // Sleeps to an absolute CLOCK_REALTIME time (the agent's wall clock, as due times are).
 void SleepUntilWall(Nanos wall_ns) {
@@ -137,6 +152,12 @@ std::vector<injectors::Port> SwitchSidePorts(const injectors::Fabric& fabric,
   if (!(links && take(fabric.HostLinks(target, injectors::PortSide::kSwitch))) && uplinks)
     take(fabric.Uplinks(target));
   return ports;
+}
+
+std::string RankList(const google::protobuf::RepeatedField<int32_t>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
 }
 
 pb::Ack Fail(const Status& st) {
@@ -261,6 +282,7 @@ class AgentRuntime::Impl {
       std::lock_guard lock(batch_mu_);
       urgent = Add(c, *parsed);
     }
+    if (armed_ > 0 && std::holds_alternative<TelemetrySample>(*parsed)) TriggerArmed();
     // A fault's detection, failover or restored path goes out at once, not with the next
     // flush: the coordinator times faults against them (after_event / during) and prints them.
     // (One flush for a burst: every rank reports its own.) Ingest runs on the Asio thread.
@@ -273,10 +295,29 @@ class AgentRuntime::Impl {
     }
   }
 
+  // Armed faults whose ranks have passed their iteration become due now: the fire thread fires
+  // them at once. Asio thread only (last_iteration_ is its own).
+  void TriggerArmed() {
+    bool any = false;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, p] : pending_) {
+        if (!p.armed || !IterationReached(p, last_iteration_)) continue;
+        p.armed = false;
+        p.triggered_wall_ns = p.due_wall_ns = WallNowNs();
+        --armed_;
+        any = true;
+      }
+    }
+    if (any) fire_cv_.notify_all();
+  }
+
   // REQUIRES batch_mu_. True for an event the coordinator waits for.
   bool Add(Conn& c, const TelemetryLine& parsed) {
     if (const auto* smp = std::get_if<TelemetrySample>(&parsed)) {
       c.rank = smp->rank;
+      uint64_t& last = last_iteration_[smp->rank];
+      last = std::max<uint64_t>(last, smp->iteration);
       pb::Sample* s = batch_.add_samples();
       s->set_rank(smp->rank);
       s->set_iteration(smp->iteration);
@@ -597,7 +638,17 @@ class AgentRuntime::Impl {
     const InjectDecision decision =
         DecideInject(opts_.policy, site_ && site_->disposable(), opts_.host, f);
     if (!decision.status.ok()) return Fail(decision.status);
-    const AheadMode mode = ClassifyDue(WallNowNs(), f.due_agent_wall_ns());
+    const bool armed = f.has_after_iteration();
+    if (armed && (f.iteration_ranks().empty() || f.iteration_ranks_size() > 4096))
+      return Fail(InvalidArgumentError(
+          "inject: fault " + f.fault_id() + " is armed on an iteration but names " +
+          std::to_string(f.iteration_ranks_size()) + " ranks (iteration_ranks: 1 to 4096)"));
+    for (int r : f.iteration_ranks())
+      if (r < 0)
+        return Fail(InvalidArgumentError("inject: fault " + f.fault_id() + ": iteration rank " +
+                                         std::to_string(r) + " is negative"));
+    const AheadMode mode =
+        armed ? AheadMode::kAhead : ClassifyDue(WallNowNs(), f.due_agent_wall_ns());
     if (mode == AheadMode::kTooFar)
       return Fail(InvalidArgumentError("inject: fault " + f.fault_id() + " is due more than " +
                                        std::to_string(kMaxAheadNs / kNsPerSec) +
@@ -634,9 +685,28 @@ class AgentRuntime::Impl {
       if (!prepared.ok()) return Fail(prepared.status());
       {
         std::lock_guard lock(mu_);
-        pending_[f.fault_id()] =
-            PendingFault{f.fault_id(),    command_id,           f.due_agent_wall_ns(),
-                         std::move(*inj), std::move(*prepared), decision};
+        PendingFault& p = pending_[f.fault_id()];
+        p.fault_id = f.fault_id();
+        p.command_id = command_id;
+        p.due_wall_ns = f.due_agent_wall_ns();
+        p.injector = std::move(*inj);
+        p.handle = std::move(*prepared);
+        p.decision = decision;
+        if (armed) {
+          p.armed = true;
+          p.after_iteration = f.after_iteration();
+          p.iteration_ranks.assign(f.iteration_ranks().begin(), f.iteration_ranks().end());
+          ++armed_;
+        }
+      }
+      if (armed) {
+        // Its ranks may be past the iteration already: look on the Asio thread, which owns the
+        // iterations seen.
+        asio::post(io_, [this] { TriggerArmed(); });
+        FL_LOG(kInfo, "agent") << "fault " << f.fault_id() << " armed: fires when rank(s) "
+                               << RankList(f.iteration_ranks()) << " pass iteration "
+                               << f.after_iteration();
+        return std::nullopt;
       }
       fire_cv_.notify_all();
       const Nanos lead = f.due_agent_wall_ns() - WallNowNs();
@@ -681,7 +751,9 @@ class AgentRuntime::Impl {
     while (!stopping_) {
       auto next = pending_.end();
       for (auto it = pending_.begin(); it != pending_.end(); ++it)
-        if (next == pending_.end() || it->second.due_wall_ns < next->second.due_wall_ns) next = it;
+        if (!it->second.armed &&
+            (next == pending_.end() || it->second.due_wall_ns < next->second.due_wall_ns))
+          next = it;
       if (next == pending_.end()) {
         fire_cv_.wait(lock);
         continue;
@@ -712,6 +784,7 @@ class AgentRuntime::Impl {
       } else {
         ack = Fail(st);
       }
+      ack.set_triggered_wall_ns(p.triggered_wall_ns);
       ack.set_command_id(p.command_id);
       lock.lock();
       if (st.ok())
@@ -793,6 +866,7 @@ class AgentRuntime::Impl {
       if (auto p = pending_.find(r.fault_id()); p != pending_.end()) {
         PendingFault pf = std::move(p->second);
         pending_.erase(p);
+        if (pf.armed) --armed_;
         fire_cv_.notify_all();
         lock.unlock();
         CancelPending(pf, "reverted before it fired");
@@ -830,6 +904,7 @@ class AgentRuntime::Impl {
     {
       std::unique_lock lock(mu_);
       pending.swap(pending_);
+      armed_ = 0;
       fire_cv_.notify_all();
       fire_cv_.wait(lock, [&] { return firing_.empty(); });
       faults.swap(faults_);
@@ -866,6 +941,8 @@ class AgentRuntime::Impl {
   std::mutex mu_;
   std::map<std::string, AppliedFault> faults_;
   std::map<std::string, PendingFault> pending_;  // sent ahead, not fired yet
+  std::atomic<int> armed_{0};                    // pending_ entries still armed
+  std::map<int, uint64_t> last_iteration_;       // each rank's highest; Asio thread only
   std::string firing_;                           // the fault the fire thread is applying
   std::condition_variable fire_cv_;              // pending_ or firing_ changed, or stopping_
   std::thread fire_thread_;

@@ -229,6 +229,17 @@ class Runner {
     const JobSpec& j = scenario_.job;
     return !j.command.empty() && j.progress_format == "nccl-tests" ? 1 : world_;
   }
+  // The progress ranks that run on the host of `agent` (none for the fabric's agent).
+  std::vector<int> ProgressRanksOn(const std::string& agent) const {
+    std::vector<int> out;
+    int first = 0;
+    for (const HostSlot& slot : hosts_) {
+      if (slot.name == agent)
+        for (int r = first; r < first + slot.ranks && r < ProgressRanks(); ++r) out.push_back(r);
+      first += slot.ranks;
+    }
+    return out;
+  }
   Status StartAgents();
   Status StartControlServer(const std::string& listen, const std::string& token);
   Status AwaitAgents();
@@ -261,6 +272,9 @@ class Runner {
   // (at steady state when that is closer; when: timeline.h) with its due time on the agent's clock;
   // the agent prepares it at once and fires it then, and answers the inject when it fired.
   void SendAhead(ActiveFault& f);
+  // An iteration-triggered fault armed at its agent: fired there when the progress ranks of
+  // its host pass the iteration (answered then, like a fault sent ahead).
+  void ArmAtAgent(ActiveFault& f);
   // The inject's answer (immediate or sent ahead): fills the fault's record as the ack says.
   Status FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack);
   Status RevertFault(ActiveFault& f);
@@ -857,6 +871,21 @@ void Runner::SendAhead(ActiveFault& f) {
       [server, agent, m] { return server->Call(agent, m, Deadline::After(30 * kNsPerSec)); }));
 }
 
+void Runner::ArmAtAgent(ActiveFault& f) {
+  pb::CoordinatorMessage m = InjectMessage(f);
+  m.mutable_inject()->set_after_iteration(f.plan.after_iteration);
+  for (int r : ProgressRanksOn(f.agent)) m.mutable_inject()->add_iteration_ranks(r);
+  f.record.requested_wall_ns = WallNowNs();
+  ControlServer* server = server_.get();
+  const std::string agent = f.agent;
+  // Answered when it fired, which may be long from now; a revert (the run's end) cancels it
+  // and is answered at once, and a broken session ends the call.
+  f.ahead = std::make_shared<std::future<StatusOr<pb::Ack>>>(
+      std::async(std::launch::async, [server, agent, m] {
+        return server->Call(agent, m, Deadline::After(24 * 3600 * kNsPerSec));
+      }));
+}
+
 Status Runner::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
   f.injected = true;
   Status st = AckStatus(ack);
@@ -1048,7 +1077,7 @@ void Runner::PrintProgress(const std::string& phase, bool force) {
              f.plan.anchor + (f.plan.during ? "" : "'s " + f.plan.anchor_event);
     else if (f.plan.after_iteration_trigger)
       next = f.plan.id + " " + f.plan.kind + " after iteration " +
-             std::to_string(f.plan.after_iteration);
+             std::to_string(f.plan.after_iteration) + (f.ahead ? ", armed at " + f.agent : "");
     else if (steady_mono_ > 0)
       next = f.plan.id + " " + f.plan.kind + " in " +
              FormatDuration(std::max<Nanos>(0, steady_mono_ + f.plan.at_ns - now));
@@ -1136,6 +1165,10 @@ int Runner::Timeline() {
         continue;
       StatusOr<pb::Ack> fired = f.ahead->get();
       f.ahead.reset();
+      // Armed at its agent: its time is when the ranks there passed the iteration.
+      if (fired.ok() && fired->triggered_wall_ns() > 0)
+        f.record.scheduled_wall_ns = fired->triggered_wall_ns() -
+                                     (offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0);
       if (Status st = FinishInject(f, std::move(fired)); !st.ok()) return inject_failed(f, st);
       announce(f);
     }
@@ -1172,6 +1205,8 @@ int Runner::Timeline() {
                 : f.injected ? FaultPhase::kInjected
                              : FaultPhase::kPending;
       t.revert_at = f.revert_at_mono;
+      t.armable = f.plan.after_iteration_trigger && !cfg.tolerate_rank_loss &&
+                  !ProgressRanksOn(f.agent).empty();
     }
 
     const TimelineStep step = NextTimelineStep(state, cfg, in);
@@ -1182,6 +1217,9 @@ int Runner::Timeline() {
           break;
         case TimelineActionKind::kSendAhead:
           SendAhead(faults_[a.fault]);
+          break;
+        case TimelineActionKind::kArm:
+          ArmAtAgent(faults_[a.fault]);
           break;
         case TimelineActionKind::kInject: {
           ActiveFault& f = faults_[a.fault];

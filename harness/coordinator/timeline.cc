@@ -69,6 +69,9 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
       if (in.min_iteration >= static_cast<int64_t>(f.plan.after_iteration)) {
         step.actions.push_back({TimelineActionKind::kInject, i});
         busy.insert(f.agent);
+      } else if (f.armable && !busy.count(f.agent)) {
+        step.actions.push_back({TimelineActionKind::kArm, i});
+        busy.insert(f.agent);
       }
       continue;
     }
@@ -132,6 +135,8 @@ const char* TimelineActionName(TimelineActionKind kind) {
       return "begin_steady";
     case TimelineActionKind::kSendAhead:
       return "send_ahead";
+    case TimelineActionKind::kArm:
+      return "arm";
     case TimelineActionKind::kInject:
       return "inject";
     case TimelineActionKind::kRevert:

@@ -21,7 +21,8 @@ namespace fl::harness {
 
 enum class FaultPhase {
   kPending,    // not sent to its agent yet
-  kSentAhead,  // at its agent, prepared, fired there at its time; its answer not in yet
+  kSentAhead,  // at its agent, prepared, fired there at its time (or armed there, fired at
+               // its iteration); its answer not in yet
   kInjected,   // in effect
   kFailed,     // its inject failed
   kReverted,
@@ -36,6 +37,10 @@ struct TimelineFault {
   // An event-timed fault (plan.anchor set): when it is due (monotonic: its anchor's event as the
   // interpreter saw it, plus the delay); 0 while that event has not been seen.
   Nanos anchor_due = 0;
+  // An iteration-triggered fault whose agent runs progress ranks (and whose job does not
+  // shrink away from lost ranks): it can be armed there, and fires when those ranks pass the
+  // iteration.
+  bool armable = false;
 };
 
 struct TimelineConfig {
@@ -74,6 +79,8 @@ struct TimelineInput {
 enum class TimelineActionKind {
   kBeginSteady,  // warm-up is over (or cannot finish): the steady state starts now
   kSendAhead,    // send `fault` to its agent now, with its due time
+  kArm,          // send `fault` to its agent armed: it fires there when its ranks pass the
+                 // iteration
   kInject,       // inject `fault` now (iteration- or event-timed, or its agent was busy ahead)
   kSkip,         // `fault` (during its anchor) will never fire: the anchor is not in effect
   kRevert,       // revert `fault` now
@@ -86,7 +93,7 @@ enum class TimelineActionKind {
 
 struct TimelineAction {
   TimelineActionKind kind;
-  size_t fault = 0;  // index into TimelineState::faults, for kSendAhead, kInject, kRevert
+  size_t fault = 0;  // index into TimelineState::faults, for kSendAhead, kArm, kInject, kRevert
   bool operator==(const TimelineAction&) const = default;
 };
 
@@ -104,7 +111,9 @@ inline Nanos DueAt(const TimelineState& state, const TimelineFault& f) {
 // are due, then at most one end action. A time-triggered fault goes ahead once it is within
 // send_ahead_ns of its time, unless another fault of its agent is ahead or in effect (a
 // prepared fault claims its objects at once); it is then injected at its time. An
-// iteration-triggered fault is injected once every progress rank has passed its iteration. An
+// iteration-triggered fault is armed at its agent as soon as the steady state begins, when it
+// is armable and its agent holds no other fault; otherwise it is injected once every progress
+// rank has passed its iteration (as it is when those ranks are past it already). An
 // event-timed fault is injected at its anchor_due; one timed `during` its anchor is skipped
 // instead when the anchor is no longer in effect by then (reverted, failed or skipped).
 TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& config,

@@ -5,6 +5,8 @@
 // Root only (namespaces, links). How close to its time a fault fires is a timing goal:
 // bench/injection_timing.sh.
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -49,13 +51,14 @@ struct AheadSetup {
     auto s = ControlServer::Start(so);
     REQUIRE(s.ok());
     server = std::move(*s);
+    REQUIRE(MakeDirs(run_dir(), 0700).ok());
     ChildProcess::Options ao;
     ao.out = dir.path() + "/agent.log";
     agent = std::make_unique<ChildProcess>(
         std::vector<std::string>{
             std::string(FL_BUILD_DIR) + "/bin/faultline-agent", "--coordinator", server->address(),
             "--token-file", dir.path() + "/token", "--host", "h0", "--lab", lab->name(), "--policy",
-            dir.path() + "/policy.yaml", "--journal-dir", journal()},
+            dir.path() + "/policy.yaml", "--journal-dir", journal(), "--run-dir", run_dir()},
         ao);
     REQUIRE(server->WaitForAgents({"h0"}, Deadline::After(30 * kNsPerSec)).ok());
   }
@@ -67,6 +70,20 @@ struct AheadSetup {
     if (server) server->Shutdown();
   }
   std::string journal() const { return dir.path() + "/journal"; }
+  std::string run_dir() const { return dir.path() + "/run"; }
+  // Armed: fired when ranks 0 and 1 have both reported iteration `it`.
+  std::future<StatusOr<pb::Ack>> Arm(uint64_t it) {
+    pb::CoordinatorMessage m;
+    m.mutable_inject()->set_fault_id("f0");
+    m.mutable_inject()->set_kind("nic_port_flap");
+    m.mutable_inject()->set_target("h0.nic0");
+    m.mutable_inject()->set_duration_ms(30000);
+    m.mutable_inject()->set_after_iteration(it);
+    m.mutable_inject()->add_iteration_ranks(0);
+    m.mutable_inject()->add_iteration_ranks(1);
+    return std::async(std::launch::async,
+                      [this, m] { return server->Call("h0", m, Deadline::After(60 * kNsPerSec)); });
+  }
   std::string Log() const { return ReadFile(dir.path() + "/agent.log").value_or(""); }
   bool NicUp() const { return lab->NicUp(); }
   // A nic_port_flap on h0.nic0 due at due_wall (this machine's clock is the agent's), sent
@@ -158,6 +175,84 @@ TEST_CASE(
     CHECK(WaitUntil([&] { return s.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
     CHECK(JournalEntries(s.journal()) == 0);
   }
+}
+
+// A worker's end of the agent's telemetry socket: sample lines, as a rank writes them.
+class FakeWorker {
+ public:
+  explicit FakeWorker(const std::string& path) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path.c_str());
+    ok_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~FakeWorker() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return ok_; }
+  bool Sample(int rank, uint64_t it) {
+    const Nanos now = WallNowNs();
+    const std::string line =
+        "{\"t\":\"sample\",\"rank\":" + std::to_string(rank) + ",\"it\":" + std::to_string(it) +
+        ",\"start\":" + std::to_string(now - 1000) + ",\"end\":" + std::to_string(now) +
+        ",\"bytes\":1024,\"verified\":true,\"mismatch\":false}\n";
+    return write(fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+TEST_CASE(
+    "armed: an iteration-triggered fault is prepared at once and fires when every one of its "
+    "ranks has reported the iteration, acked with when that was",
+    "[.root][integration]") {
+  AheadSetup s;
+  FakeWorker w(s.run_dir() + "/h0.sock");
+  REQUIRE(w.ok());
+  auto inject = s.Arm(10);
+  s.WaitPrepared();
+  // Rank 0 far past it, rank 1 one short: nothing fires.
+  for (uint64_t it = 0; it <= 20; ++it) REQUIRE(w.Sample(0, it));
+  for (uint64_t it = 0; it <= 9; ++it) REQUIRE(w.Sample(1, it));
+  CHECK(inject.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  CHECK(s.NicUp());
+  const Nanos reached = WallNowNs();
+  REQUIRE(w.Sample(1, 10));
+  REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto ack = inject.get();
+  INFO(s.Log());
+  REQUIRE(ack.ok());
+  REQUIRE(ack->ok());
+  CHECK(ack->triggered_wall_ns() >= reached);
+  CHECK(ack->requested_wall_ns() >= ack->triggered_wall_ns());
+  CHECK(ack->effective_wall_ns() >= ack->requested_wall_ns());
+  CHECK_FALSE(s.NicUp());
+  CHECK(s.Log().find("armed: fires when rank(s) 0,1 pass iteration 10") != std::string::npos);
+  auto revert = s.Revert();
+  REQUIRE(revert.ok());
+  CHECK(revert->ok());
+  CHECK(WaitUntil([&] { return s.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
+  CHECK(JournalEntries(s.journal()) == 0);
+}
+
+TEST_CASE("armed: a fault armed on ranks that never get there is cancelled by its revert",
+          "[.root][integration]") {
+  AheadSetup s;
+  auto inject = s.Arm(1000);
+  s.WaitPrepared();
+  auto revert = s.Revert();
+  REQUIRE(revert.ok());
+  CHECK(revert->ok());
+  REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto ack = inject.get();
+  REQUIRE(ack.ok());
+  CHECK_FALSE(ack->ok());
+  CHECK(ack->error().find("cancelled") != std::string::npos);
+  CHECK(JournalEntries(s.journal()) == 0);
+  CHECK(s.NicUp());
 }
 
 }  // namespace

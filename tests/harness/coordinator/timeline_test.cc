@@ -77,11 +77,18 @@ struct FakeRun {
     Nanos last_sample = 0;
     while (now <= until) {
       ++steps;
-      // The agents: a fault sent ahead fires at its due time and is answered then.
+      const bool running = stop_ranks_at == 0 || now < stop_ranks_at;
+      const int64_t min_iteration = (running ? now : stop_ranks_at) / (10 * kMs);
+      // The agents: a fault sent ahead fires at its due time and is answered then; an armed
+      // one when the ranks have passed its iteration.
       for (auto& f : state.faults) {
-        if (f.phase == FaultPhase::kSentAhead && now >= DueAt(state, f)) {
+        if (f.phase != FaultPhase::kSentAhead) continue;
+        const bool armed = f.plan.after_iteration_trigger;
+        if (armed ? min_iteration >= static_cast<int64_t>(f.plan.after_iteration)
+                  : now >= DueAt(state, f)) {
           f.phase = FaultPhase::kInjected;
-          if (f.plan.duration_ns > 0) f.revert_at = DueAt(state, f) + f.plan.duration_ns;
+          if (f.plan.duration_ns > 0)
+            f.revert_at = (armed ? now : DueAt(state, f)) + f.plan.duration_ns;
           done.push_back({now, "fired " + f.plan.id});
           took_effect[f.plan.id] = now;
         }
@@ -98,12 +105,11 @@ struct FakeRun {
           event = reverted[f.plan.anchor];
         if (event) f.anchor_due = *event + f.plan.anchor_delay_ns;
       }
-      const bool running = stop_ranks_at == 0 || now < stop_ranks_at;
       if (running) last_sample = now;
       TimelineInput in;
       in.now = now;
       in.world = 2;
-      in.min_iteration = (running ? now : stop_ranks_at) / (10 * kMs);
+      in.min_iteration = min_iteration;
       in.last_sample = last_sample;
       in.failed = fail_at > 0 && now >= fail_at;
       in.exited = in.failed ? 1 : 0;
@@ -111,7 +117,8 @@ struct FakeRun {
       REQUIRE(step.wake_at >= now);
       for (const TimelineAction& a : step.actions) {
         TimelineFault* f =
-            a.kind == TimelineActionKind::kSendAhead || a.kind == TimelineActionKind::kInject ||
+            a.kind == TimelineActionKind::kSendAhead || a.kind == TimelineActionKind::kArm ||
+                    a.kind == TimelineActionKind::kInject ||
                     a.kind == TimelineActionKind::kRevert || a.kind == TimelineActionKind::kSkip
                 ? &state.faults.at(a.fault)
                 : nullptr;
@@ -123,6 +130,10 @@ struct FakeRun {
           case TimelineActionKind::kSendAhead:
             f->phase = FaultPhase::kSentAhead;
             done.push_back({now, "ahead " + f->plan.id});
+            break;
+          case TimelineActionKind::kArm:
+            f->phase = FaultPhase::kSentAhead;
+            done.push_back({now, "arm " + f->plan.id});
             break;
           case TimelineActionKind::kInject:
             f->phase = FaultPhase::kInjected;
@@ -216,6 +227,56 @@ TEST_CASE(
   CHECK(run.When("inject f0") == 420 * kMs);
   CHECK(run.When("revert f0") == 520 * kMs);
   CHECK(run.When("ahead f0") == -1);
+}
+
+TEST_CASE(
+    "timeline: an armable iteration-triggered fault goes to its agent when the steady state "
+    "begins and fires there - a busy agent's is injected by the coordinator instead",
+    "[unit]") {
+  SECTION("armed at the steady state's start, fired by the agent at its iteration") {
+    FakeRun run;
+    run.until = 2'000 * kMs;
+    run.state.faults = {IterationFault("f0", "h0", 42, 100 * kMs)};
+    run.state.faults[0].armable = true;
+    run.Run();
+    const Nanos steady = run.When("steady");
+    CHECK(run.When("arm f0") == steady);
+    CHECK(run.When("fired f0") == 420 * kMs);
+    CHECK(run.When("inject f0") == -1);
+    CHECK(run.When("revert f0") == 520 * kMs);
+  }
+  SECTION("its agent holds another fault: injected when the ranks are past it, as before") {
+    FakeRun run;
+    run.until = 2'000 * kMs;
+    run.state.faults = {TimeFault("f0", "h0", 100 * kMs, 1'000 * kMs),
+                        IterationFault("f1", "h0", 42, 100 * kMs)};
+    run.state.faults[1].armable = true;
+    run.Run();
+    CHECK(run.When("ahead f0") == run.When("steady"));
+    CHECK(run.When("arm f1") == -1);
+    CHECK(run.When("inject f1") == 420 * kMs);
+  }
+  SECTION("armed first: a time-triggered fault of the same agent is injected at its time") {
+    FakeRun run;
+    run.until = 2'000 * kMs;
+    run.state.faults = {IterationFault("f0", "h0", 150, 100 * kMs),
+                        TimeFault("f1", "h0", 800 * kMs, 100 * kMs)};
+    run.state.faults[0].armable = true;
+    run.Run();
+    const Nanos steady = run.When("steady");
+    CHECK(run.When("arm f0") == steady);
+    CHECK(run.When("ahead f1") == -1);
+    CHECK(run.When("inject f1") == steady + 800 * kMs);
+    CHECK(run.When("fired f0") == 1'500 * kMs);
+  }
+  SECTION("not armable (its agent runs no progress rank): injected by the coordinator") {
+    FakeRun run;
+    run.until = 2'000 * kMs;
+    run.state.faults = {IterationFault("f0", "fabric", 42, 100 * kMs)};
+    run.Run();
+    CHECK(run.When("arm f0") == -1);
+    CHECK(run.When("inject f0") == 420 * kMs);
+  }
 }
 
 TEST_CASE(
