@@ -238,9 +238,23 @@ TEST_CASE(
   CHECK(JournalEntries(s.journal()) == 0);
 }
 
-TEST_CASE("armed: a fault armed on ranks that never get there is cancelled by its revert",
-          "[.root][integration]") {
+TEST_CASE(
+    "armed: one armed on no rank is refused, and one whose ranks never get there is "
+    "cancelled by its revert",
+    "[.root][integration]") {
   AheadSetup s;
+  // Armed on no rank at all: refused at once, nothing prepared.
+  pb::CoordinatorMessage bad;
+  bad.mutable_inject()->set_fault_id("f9");
+  bad.mutable_inject()->set_kind("nic_port_flap");
+  bad.mutable_inject()->set_target("h0.nic0");
+  bad.mutable_inject()->set_after_iteration(5);
+  auto refused = s.server->Call("h0", bad, Deadline::After(20 * kNsPerSec));
+  REQUIRE(refused.ok());
+  CHECK_FALSE(refused->ok());
+  CHECK(refused->error_code() == static_cast<int>(Code::kInvalidArgument));
+  CHECK(refused->error().find("iteration_ranks") != std::string::npos);
+  CHECK(JournalEntries(s.journal()) == 0);
   auto inject = s.Arm(1000);
   s.WaitPrepared();
   auto revert = s.Revert();
