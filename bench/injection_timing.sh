@@ -4,7 +4,8 @@
 # coordinator's clock). Runs bench/configs/injection_timing.yaml (30 flaps) REPEAT times and
 # prints the median and p99 over all faults, split into the agent's wake-up (requested -
 # scheduled: when it started to act) and the injector's own time (effective - requested: the
-# netlink round trip), with the machine's load (uptime) before and after. Root; run from the
+# netlink round trip), and the revert time error (reverted - effective - duration), with the
+# machine's load (uptime) before and after. Root; run from the
 # repository root. FL_TIMING_KEEP=DIR keeps the runs' store there.
 #   bench/injection_timing.sh [REPEAT]
 set -euo pipefail
@@ -30,4 +31,9 @@ stat() {
 stat "effective_wall_ns - scheduled_wall_ns" "injection time error (effective - scheduled)"
 stat "requested_wall_ns - scheduled_wall_ns" "  agent start (requested - scheduled)"
 stat "effective_wall_ns - requested_wall_ns" "  injector (effective - requested)"
+# Reverts are sent by the coordinator when due (not ahead): reverted minus (effective + the
+# faults' duration, 300 ms in bench/configs/injection_timing.yaml).
+dur_ns=$(awk '/^faults:/ {f = 1} f && $1 == "duration:" {sub(/ms$/, "", $2); print $2 * 1000000; exit}' \
+  bench/configs/injection_timing.yaml)
+stat "reverted_wall_ns - effective_wall_ns - $dur_ns" "revert time error (reverted - effective - duration)"
 rm -rf "$tmp"
