@@ -138,10 +138,19 @@ StatusOr<FaultHandle> InjectFault(Injector& injector, const FaultSpec& spec, con
 }
 
 Status RevertFault(Injector& injector, FaultHandle& handle, FaultJournal* journal) {
+  FL_RETURN_IF_ERROR(PrepareRevert(handle, journal));
+  return FireRevert(injector, handle, journal);
+}
+
+Status PrepareRevert(const FaultHandle& handle, FaultJournal* journal) {
   if (journal) FL_RETURN_IF_ERROR(journal->Record(handle, "reverting"));
+  return OkStatus();
+}
+
+Status FireRevert(Injector& injector, FaultHandle& handle, FaultJournal* journal) {
   FL_RETURN_IF_ERROR(injector.Revert(handle));
-  FL_RETURN_IF_ERROR(injector.Verify(handle, Expect::kGone));
   handle.reverted_wall_ns = WallNowNs();
+  FL_RETURN_IF_ERROR(injector.Verify(handle, Expect::kGone));
   if (journal) FL_RETURN_IF_ERROR(journal->Remove(handle.id));
   return OkStatus();
 }

@@ -60,6 +60,14 @@ StatusOr<FaultHandle> PrepareFault(Injector& injector, const FaultSpec& spec, co
 Status FireFault(Injector& injector, FaultHandle& handle, FaultJournal* journal);
 Status CancelPrepared(const FaultHandle& handle, FaultJournal* journal);
 
+// RevertFault in two steps, for a revert sent ahead of its time: PrepareRevert records
+// "reverting" (the journal's fsync, out of the revert's time; a crash from then on reverts the
+// fault on recovery, as it would an applied one); FireRevert reverts, stamps reverted_wall_ns
+// when the revert took effect (before it is verified, as an inject's effective time is), verifies
+// and removes the entry.
+Status PrepareRevert(const FaultHandle& handle, FaultJournal* journal);
+Status FireRevert(Injector& injector, FaultHandle& handle, FaultJournal* journal);
+
 // Reverts when it goes out of scope unless Release()d; for tests and the CLI's hold loop.
 class ScopedFault {
  public:

@@ -76,6 +76,13 @@ bool IterationReached(const PendingFault& p, const std::map<int, uint64_t>& last
   return true;
 }
 
+// A revert sent ahead (RevertFault.due_agent_wall_ns): the fire thread reverts the applied
+// fault at due_wall_ns (agent clock) and answers the revert's command then.
+struct PendingRevert {
+  uint64_t command_id = 0;
+  Nanos due_wall_ns = 0;
+};
+
 // Sleeps to an absolute CLOCK_REALTIME time (the agent's wall clock, as due times are).
 void SleepUntilWall(Nanos wall_ns) {
   timespec ts{};
@@ -495,7 +502,7 @@ class AgentRuntime::Impl {
       case pb::CoordinatorMessage::kInject:
         return Inject(m.inject(), m.command_id());
       case pb::CoordinatorMessage::kRevert:
-        return Revert(m.revert());
+        return Revert(m.revert(), m.command_id());
       case pb::CoordinatorMessage::kShutdown: {
         RevertAllAndStop("coordinator asked to shut down");
         pb::Ack ack;
@@ -754,13 +761,39 @@ class AgentRuntime::Impl {
         if (!it->second.armed &&
             (next == pending_.end() || it->second.due_wall_ns < next->second.due_wall_ns))
           next = it;
-      if (next == pending_.end()) {
+      auto next_revert = pending_reverts_.end();
+      for (auto it = pending_reverts_.begin(); it != pending_reverts_.end(); ++it)
+        if (next_revert == pending_reverts_.end() ||
+            it->second.due_wall_ns < next_revert->second.due_wall_ns)
+          next_revert = it;
+      const bool revert =
+          next_revert != pending_reverts_.end() &&
+          (next == pending_.end() || next_revert->second.due_wall_ns < next->second.due_wall_ns);
+      if (next == pending_.end() && !revert) {
         fire_cv_.wait(lock);
         continue;
       }
-      const FireStep step = NextFireStep(WallNowNs(), next->second.due_wall_ns);
+      const Nanos due = revert ? next_revert->second.due_wall_ns : next->second.due_wall_ns;
+      const FireStep step = NextFireStep(WallNowNs(), due);
       if (!step.fire) {
         fire_cv_.wait_for(lock, std::chrono::nanoseconds(step.wait_ns));
+        continue;
+      }
+      if (revert) {
+        const std::string id = next_revert->first;
+        const PendingRevert pr = next_revert->second;
+        pending_reverts_.erase(next_revert);
+        firing_ = id;  // a plain revert of it waits until this one is done
+        lock.unlock();
+        SleepUntilWall(pr.due_wall_ns);
+        pb::Ack ack = RevertNow(id, /*prepared=*/true);
+        ack.set_command_id(pr.command_id);
+        lock.lock();
+        firing_.clear();
+        fire_cv_.notify_all();
+        lock.unlock();
+        SendDeferredAck(ack);
+        lock.lock();
         continue;
       }
       PendingFault p = std::move(next->second);
@@ -859,8 +892,16 @@ class AgentRuntime::Impl {
     }
   }
 
-  pb::Ack Revert(const pb::RevertFault& r) {
-    AppliedFault af;
+  // A revert sent ahead of its time (due_agent_wall_ns later than kFireAtOnceNs from now) of
+  // an applied fault is left to the fire thread, which answers it then (nullopt here); any other
+  // revert acts at once, and answers a revert of the same fault still waiting for its time too.
+  std::optional<pb::Ack> Revert(const pb::RevertFault& r, uint64_t command_id) {
+    const AheadMode mode = ClassifyDue(WallNowNs(), r.due_agent_wall_ns());
+    if (mode == AheadMode::kTooFar)
+      return Fail(InvalidArgumentError("revert: fault " + r.fault_id() + " is due more than " +
+                                       std::to_string(kMaxAheadNs / kNsPerSec) +
+                                       " s ahead (due_agent_wall_ns)"));
+    std::optional<PendingRevert> superseded;
     {
       std::unique_lock lock(mu_);
       if (auto p = pending_.find(r.fault_id()); p != pending_.end()) {
@@ -875,11 +916,44 @@ class AgentRuntime::Impl {
         return ack;
       }
       fire_cv_.wait(lock, [&] { return firing_ != r.fault_id(); });
-      auto it = faults_.find(r.fault_id());
+      if (auto f = faults_.find(r.fault_id()); mode == AheadMode::kAhead && f != faults_.end() &&
+                                               !pending_reverts_.count(r.fault_id())) {
+        // The "reverting" record now (its fsync), under the lock so that no other revert of it
+        // runs meanwhile; the fire thread only reverts it at its time.
+        if (Status st = injectors::PrepareRevert(f->second.handle, &journal_); !st.ok())
+          return Fail(st);
+        pending_reverts_[r.fault_id()] = PendingRevert{command_id, r.due_agent_wall_ns()};
+        fire_cv_.notify_all();
+        return std::nullopt;
+      }
+      if (auto pr = pending_reverts_.find(r.fault_id()); pr != pending_reverts_.end()) {
+        superseded = pr->second;
+        pending_reverts_.erase(pr);
+        fire_cv_.notify_all();
+      }
+    }
+    pb::Ack ack = RevertNow(r.fault_id());
+    if (superseded) {  // its revert came first: the one waiting for its time is answered alike
+      pb::Ack same = ack;
+      same.set_command_id(superseded->command_id);
+      SendDeferredAck(same);
+    }
+    return ack;
+  }
+
+  // Reverts an applied fault now; one already reverted (lease, deadline, duplicate) is answered
+  // with when that was: reverting is idempotent. A revert that fails leaves the fault applied
+  // (the journal keeps it too).
+  // prepared: its "reverting" record is written already (a revert sent ahead).
+  pb::Ack RevertNow(const std::string& fault_id, bool prepared = false) {
+    AppliedFault af;
+    {
+      std::unique_lock lock(mu_);
+      auto it = faults_.find(fault_id);
       if (it == faults_.end()) {
-        pb::Ack ack;  // already reverted (lease, deadline, duplicate): reverting is idempotent
+        pb::Ack ack;
         ack.set_ok(true);
-        if (auto e = expired_.find(r.fault_id()); e != expired_.end()) {
+        if (auto e = expired_.find(fault_id); e != expired_.end()) {
           ack.set_handle(e->second.handle_id);
           ack.set_effective_wall_ns(e->second.reverted_wall_ns);
         }
@@ -888,19 +962,27 @@ class AgentRuntime::Impl {
       af = std::move(it->second);
       faults_.erase(it);
     }
-    Status st = injectors::RevertFault(*af.injector, af.handle, &journal_);
-    if (!st.ok()) return Fail(st);
+    Status st = prepared ? injectors::FireRevert(*af.injector, af.handle, &journal_)
+                         : injectors::RevertFault(*af.injector, af.handle, &journal_);
+    if (!st.ok()) {
+      std::lock_guard lock(mu_);
+      faults_[fault_id] = std::move(af);
+      return Fail(st);
+    }
     pb::Ack ack;
     ack.set_ok(true);
     ack.set_handle(af.handle.id);
     ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns
                                                          : WallNowNs());
+    std::lock_guard lock(mu_);  // what a later revert of it is answered with
+    expired_[fault_id] = ExpiredFault{af.handle.id, ack.effective_wall_ns()};
     return ack;
   }
 
   void RevertAllAndStop(const std::string& why) {
     std::map<std::string, AppliedFault> faults;
     std::map<std::string, PendingFault> pending;
+    std::map<std::string, PendingRevert> reverts;
     {
       std::unique_lock lock(mu_);
       pending.swap(pending_);
@@ -908,6 +990,7 @@ class AgentRuntime::Impl {
       fire_cv_.notify_all();
       fire_cv_.wait(lock, [&] { return firing_.empty(); });
       faults.swap(faults_);
+      reverts.swap(pending_reverts_);
     }
     for (auto& [id, p] : pending) CancelPending(p, why);
     for (auto& [id, af] : faults) {
@@ -917,6 +1000,18 @@ class AgentRuntime::Impl {
       else
         FL_LOG(kError, "agent") << "revert of fault " << id
                                 << " failed (journal keeps it): " << st.message();
+      // A revert of it that was waiting for its time: answered now, with this one's result.
+      if (auto pr = reverts.find(id); pr != reverts.end()) {
+        pb::Ack ack = st.ok() ? pb::Ack() : Fail(st);
+        if (st.ok()) {
+          ack.set_ok(true);
+          ack.set_handle(af.handle.id);
+          ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns
+                                                               : WallNowNs());
+        }
+        ack.set_command_id(pr->second.command_id);
+        SendDeferredAck(ack);
+      }
     }
     StopRanks(2 * kNsPerSec);
     StopNicSampling();
@@ -940,15 +1035,16 @@ class AgentRuntime::Impl {
   injectors::FaultJournal journal_;
   std::mutex mu_;
   std::map<std::string, AppliedFault> faults_;
-  std::map<std::string, PendingFault> pending_;  // sent ahead, not fired yet
-  std::atomic<int> armed_{0};                    // pending_ entries still armed
-  std::map<int, uint64_t> last_iteration_;       // each rank's highest; Asio thread only
-  std::string firing_;                           // the fault the fire thread is applying
-  std::condition_variable fire_cv_;              // pending_ or firing_ changed, or stopping_
+  std::map<std::string, PendingFault> pending_;           // sent ahead, not fired yet
+  std::atomic<int> armed_{0};                             // pending_ entries still armed
+  std::map<std::string, PendingRevert> pending_reverts_;  // reverts sent ahead, by fault id
+  std::map<int, uint64_t> last_iteration_;                // each rank's highest; Asio thread only
+  std::string firing_;                                    // the fault the fire thread is applying
+  std::condition_variable fire_cv_;  // pending_ or firing_ changed, or stopping_
   std::thread fire_thread_;
   std::mutex sink_mu_;  // guards ack_sink_
   std::function<void(const pb::Ack&)> ack_sink_;
-  std::map<std::string, ExpiredFault> expired_;  // reverted at their deadline
+  std::map<std::string, ExpiredFault> expired_;  // reverted: what a later revert is answered with
   std::condition_variable deadline_cv_;          // faults_ changed, or stopping_
   bool stopping_ = false;
   std::thread deadline_thread_;

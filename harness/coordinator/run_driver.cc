@@ -197,6 +197,8 @@ struct ActiveFault {
   std::set<std::string> told;  // event kinds already printed for it (the first rank's only)
   // Sent ahead (Runner::SendAhead): its inject call, answered when the agent fired it.
   std::shared_ptr<std::future<StatusOr<pb::Ack>>> ahead;
+  // Its revert sent ahead (Runner::RevertAhead): answered when the agent reverted it.
+  std::shared_ptr<std::future<StatusOr<pb::Ack>>> revert_ahead;
 };
 
 using HostSlot = lab::JobHost;
@@ -275,6 +277,9 @@ class Runner {
   // An iteration-triggered fault armed at its agent: fired there when the progress ranks of
   // its host pass the iteration (answered then, like a fault sent ahead).
   void ArmAtAgent(ActiveFault& f);
+  // A fault in effect: its revert goes to its agent kSendAheadNs before its time, with that
+  // time on the agent's clock, and is answered when the agent reverted it.
+  void RevertAhead(ActiveFault& f);
   // The inject's answer (immediate or sent ahead): fills the fault's record as the ack says.
   Status FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack);
   Status RevertFault(ActiveFault& f);
@@ -886,6 +891,19 @@ void Runner::ArmAtAgent(ActiveFault& f) {
       }));
 }
 
+void Runner::RevertAhead(ActiveFault& f) {
+  pb::CoordinatorMessage m;
+  m.mutable_revert()->set_fault_id(f.plan.id);
+  const Nanos off = offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0;
+  // Its time: in effect for its duration (the coordinator's clock), on the agent's clock.
+  m.mutable_revert()->set_due_agent_wall_ns(*f.record.effective_wall_ns + f.plan.duration_ns + off);
+  ControlServer* server = server_.get();
+  const std::string agent = f.agent;
+  f.revert_ahead = std::make_shared<std::future<StatusOr<pb::Ack>>>(std::async(
+      std::launch::async,
+      [server, agent, m] { return server->Call(agent, m, Deadline::After(30 * kNsPerSec)); }));
+}
+
 Status Runner::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
   f.injected = true;
   Status st = AckStatus(ack);
@@ -941,6 +959,12 @@ void Runner::RevertAll() {
 }
 
 Status Runner::FinishRevert(ActiveFault& f, StatusOr<pb::Ack> ack) {
+  // A revert sent ahead that another revert overtook (the run's end): the agent answers it
+  // alike once it has reverted the fault.
+  if (f.revert_ahead) {
+    f.revert_ahead->wait();
+    f.revert_ahead.reset();
+  }
   const bool ahead = f.ahead != nullptr;
   if (ahead) {
     // Sent ahead and not answered yet (the run ends before its time): the revert cancelled
@@ -1172,6 +1196,18 @@ int Runner::Timeline() {
       if (Status st = FinishInject(f, std::move(fired)); !st.ok()) return inject_failed(f, st);
       announce(f);
     }
+    // Reverts sent ahead that the agent has carried out.
+    for (auto& f : faults_) {
+      if (!f.revert_ahead ||
+          f.revert_ahead->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        continue;
+      StatusOr<pb::Ack> done = f.revert_ahead->get();
+      f.revert_ahead.reset();
+      if (Status st = FinishRevert(f, std::move(done)); !st.ok()) {
+        std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
+        return kExitInfra;
+      }
+    }
 
     TimelineInput in;
     in.now = MonoNowNs();
@@ -1205,6 +1241,7 @@ int Runner::Timeline() {
                 : f.injected ? FaultPhase::kInjected
                              : FaultPhase::kPending;
       t.revert_at = f.revert_at_mono;
+      t.revert_sent = f.revert_ahead != nullptr;
       t.armable = f.plan.after_iteration_trigger && !cfg.tolerate_rank_loss &&
                   !ProgressRanksOn(f.agent).empty();
     }
@@ -1229,6 +1266,9 @@ int Runner::Timeline() {
           announce(f);
           break;
         }
+        case TimelineActionKind::kRevertAhead:
+          RevertAhead(faults_[a.fault]);
+          break;
         case TimelineActionKind::kRevert:
           if (Status st = RevertFault(faults_[a.fault]); !st.ok()) {
             std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
@@ -1271,6 +1311,15 @@ int Runner::Timeline() {
     bool anchored_pending = false;
     for (const auto& f : faults_)
       anchored_pending = anchored_pending || (!f.plan.anchor.empty() && !f.injected && !f.skipped);
+    // A revert at its agent whose time has come: its answer ends the wait (a fault timed by
+    // that revert, and the revert's line, go at once).
+    std::shared_ptr<std::future<StatusOr<pb::Ack>>> reverting;
+    for (const auto& f : faults_)
+      if (f.revert_ahead && f.revert_at_mono <= MonoNowNs() + wait) reverting = f.revert_ahead;
+    if (reverting) {
+      reverting->wait_for(std::chrono::nanoseconds(wait));
+      continue;
+    }
     if (!anchored_pending) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
       continue;

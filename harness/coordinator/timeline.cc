@@ -90,11 +90,14 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
   }
   for (size_t i = 0; i < state.faults.size(); ++i) {
     const TimelineFault& f = state.faults[i];
-    if (f.phase != FaultPhase::kInjected || f.revert_at <= 0) continue;
-    if (in.now >= f.revert_at)
-      step.actions.push_back({TimelineActionKind::kRevert, i});
+    if (f.phase != FaultPhase::kInjected || f.revert_at <= 0 || f.revert_sent) continue;
+    const Nanos send_at = f.revert_at - config.send_ahead_ns;
+    if (in.now >= send_at)
+      step.actions.push_back({config.send_ahead_ns > 0 ? TimelineActionKind::kRevertAhead
+                                                       : TimelineActionKind::kRevert,
+                              i});
     else
-      step.wake_at = std::min(step.wake_at, f.revert_at);
+      step.wake_at = std::min(step.wake_at, send_at);
   }
 
   // A fault injected, reverted or skipped now may be the anchor of another: look again at once
@@ -139,6 +142,8 @@ const char* TimelineActionName(TimelineActionKind kind) {
       return "arm";
     case TimelineActionKind::kInject:
       return "inject";
+    case TimelineActionKind::kRevertAhead:
+      return "revert_ahead";
     case TimelineActionKind::kRevert:
       return "revert";
     case TimelineActionKind::kSkip:

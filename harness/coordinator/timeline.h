@@ -33,7 +33,8 @@ struct TimelineFault {
   PlannedFault plan;
   std::string agent;  // the agent that injects it (Lab::AgentFor)
   FaultPhase phase = FaultPhase::kPending;
-  Nanos revert_at = 0;  // monotonic, once injected; 0: held until the job ends
+  Nanos revert_at = 0;       // monotonic, once injected; 0: held until the job ends
+  bool revert_sent = false;  // its revert is at its agent, due at revert_at; no answer yet
   // An event-timed fault (plan.anchor set): when it is due (monotonic: its anchor's event as the
   // interpreter saw it, plus the delay); 0 while that event has not been seen.
   Nanos anchor_due = 0;
@@ -83,6 +84,7 @@ enum class TimelineActionKind {
                  // iteration
   kInject,       // inject `fault` now (iteration- or event-timed, or its agent was busy ahead)
   kSkip,         // `fault` (during its anchor) will never fire: the anchor is not in effect
+  kRevertAhead,  // send `fault`'s revert to its agent now, due at its revert_at
   kRevert,       // revert `fault` now
   kRestart,      // a rank failed and the restart policy allows another attempt
   kEndPass,      // the job ended: every rank exited well, or one failed with no restart left
@@ -93,7 +95,7 @@ enum class TimelineActionKind {
 
 struct TimelineAction {
   TimelineActionKind kind;
-  size_t fault = 0;  // index into TimelineState::faults, for kSendAhead, kArm, kInject, kRevert
+  size_t fault = 0;  // index into TimelineState::faults, for the fault actions
   bool operator==(const TimelineAction&) const = default;
 };
 
@@ -115,7 +117,9 @@ inline Nanos DueAt(const TimelineState& state, const TimelineFault& f) {
 // is armable and its agent holds no other fault; otherwise it is injected once every progress
 // rank has passed its iteration (as it is when those ranks are past it already). An
 // event-timed fault is injected at its anchor_due; one timed `during` its anchor is skipped
-// instead when the anchor is no longer in effect by then (reverted, failed or skipped).
+// instead when the anchor is no longer in effect by then (reverted, failed or skipped). A
+// fault in effect with a revert time has its revert sent ahead send_ahead_ns before that time
+// (at once when it is closer); with send_ahead_ns 0 it is reverted at its time instead.
 TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& config,
                               const TimelineInput& in);
 

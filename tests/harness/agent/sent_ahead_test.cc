@@ -103,6 +103,14 @@ struct AheadSetup {
     m.mutable_revert()->set_fault_id("f0");
     return server->Call("h0", m, Deadline::After(20 * kNsPerSec));
   }
+  // f0's revert sent ahead, due at due_wall; answered when the agent reverted it.
+  std::future<StatusOr<pb::Ack>> RevertAhead(Nanos due_wall) {
+    pb::CoordinatorMessage m;
+    m.mutable_revert()->set_fault_id("f0");
+    m.mutable_revert()->set_due_agent_wall_ns(due_wall);
+    return std::async(std::launch::async,
+                      [this, m] { return server->Call("h0", m, Deadline::After(60 * kNsPerSec)); });
+  }
   // Prepared: its "applying" journal entry is written, the NIC still up.
   void WaitPrepared() {
     INFO(Log());
@@ -175,6 +183,53 @@ TEST_CASE(
     CHECK(WaitUntil([&] { return s.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
     CHECK(JournalEntries(s.journal()) == 0);
   }
+}
+
+TEST_CASE(
+    "revert sent ahead: the fault stays until the revert's time, is reverted then and acked "
+    "with that time - a plain revert that comes first reverts at once and answers both",
+    "[.root][integration]") {
+  AheadSetup s;
+  auto fire = [&] {
+    auto inject = s.SendAhead(WallNowNs() + 100 * kNsPerMs);
+    REQUIRE(inject.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    auto ack = inject.get();
+    REQUIRE(ack.ok());
+    REQUIRE(ack->ok());
+    REQUIRE_FALSE(s.NicUp());
+  };
+  fire();
+  const Nanos due = WallNowNs() + 1200 * kNsPerMs;
+  auto revert = s.RevertAhead(due);
+  CHECK(revert.wait_for(std::chrono::milliseconds(700)) == std::future_status::timeout);
+  CHECK_FALSE(s.NicUp());
+  CHECK(JournalEntries(s.journal()) == 1);  // "reverting" already, the fault still applied
+  REQUIRE(revert.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  auto ack = revert.get();
+  INFO(s.Log());
+  REQUIRE(ack.ok());
+  REQUIRE(ack->ok());
+  CHECK(ack->effective_wall_ns() >= due);
+  CHECK(ack->effective_wall_ns() < due + 500 * kNsPerMs);
+  CHECK(s.NicUp());
+  CHECK(JournalEntries(s.journal()) == 0);
+
+  // Again, with a plain revert (the run's end) before the revert's time.
+  fire();
+  auto later = s.RevertAhead(WallNowNs() + 20 * kNsPerSec);
+  CHECK(later.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);
+  const Nanos now = WallNowNs();
+  auto plain = s.Revert();
+  REQUIRE(plain.ok());
+  CHECK(plain->ok());
+  CHECK(s.NicUp());
+  REQUIRE(later.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  auto both = later.get();
+  REQUIRE(both.ok());
+  CHECK(both->ok());
+  CHECK(both->effective_wall_ns() == plain->effective_wall_ns());
+  CHECK(plain->effective_wall_ns() >= now);
+  CHECK(JournalEntries(s.journal()) == 0);
 }
 
 // A worker's end of the agent's telemetry socket: sample lines, as a rank writes them.

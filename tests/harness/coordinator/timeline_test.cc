@@ -81,6 +81,14 @@ struct FakeRun {
       const int64_t min_iteration = (running ? now : stop_ranks_at) / (10 * kMs);
       // The agents: a fault sent ahead fires at its due time and is answered then; an armed
       // one when the ranks have passed its iteration.
+      // A revert sent ahead is carried out at its time.
+      for (auto& f : state.faults) {
+        if (f.phase == FaultPhase::kInjected && f.revert_sent && now >= f.revert_at) {
+          f.phase = FaultPhase::kReverted;
+          done.push_back({now, "revert " + f.plan.id});
+          reverted[f.plan.id] = now;
+        }
+      }
       for (auto& f : state.faults) {
         if (f.phase != FaultPhase::kSentAhead) continue;
         const bool armed = f.plan.after_iteration_trigger;
@@ -119,6 +127,7 @@ struct FakeRun {
         TimelineFault* f =
             a.kind == TimelineActionKind::kSendAhead || a.kind == TimelineActionKind::kArm ||
                     a.kind == TimelineActionKind::kInject ||
+                    a.kind == TimelineActionKind::kRevertAhead ||
                     a.kind == TimelineActionKind::kRevert || a.kind == TimelineActionKind::kSkip
                 ? &state.faults.at(a.fault)
                 : nullptr;
@@ -144,6 +153,10 @@ struct FakeRun {
           case TimelineActionKind::kSkip:
             f->phase = FaultPhase::kSkipped;
             done.push_back({now, "skip " + f->plan.id});
+            break;
+          case TimelineActionKind::kRevertAhead:
+            f->revert_sent = true;
+            done.push_back({now, "revert ahead " + f->plan.id});
             break;
           case TimelineActionKind::kRevert:
             f->phase = FaultPhase::kReverted;
@@ -178,8 +191,8 @@ struct FakeRun {
 };
 
 TEST_CASE(
-    "timeline: warm-up, then a fault sent ahead 500 ms early, fired at its time, reverted "
-    "after its duration",
+    "timeline: warm-up, then a fault sent ahead 500 ms early, fired at its time, its revert "
+    "sent ahead 500 ms early and carried out after its duration",
     "[unit]") {
   FakeRun run;
   run.until = 3'000 * kMs;
@@ -189,6 +202,8 @@ TEST_CASE(
   CHECK(steady == 50 * kMs);  // iteration 5 at 10 ms each
   CHECK(run.When("ahead f0") == steady + 500 * kMs);
   CHECK(run.When("fired f0") == steady + 1'000 * kMs);
+  // Its revert is due 400 ms after it fired, closer than 500 ms: sent as soon as it fired.
+  CHECK(run.When("revert ahead f0") == steady + 1'000 * kMs);
   CHECK(run.When("revert f0") == steady + 1'400 * kMs);
   CHECK(run.When("inject f0") == -1);
   // The interpreter sleeps until the next thing to do, never longer than the poll interval.
