@@ -103,6 +103,28 @@ struct AheadSetup {
     m.mutable_revert()->set_fault_id("f0");
     return server->Call("h0", m, Deadline::After(20 * kNsPerSec));
   }
+  // Reverts f0 before it fired: the revert is acked, the inject answered "cancelled before its
+  // time", and no journal entry is left.
+  void RevertAndCheckCancelled(std::future<StatusOr<pb::Ack>>& inject) {
+    auto revert = Revert();
+    INFO(Log());
+    REQUIRE(revert.ok());
+    CHECK(revert->ok());
+    REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    auto ack = inject.get();
+    REQUIRE(ack.ok());
+    CHECK_FALSE(ack->ok());
+    CHECK(ack->error().find("cancelled before its time") != std::string::npos);
+    CHECK(JournalEntries(journal()) == 0);
+  }
+  // Reverts f0 now: acked, the NIC up again and the journal empty.
+  void RevertAndCheckGone() {
+    auto revert = Revert();
+    REQUIRE(revert.ok());
+    CHECK(revert->ok());
+    CHECK(WaitUntil([&] { return NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
+    CHECK(JournalEntries(journal()) == 0);
+  }
   // f0's revert sent ahead, due at due_wall; answered when the agent reverted it.
   std::future<StatusOr<pb::Ack>> RevertAhead(Nanos due_wall) {
     pb::CoordinatorMessage m;
@@ -129,16 +151,7 @@ TEST_CASE(
   auto inject = s.SendAhead(due);
   s.WaitPrepared();
   CHECK(inject.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
-  auto revert = s.Revert();
-  INFO(s.Log());
-  REQUIRE(revert.ok());
-  CHECK(revert->ok());
-  REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
-  auto ack = inject.get();
-  REQUIRE(ack.ok());
-  CHECK_FALSE(ack->ok());
-  CHECK(ack->error().find("cancelled before its time") != std::string::npos);
-  CHECK(JournalEntries(s.journal()) == 0);
+  s.RevertAndCheckCancelled(inject);
   // Past its due time the NIC has stayed up: the cancelled fault never fires.
   CHECK_FALSE(WaitUntil([&] { return !s.NicUp(); },
                         Deadline::After(due - WallNowNs() + 500 * kNsPerMs), 20 * kNsPerMs));
@@ -177,11 +190,7 @@ TEST_CASE(
     CHECK(ack->effective_wall_ns() >= ack->requested_wall_ns());
     CHECK_FALSE(s.NicUp());
     CHECK(JournalEntries(s.journal()) == 1);
-    auto revert = s.Revert();
-    REQUIRE(revert.ok());
-    CHECK(revert->ok());
-    CHECK(WaitUntil([&] { return s.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
-    CHECK(JournalEntries(s.journal()) == 0);
+    s.RevertAndCheckGone();
   }
 }
 
@@ -286,11 +295,7 @@ TEST_CASE(
   CHECK(ack->effective_wall_ns() >= ack->requested_wall_ns());
   CHECK_FALSE(s.NicUp());
   CHECK(s.Log().find("armed: fires when rank(s) 0,1 pass iteration 10") != std::string::npos);
-  auto revert = s.Revert();
-  REQUIRE(revert.ok());
-  CHECK(revert->ok());
-  CHECK(WaitUntil([&] { return s.NicUp(); }, Deadline::After(10 * kNsPerSec), 20 * kNsPerMs));
-  CHECK(JournalEntries(s.journal()) == 0);
+  s.RevertAndCheckGone();
 }
 
 TEST_CASE(
@@ -312,15 +317,7 @@ TEST_CASE(
   CHECK(JournalEntries(s.journal()) == 0);
   auto inject = s.Arm(1000);
   s.WaitPrepared();
-  auto revert = s.Revert();
-  REQUIRE(revert.ok());
-  CHECK(revert->ok());
-  REQUIRE(inject.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
-  auto ack = inject.get();
-  REQUIRE(ack.ok());
-  CHECK_FALSE(ack->ok());
-  CHECK(ack->error().find("cancelled") != std::string::npos);
-  CHECK(JournalEntries(s.journal()) == 0);
+  s.RevertAndCheckCancelled(inject);
   CHECK(s.NicUp());
 }
 
