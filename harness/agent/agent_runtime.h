@@ -58,7 +58,7 @@ struct AgentRuntimeOptions {
   std::string worker_binary;
   AgentPolicy policy;
   Nanos flush_interval_ns = 50 * kNsPerMs;  // unless the coordinator's Welcome sets the pace
-  Nanos nic_interval_ns = 100 * kNsPerMs;  // data NIC counters, while ranks run
+  Nanos nic_interval_ns = 100 * kNsPerMs;   // data NIC counters, while ranks run
 };
 
 class AgentRuntime {
