@@ -167,6 +167,15 @@ std::string RankList(const google::protobuf::RepeatedField<int32_t>& ranks) {
   return out;
 }
 
+// The answer to a revert that reverted `h`: its handle and when the revert took effect.
+pb::Ack RevertedAck(const injectors::FaultHandle& h) {
+  pb::Ack ack;
+  ack.set_ok(true);
+  ack.set_handle(h.id);
+  ack.set_effective_wall_ns(h.reverted_wall_ns ? h.reverted_wall_ns : WallNowNs());
+  return ack;
+}
+
 pb::Ack Fail(const Status& st) {
   pb::Ack ack;
   ack.set_ok(false);
@@ -969,11 +978,7 @@ class AgentRuntime::Impl {
       faults_[fault_id] = std::move(af);
       return Fail(st);
     }
-    pb::Ack ack;
-    ack.set_ok(true);
-    ack.set_handle(af.handle.id);
-    ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns
-                                                         : WallNowNs());
+    pb::Ack ack = RevertedAck(af.handle);
     std::lock_guard lock(mu_);  // what a later revert of it is answered with
     expired_[fault_id] = ExpiredFault{af.handle.id, ack.effective_wall_ns()};
     return ack;
@@ -1002,13 +1007,7 @@ class AgentRuntime::Impl {
                                 << " failed (journal keeps it): " << st.message();
       // A revert of it that was waiting for its time: answered now, with this one's result.
       if (auto pr = reverts.find(id); pr != reverts.end()) {
-        pb::Ack ack = st.ok() ? pb::Ack() : Fail(st);
-        if (st.ok()) {
-          ack.set_ok(true);
-          ack.set_handle(af.handle.id);
-          ack.set_effective_wall_ns(af.handle.reverted_wall_ns ? af.handle.reverted_wall_ns
-                                                               : WallNowNs());
-        }
+        pb::Ack ack = st.ok() ? RevertedAck(af.handle) : Fail(st);
         ack.set_command_id(pr->second.command_id);
         SendDeferredAck(ack);
       }

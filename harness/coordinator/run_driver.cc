@@ -231,6 +231,11 @@ class Runner {
     const JobSpec& j = scenario_.job;
     return !j.command.empty() && j.progress_format == "nccl-tests" ? 1 : world_;
   }
+  // The agent's clock minus the coordinator's (measured at registration; 0 if not measured).
+  Nanos OffsetOf(const std::string& agent) const {
+    auto it = offsets_.find(agent);
+    return it == offsets_.end() ? 0 : it->second.offset_ns;
+  }
   // The progress ranks that run on the host of `agent` (none for the fabric's agent).
   std::vector<int> ProgressRanksOn(const std::string& agent) const {
     std::vector<int> out;
@@ -602,7 +607,7 @@ Status Runner::RegisterAgents() {
 // event kind, a JSON-object detail, a readable rank_exit) before it counts or is stored. A
 // bad record is counted, logged once per agent and dropped; it never ends the run.
 void Runner::OnTelemetry(const std::string& host, const pb::TelemetryBatch& batch) {
-  Nanos off = offsets_.count(host) ? offsets_[host].offset_ns : 0;
+  Nanos off = OffsetOf(host);
   std::vector<reports::SampleRecord> samples;
   std::vector<reports::EventRecord> events;
   std::vector<reports::NicSampleRecord> nics;
@@ -862,7 +867,7 @@ Status Runner::InjectDue(ActiveFault& f) {
 
 void Runner::SendAhead(ActiveFault& f) {
   pb::CoordinatorMessage m = InjectMessage(f);
-  const Nanos off = offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0;
+  const Nanos off = OffsetOf(f.agent);
   m.mutable_inject()->set_due_agent_wall_ns(*f.record.scheduled_wall_ns + off);
   f.record.requested_wall_ns = WallNowNs();
   if (*f.record.requested_wall_ns > *f.record.scheduled_wall_ns - kNsPerMs)
@@ -894,7 +899,7 @@ void Runner::ArmAtAgent(ActiveFault& f) {
 void Runner::RevertAhead(ActiveFault& f) {
   pb::CoordinatorMessage m;
   m.mutable_revert()->set_fault_id(f.plan.id);
-  const Nanos off = offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0;
+  const Nanos off = OffsetOf(f.agent);
   // Its time: in effect for its duration (the coordinator's clock), on the agent's clock.
   m.mutable_revert()->set_due_agent_wall_ns(*f.record.effective_wall_ns + f.plan.duration_ns + off);
   ControlServer* server = server_.get();
@@ -1191,8 +1196,7 @@ int Runner::Timeline() {
       f.ahead.reset();
       // Armed at its agent: its time is when the ranks there passed the iteration.
       if (fired.ok() && fired->triggered_wall_ns() > 0)
-        f.record.scheduled_wall_ns = fired->triggered_wall_ns() -
-                                     (offsets_.count(f.agent) ? offsets_.at(f.agent).offset_ns : 0);
+        f.record.scheduled_wall_ns = fired->triggered_wall_ns() - OffsetOf(f.agent);
       if (Status st = FinishInject(f, std::move(fired)); !st.ok()) return inject_failed(f, st);
       announce(f);
     }
