@@ -26,28 +26,32 @@
 
 namespace fl {
 
-template <typename Interface, typename... Args>
-class Registry {
+// A registry whose entries carry a description of their own (Info): what the plug-in says
+// about itself, so that code outside its folder asks the entry instead of spelling the name
+// (STYLE: "a plug-in answers questions about itself"). Registry below is the common case,
+// with the option schema as the Info.
+template <typename Interface, typename Info, typename... Args>
+class DescribedRegistry {
  public:
   using Factory = std::function<StatusOr<std::unique_ptr<Interface>>(Args...)>;
 
   // kind names what is registered, for error messages ("injector", "ccl").
-  explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+  explicit DescribedRegistry(std::string kind) : kind_(std::move(kind)) {}
 
   // A second registration of the same name is FailedPrecondition: names must be unique.
-  Status Register(std::string name, Factory factory, OptionSchema schema = {}) {
+  Status Register(std::string name, Factory factory, Info info = {}) {
     if (!factory) return InvalidArgumentError("null factory for " + kind_ + " '" + name + "'");
     auto [it, inserted] =
-        factories_.emplace(std::move(name), Entry{std::move(factory), std::move(schema)});
+        factories_.emplace(std::move(name), Entry{std::move(factory), std::move(info)});
     if (!inserted) return FailedPreconditionError(kind_ + " '" + it->first + "' registered twice");
     return OkStatus();
   }
 
-  // The options `name` takes (an empty schema when it registered none); nullptr for unknown
+  // What `name` says of itself (a default Info when it registered none); nullptr for unknown
   // names.
-  const OptionSchema* Schema(std::string_view name) const {
+  const Info* Describe(std::string_view name) const {
     auto it = factories_.find(name);
-    return it == factories_.end() ? nullptr : &it->second.schema;
+    return it == factories_.end() ? nullptr : &it->second.info;
   }
 
   bool Contains(std::string_view name) const { return factories_.find(name) != factories_.end(); }
@@ -71,15 +75,35 @@ class Registry {
     return names;
   }
 
+  // The names whose Info satisfies `pred`, in name order.
+  template <typename Pred>
+  std::vector<std::string> NamesWhere(Pred pred) const {
+    std::vector<std::string> names;
+    for (const auto& [n, e] : factories_)
+      if (pred(e.info)) names.push_back(n);
+    return names;
+  }
+
   const std::string& kind() const { return kind_; }
 
  private:
   struct Entry {
     Factory factory;
-    OptionSchema schema;
+    Info info;
   };
   std::string kind_;
   std::map<std::string, Entry, std::less<>> factories_;
+};
+
+// The registry whose entries describe themselves by their option schema.
+template <typename Interface, typename... Args>
+class Registry : public DescribedRegistry<Interface, OptionSchema, Args...> {
+ public:
+  using DescribedRegistry<Interface, OptionSchema, Args...>::DescribedRegistry;
+
+  // The options `name` takes (an empty schema when it registered none); nullptr for unknown
+  // names.
+  const OptionSchema* Schema(std::string_view name) const { return this->Describe(name); }
 };
 
 }  // namespace fl

@@ -19,10 +19,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/registry.h"
@@ -69,11 +71,43 @@ class Injector {
   virtual Status Verify(const FaultHandle& handle, Expect want) = 0;
 };
 
-using InjectorRegistry = Registry<Injector>;
+// Which end of a link a kind acts on.
+enum class FaultSide {
+  kHost,    // the host: its NIC, its qdisc, its processes; works without switch access
+  kSwitch,  // a switch port (needs the fabric's switch access: the fabric agent acts)
+  kEither,  // the host end or the switch end, as the fabric puts gray faults
+};
+
+// What a kind says about itself, in its registry entry: code outside injectors/ asks this
+// instead of spelling kind names (docs/architecture.md, "Plug-ins describe themselves").
+struct InjectorInfo {
+  // The target classes it accepts (docs/scenarios.md), the default first.
+  std::vector<std::string> target_classes;
+  FaultSide side = FaultSide::kHost;
+  // While in effect it stops traffic on a path (a link down, a blackhole, a pause storm), so
+  // the job's timeouts must outlast it; a lossy or slow path is not stopped.
+  bool takes_path_down = false;
+  // Nothing to hold: the fault is done once applied (a killed process), so no deadline.
+  bool instantaneous = false;
+  // Where the lab gives no switch access (real hosts): checks the parameters still make
+  // sense from the host alone. Null: any parameters do.
+  std::function<Status(const std::map<std::string, std::string>& params)> check_host_only;
+
+  bool AcceptsClass(std::string_view cls) const;
+  // Works where the lab has no switch access (the host end is enough).
+  bool host_side() const { return side != FaultSide::kSwitch; }
+};
+
+using InjectorRegistry = DescribedRegistry<Injector, InjectorInfo>;
 
 // Adds every built-in injector (nic_port_flap, tor_port_down, link_blackhole,
-// tor_uplink_down, pfc_storm, packet_loss, bandwidth_throttle, container_kill).
+// tor_uplink_down, pfc_storm, packet_loss, bandwidth_throttle, container_kill), each with its
+// InjectorInfo.
 Status RegisterBuiltinInjectors(InjectorRegistry& registry);
+
+// The built-in injectors, registered once per process (thread-safe): for code that asks
+// what a kind is (Describe) rather than making one.
+const InjectorRegistry& BuiltinInjectors();
 
 // Parameter helpers: unknown parameter names are InvalidArgument listing the allowed ones.
 Status CheckParams(const FaultSpec& spec, std::initializer_list<std::string_view> allowed);

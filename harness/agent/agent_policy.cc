@@ -6,6 +6,7 @@
 
 #include "common/file_util.h"
 #include "common/yaml_util.h"
+#include "injectors/injector.h"
 #include "injectors/switch_driver.h"
 
 namespace fl::harness {
@@ -219,7 +220,9 @@ InjectDecision DecideInject(const AgentPolicy& p, bool disposable_site, const st
       !why.empty())
     return refuse(InvalidArgumentError("inject " + f.fault_id() + ": " + why));
   // A kill is instantaneous: there is nothing to hold, so no deadline.
-  if (f.kind() == "container_kill") return d;
+  if (const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(f.kind());
+      info && info->instantaneous)
+    return d;
   const Nanos declared = f.duration_ms() * kNsPerMs;
   const Nanos cap = p.max_fault_duration_ns;
   if (cap > 0 && (declared == 0 || declared > cap)) {

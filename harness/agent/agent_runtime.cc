@@ -138,16 +138,19 @@ std::vector<injectors::Port> HandlePorts(const injectors::FaultHandle& h) {
 }
 
 // The switch ports a fault of `kind` on `target` will act on, as this site's fabric resolves
-// them without touching anything: the switch end of a link (tor_port_down; the gray kinds
-// where the fabric puts them on the switch side, uplinks too), an uplink (tor_uplink_down).
-// Empty for host-side kinds. The prepared handle's ports are checked as well (exactly).
+// them without touching anything (the kind's InjectorInfo says which end it acts on): the
+// switch end of a link (a switch-side kind that takes links; an either-side kind where the
+// fabric puts gray faults on the switch side, uplinks too), an uplink (a switch-side kind of
+// the uplink class). Empty for host-side kinds. The prepared handle's ports are checked as
+// well (exactly).
 std::vector<injectors::Port> SwitchSidePorts(const injectors::Fabric& fabric,
                                              const std::string& kind, const std::string& target) {
-  const bool gray =
-      kind == "link_blackhole" || kind == "packet_loss" || kind == "bandwidth_throttle";
-  const bool links =
-      kind == "tor_port_down" || (gray && fabric.GrayFaultSide() == injectors::PortSide::kSwitch);
-  const bool uplinks = kind == "tor_uplink_down" || (links && gray);
+  const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(kind);
+  if (info == nullptr || info->side == injectors::FaultSide::kHost) return {};
+  const bool gray = info->side == injectors::FaultSide::kEither;
+  const bool takes_links = !(info->target_classes.size() == 1 && info->AcceptsClass("uplink"));
+  const bool links = gray ? fabric.GrayFaultSide() == injectors::PortSide::kSwitch : takes_links;
+  const bool uplinks = gray ? links : info->AcceptsClass("uplink");
   std::vector<injectors::Port> ports;
   auto take = [&](StatusOr<std::vector<injectors::Port>> r) {
     if (r.ok())

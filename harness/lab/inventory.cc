@@ -16,6 +16,7 @@
 #include "harness/lab/lab_catalog.h"
 #include "harness/lab/slurm_lab.h"
 #include "harness/lab/topology.h"
+#include "injectors/injector.h"
 #include "injectors/journal.h"
 #include "injectors/ssh_template_driver.h"
 #include "injectors/sys.h"
@@ -526,8 +527,9 @@ std::vector<std::string> InventoryFaultKinds() { return HostSideFaultKinds(); }
 std::vector<std::string> InventoryFaultKinds(const Inventory& inv) {
   std::vector<std::string> kinds = HostSideFaultKinds();
   if (inv.has_switches()) {
-    kinds.push_back("tor_port_down");
-    kinds.push_back("tor_uplink_down");
+    for (auto& k : injectors::BuiltinInjectors().NamesWhere(
+             [](const injectors::InjectorInfo& i) { return !i.host_side(); }))
+      kinds.push_back(std::move(k));
   }
   return kinds;
 }
@@ -535,7 +537,8 @@ std::vector<std::string> InventoryFaultKinds(const Inventory& inv) {
 std::string InventoryAgentFor(const Inventory& inv, const std::string& kind,
                               const std::string& target) {
   if (inv.has_switches()) {
-    if (kind == "tor_port_down" || kind == "tor_uplink_down") return "fabric";
+    const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(kind);
+    if (info && !info->host_side()) return "fabric";
     const std::string head = target.substr(0, target.find('.'));
     if (inv.FindSwitch(head)) return "fabric";  // "leaf1" or "leaf1.Ethernet12"
   }
@@ -546,30 +549,23 @@ std::string InventoryAgentFor(const Inventory& inv, const std::string& kind,
 
 Status CheckHostSideFault(const std::string& kind,
                           const std::map<std::string, std::string>& params) {
-  if (kind != "pfc_storm") return OkStatus();
-  auto it = params.find("mode");
-  if (it == params.end() || it->second != "frames")
-    return InvalidArgumentError(
-        "pfc_storm mode=stall stalls a switch port, and real hosts give no switch access: use "
-        "mode: frames (IEEE 802.1Qbb frames sent from the host's NIC toward its switch)");
-  return OkStatus();
+  const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(kind);
+  if (info == nullptr || !info->check_host_only) return OkStatus();
+  return info->check_host_only(params);
 }
 
 std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
   auto c = std::make_unique<harness::StaticFaultCatalog>();
-  // Host-side classes; with switches the switch-side tor_port too (link_blackhole,
-  // packet_loss, bandwidth_throttle on the ToR end, tor_port_down), and uplinks only for
-  // tor_uplink_down.
+  // Host-side classes; with switches the switch-side tor_port too (either-side kinds on the
+  // ToR end, switch-side kinds), and uplinks only for switch-side kinds (a gray fault on an
+  // uplink needs a switch's kernel end, which real switches do not give).
   std::set<std::string> classes_here = {"nic", "host", "rail", "container", "rank"};
   if (inv.has_switches()) classes_here.insert("tor_port");
   for (const auto& kind : InventoryFaultKinds(inv)) {
+    const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(kind);
     std::vector<std::string> classes;
-    if (kind == "tor_uplink_down") {
-      classes = {"uplink"};
-    } else {
-      for (const auto& cls : harness::TargetClassesOfKind(kind))
-        if (classes_here.count(cls)) classes.push_back(cls);
-    }
+    for (const auto& cls : info->target_classes)
+      if (!info->host_side() || classes_here.count(cls)) classes.push_back(cls);
     c->AddKind(kind, std::move(classes));
   }
   std::map<std::string, std::vector<std::string>> targets;

@@ -3,21 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "injectors/injector.h"
+
 namespace fl::harness {
 
 std::vector<std::string> TargetClassesOfKind(const std::string& kind) {
-  static const std::map<std::string, std::vector<std::string>> kClasses = {
-      {"nic_port_flap", {"nic", "host", "rail"}},
-      {"tor_port_down", {"tor_port", "nic", "host", "rail"}},
-      {"link_blackhole", {"nic", "tor_port", "host", "rail", "uplink"}},
-      {"tor_uplink_down", {"uplink"}},
-      {"pfc_storm", {"nic", "host", "rail"}},
-      {"packet_loss", {"nic", "tor_port", "host", "rail", "uplink"}},
-      {"bandwidth_throttle", {"nic", "tor_port", "host", "rail", "uplink"}},
-      {"container_kill", {"container", "rank"}},
-  };
-  auto it = kClasses.find(kind);
-  return it == kClasses.end() ? std::vector<std::string>{} : it->second;
+  const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(kind);
+  return info == nullptr ? std::vector<std::string>{} : info->target_classes;
 }
 
 LabFaultCatalog::LabFaultCatalog(const lab::Topology& topology, const lab::LabPlan& plan,

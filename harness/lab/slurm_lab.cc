@@ -13,6 +13,7 @@
 #include "common/narrate.h"
 #include "harness/control/certs.h"
 #include "harness/lab/topology.h"
+#include "injectors/injector.h"
 
 namespace fl::lab {
 namespace {
@@ -188,8 +189,8 @@ StatusOr<SlurmLabConfig> ParseSlurmSection(std::string_view text, const std::str
 // ---- the catalog ----------------------------------------------------------------------
 
 std::vector<std::string> HostSideFaultKinds() {
-  return {"nic_port_flap",      "link_blackhole", "packet_loss",
-          "bandwidth_throttle", "pfc_storm",      "container_kill"};
+  return injectors::BuiltinInjectors().NamesWhere(
+      [](const injectors::InjectorInfo& i) { return i.host_side(); });
 }
 
 std::unique_ptr<harness::StaticFaultCatalog> HostSideFaultCatalog(
@@ -198,9 +199,13 @@ std::unique_ptr<harness::StaticFaultCatalog> HostSideFaultCatalog(
   auto c = std::make_unique<harness::StaticFaultCatalog>();
   // The classes of harness/coordinator/lab_catalog.cc without the switch-side ones (tor_port,
   // uplink): these labs have no switch access. First is the default.
-  for (const auto& kind : HostSideFaultKinds())
-    c->AddKind(kind, kind == "container_kill" ? std::vector<std::string>{"container", "rank"}
-                                              : std::vector<std::string>{"nic", "host", "rail"});
+  static const std::set<std::string> kHostClasses = {"nic", "host", "rail", "container", "rank"};
+  for (const auto& kind : HostSideFaultKinds()) {
+    std::vector<std::string> classes;
+    for (const auto& cls : injectors::BuiltinInjectors().Describe(kind)->target_classes)
+      if (kHostClasses.count(cls)) classes.push_back(cls);
+    c->AddKind(kind, std::move(classes));
+  }
   std::vector<std::string> host, nic, rail, container, rank;
   int r = 0;
   for (const auto& h : hosts) {

@@ -6,6 +6,7 @@
 #include "common/units.h"
 #include "common/yaml_util.h"
 #include "harness/scenario/job_env.h"
+#include "injectors/injector.h"
 
 namespace fl::harness {
 namespace {
@@ -22,9 +23,8 @@ std::string Show(const Timeout& t) {
 }
 
 bool StopsAPath(const std::string& kind) {
-  static const std::set<std::string> kKinds = {"nic_port_flap", "tor_port_down", "tor_uplink_down",
-                                               "link_blackhole", "pfc_storm"};
-  return kKinds.count(kind) > 0;
+  const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(kind);
+  return info != nullptr && info->takes_path_down;
 }
 
 }  // namespace

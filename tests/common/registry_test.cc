@@ -65,5 +65,24 @@ TEST_CASE("registry: unknown names list the known ones, duplicates are refused",
         "unknown injector 'nic_flap' (known: container_kill, nic_port_flap)");
 }
 
+TEST_CASE("registry: entries describe themselves; callers ask, not name", "[unit]") {
+  struct Info {
+    bool stops = false;
+  };
+  DescribedRegistry<Shape, Info> reg("shape");
+  auto factory = []() -> StatusOr<std::unique_ptr<Shape>> {
+    return std::unique_ptr<Shape>(new Poly(3));
+  };
+  REQUIRE(reg.Register("b", factory, Info{true}).ok());
+  REQUIRE(reg.Register("a", factory).ok());
+  REQUIRE(reg.Register("c", factory, Info{true}).ok());
+  REQUIRE(reg.Describe("b") != nullptr);
+  CHECK(reg.Describe("b")->stops);
+  CHECK_FALSE(reg.Describe("a")->stops);  // registered without one: the default
+  CHECK(reg.Describe("z") == nullptr);
+  CHECK(reg.NamesWhere([](const Info& i) { return i.stops; }) ==
+        std::vector<std::string>{"b", "c"});
+}
+
 }  // namespace
 }  // namespace fl

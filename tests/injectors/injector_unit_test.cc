@@ -85,6 +85,28 @@ TEST_CASE("injectors: every built-in validates its parameters", "[unit]") {
   CHECK(make("pfc_storm", {{"fps", "nan"}}).code() == Code::kInvalidArgument);
 }
 
+TEST_CASE("injectors: every built-in describes itself in its registry entry", "[unit]") {
+  const InjectorRegistry& reg = BuiltinInjectors();
+  CHECK(reg.Names().size() == 8);
+  for (const auto& name : reg.Names()) {
+    INFO(name);
+    const InjectorInfo* info = reg.Describe(name);
+    REQUIRE(info != nullptr);
+    CHECK_FALSE(info->target_classes.empty());
+    // An instantaneous fault holds nothing, so it cannot hold a path down.
+    CHECK_FALSE((info->instantaneous && info->takes_path_down));
+    // A switch-side kind needs switch access; only host-side kinds check host-only params.
+    if (info->check_host_only) CHECK(info->host_side());
+  }
+  // The host-side kinds are what an inventory or Slurm lab without switches offers.
+  CHECK(reg.NamesWhere([](const InjectorInfo& i) { return !i.host_side(); }) ==
+        std::vector<std::string>{"tor_port_down", "tor_uplink_down"});
+  const InjectorInfo* pfc = reg.Describe("pfc_storm");
+  REQUIRE(pfc->check_host_only);
+  CHECK(pfc->check_host_only({}).code() == Code::kInvalidArgument);
+  CHECK(pfc->check_host_only({{"mode", "frames"}}).ok());
+}
+
 TEST_CASE("injectors: a handle survives a JSON round trip", "[unit]") {
   FaultHandle h;
   h.id = "tor_port_down-abc";
