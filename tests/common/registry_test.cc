@@ -65,7 +65,7 @@ TEST_CASE("registry: unknown names list the known ones, duplicates are refused",
         "unknown injector 'nic_flap' (known: container_kill, nic_port_flap)");
 }
 
-TEST_CASE("registry: entries describe themselves; callers ask, not name", "[unit]") {
+TEST_CASE("registry: entries describe themselves, callers ask rather than name them", "[unit]") {
   struct Info {
     bool stops = false;
   };
