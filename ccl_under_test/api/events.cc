@@ -2,26 +2,28 @@
 
 #include <cstdio>
 
+#include "common/event_kinds.h"
+
 namespace fl::ccl {
 
 std::string_view Name(EventType type) {
   switch (type) {
     case EventType::kFaultDetected:
-      return "fault_detected";
+      return events::kFaultDetected;
     case EventType::kFailoverDone:
-      return "failover_done";
+      return events::kFailoverDone;
     case EventType::kPathRestored:
-      return "path_restored";
+      return events::kPathRestored;
     case EventType::kCollectiveBegin:
-      return "collective_begin";
+      return events::kCollectiveBegin;
     case EventType::kCollectiveEnd:
-      return "collective_end";
+      return events::kCollectiveEnd;
     case EventType::kCommError:
-      return "comm_error";
+      return events::kCommError;
     case EventType::kHangDump:
-      return "hang_dump";
+      return events::kHangDump;
     case EventType::kRelayRoute:
-      return "relay_route";
+      return events::kRelayRoute;
   }
   return "?";
 }

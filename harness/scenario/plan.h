@@ -28,7 +28,8 @@ struct PlannedFault {
   uint64_t after_iteration = 0;
   Nanos duration_ns = 0;  // 0: until the end of the job
   // Timed by an event of an earlier fault (after_event / during): the anchor's planned id,
-  // the event (kAnchorEvents), the delay after it; during: only while the anchor is in effect.
+  // the event (events::AnchorNames()), the delay after it; during: only while the anchor is in
+  // effect.
   std::string anchor;
   std::string anchor_event;
   Nanos anchor_delay_ns = 0;

@@ -79,19 +79,18 @@ struct FaultTiming {
   Nanos every_ns = 0;   // kEvery: period
   uint32_t count = 1;   // kEvery: number of firings
   Nanos jitter_ns = 0;  // each firing moved by a seeded draw in [-jitter, +jitter]
-  // kAfterEvent: `delay` after the anchor fault's `event` (kAnchorEvents) was seen; `during`:
-  // only while the anchor is still in effect (its event fault_detected: inside its recovery).
+  // kAfterEvent: `delay` after the anchor fault's `event` (events::AnchorNames()) was seen;
+  // `during`: only while the anchor is still in effect (its event fault_detected: inside its
+  // recovery).
   std::string anchor;        // the anchor's id, "f0": an earlier fault of the file, one firing
   std::string anchor_event;  // injected | fault_detected | failover_done | reverted | path_restored
   Nanos anchor_delay_ns = 0;
   bool during = false;
 };
 
-// The events a fault can be anchored to (after_event.event), in the order they happen to a
-// fault: its injection took effect, a rank detected it, a rank's failover completed, it was
-// reverted, a rank's path came back.
-inline constexpr const char* kAnchorEvents[] = {"injected", "fault_detected", "failover_done",
-                                                "reverted", "path_restored"};
+// The events a fault can be anchored to (after_event.event) are those common/event_kinds.h
+// marks `anchor`, in the order they happen to a fault: its injection took effect, a rank
+// detected it, a rank's failover completed, it was reverted, a rank's path came back.
 
 struct FaultSpec {
   std::string kind;          // injector name

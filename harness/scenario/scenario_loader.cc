@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "ccl_under_test/tools/ccl_plugins.h"
+#include "common/event_kinds.h"
 #include "common/file_util.h"
 #include "common/options.h"
 #include "common/yaml_util.h"
@@ -312,13 +313,14 @@ Status ParseAnchor(const YamlDoc& doc, const YAML::Node& n, FaultTiming* t) {
                         doc.GetDurationIn(a, "delay", 0, 0, limits::kMaxFaultTime));
   }
   if (t->during) {
-    t->anchor_event = "fault_detected";
+    t->anchor_event = std::string(events::kFaultDetected);
     return OkStatus();
   }
   FL_ASSIGN_OR_RETURN(t->anchor_event, doc.Get<std::string>(a, "event"));
-  for (const char* e : kAnchorEvents)
+  const std::vector<std::string_view> anchors = events::AnchorNames();
+  for (std::string_view e : anchors)
     if (t->anchor_event == e) return OkStatus();
-  std::vector<std::string> known(std::begin(kAnchorEvents), std::end(kAnchorEvents));
+  std::vector<std::string> known(anchors.begin(), anchors.end());
   return doc.Error(a["event"],
                    "unknown event '" + t->anchor_event + "' (known: " + Join(known) + ")");
 }

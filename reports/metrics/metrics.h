@@ -18,17 +18,19 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/event_kinds.h"
 #include "common/status.h"
 #include "reports/store/records.h"
 
 namespace fl::reports {
 
 // Event kinds the metrics read (EventRecord::kind).
-inline constexpr std::string_view kEventFaultDetected = "fault_detected";
-inline constexpr std::string_view kEventFailoverDone = "failover_done";
-inline constexpr std::string_view kEventPathRestored = "path_restored";
+// (common/event_kinds.h holds every event name and who emits it.)
+inline constexpr std::string_view kEventFaultDetected = events::kFaultDetected;
+inline constexpr std::string_view kEventFailoverDone = events::kFailoverDone;
+inline constexpr std::string_view kEventPathRestored = events::kPathRestored;
 // The coordinator relaunched a failed (fail-stop) job.
-inline constexpr std::string_view kEventJobRestarted = "job_restarted";
+inline constexpr std::string_view kEventJobRestarted = events::kJobRestarted;
 
 struct AnalysisInput {
   std::string run_id;
