@@ -112,7 +112,7 @@ void ConfigureFromEnv() {
   const char* env = std::getenv("FAULTLINE_LOG");
   Status st = Configure(env ? env : "info");
   if (!st.ok()) {
-    Configure("info").IgnoreError();
+    Configure("info").IgnoreError();  // a constant spec that always parses
     FL_LOG(kWarn, "log") << "FAULTLINE_LOG ignored: " << st.message();
   }
 }

@@ -509,6 +509,7 @@ StatusOr<RunResult> Run(const std::vector<std::string>& argv, const RunOptions& 
   if (!exit.ok()) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
+    // Only reaps the killed child; the timeout is what this call reports either way.
     WaitExit(pid, Deadline::After(10 * kNsPerSec)).status().IgnoreError();
     return DeadlineExceededError(JoinArgv(argv) + ": timed out after " +
                                  std::to_string(options.timeout / kNsPerMs) + " ms");

@@ -93,6 +93,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   auto run_with = [args, exit_code](CLI::App* cmd, bool replay) {
     if (args->verbose) {
       setenv("FAULTLINE_LOG", "info", /*overwrite=*/0);  // the agents it starts inherit it
+      // A bad FAULTLINE_LOG was already reported at start-up and keeps the levels it had.
       log::Configure(std::getenv("FAULTLINE_LOG")).IgnoreError();
       SetVerbosity(Verbosity::kVerbose);
     }
