@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "ccl_under_test/api/events.h"
+#include "workloads/progress/formats.h"
 #include "workloads/progress/progress.h"
 
 namespace fl::workloads {
@@ -68,7 +69,8 @@ class LineSplitter {
 
 class Runner {
  public:
-  Runner(const CommandOptions& o, TelemetrySink& sink) : o_(o), sink_(sink) {}
+  Runner(const CommandOptions& o, const pg::ProgressFormat& format, TelemetrySink& sink)
+      : o_(o), rows_on_stdout_(format.source == pg::ProgressSource::kStdoutRows), sink_(sink) {}
 
   void OnOutputLine(const std::string& line, bool is_stdout) {
     if (auto ev = pg::ParseCclLogLine(line)) {
@@ -81,7 +83,7 @@ class Runner {
       e.detail = ev->detail;
       sink_.OnEvent(e);
     }
-    if (is_stdout && o_.progress_format == "nccl-tests") Report(nccl_.Feed(line));
+    if (is_stdout && rows_on_stdout_) Report(nccl_.Feed(line));
   }
 
   void OnProgressLine(const std::string& line) {
@@ -127,6 +129,7 @@ class Runner {
   }
 
   const CommandOptions& o_;
+  const bool rows_on_stdout_;  // the format's progress is nccl-tests rows on stdout
   TelemetrySink& sink_;
   pg::NcclTestsParser nccl_;
   Nanos prev_end_ = WallNowNs();
@@ -153,6 +156,10 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
   };
   if (o.argv.empty() || o.argv[0].empty() || o.argv[0][0] != '/')
     return fail_start("the command must be an absolute path");
+  const pg::ProgressFormat* format = pg::FindProgressFormat(o.progress_format);
+  if (!format)
+    return fail_start("unknown progress format '" + o.progress_format +
+                      "' (known: " + pg::ProgressFormatNames(", ", ", ") + ")");
   if (!o.log_dir.empty()) mkdir(o.log_dir.c_str(), 0755);  // EEXIST is fine
   const std::string dir = o.log_dir.empty() ? "/tmp" : o.log_dir;
   int out_log = OpenLog(RankLogPath(dir, o.rank, "stdout"));
@@ -217,7 +224,7 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
                      nlohmann::json{{"pid", pid}, {"argv0", o.argv[0]}, {"log_dir", dir}}.dump(
                          -1, ' ', false, nlohmann::json::error_handler_t::replace));
 
-  Runner runner(o, sink);
+  Runner runner(o, *format, sink);
   LineSplitter out_lines, err_lines, progress_lines;
   std::string tail;
   int fds[2] = {out_pipe[0], err_pipe[0]};
@@ -330,7 +337,7 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
     res.exit_code = 128 + res.command_signal;
   }
   if (res.stopped_by_us) res.exit_code = 0;
-  if (o.progress_format == "nccl-tests") {
+  if (runner.rows_on_stdout_) {
     const auto& sum = runner.nccl_.summary();
     d["nccl_tests"] = {{"rows", sum.rows}, {"malformed", sum.malformed}};
     if (sum.out_of_bounds) d["nccl_tests"]["out_of_bounds"] = *sum.out_of_bounds;

@@ -30,8 +30,10 @@ struct CommandOptions {
   // The rank's whole extra environment (RANK, MASTER_ADDR, ..., then the job's env), added to
   // the runner's own.
   std::map<std::string, std::string> env;
-  std::string progress_format = "lines";  // nccl-tests | lines | exit
-  std::string log_dir;                    // rank-N.stdout/.stderr/.progress go here
+  // A name in workloads/progress/formats.h (nccl-tests | lines | exit). Whatever the format,
+  // lines in FAULTLINE_PROGRESS are read.
+  std::string progress_format = "lines";
+  std::string log_dir;  // rank-N.stdout/.stderr/.progress go here
   int rank = 0;
   uint64_t iterations = 0;  // stop after this many progress units; 0: no limit
   Nanos duration_ns = 0;    // stop after this long; 0: no limit

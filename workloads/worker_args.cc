@@ -4,6 +4,7 @@
 
 #include "common/options.h"
 #include "common/units.h"
+#include "workloads/progress/formats.h"
 
 namespace fl::workloads {
 namespace {
@@ -195,7 +196,8 @@ void AddWorkerFlags(CLI::App& app, WorkerInvocation* invocation) {
   AddKeyValues(app, "--env", &j->env,
                "NAME=VALUE for this rank's environment (repeatable; a command job's, or the "
                "worker's own)");
-  app.add_option("--progress-format", j->progress_format, "command mode: nccl-tests | lines | exit")
+  app.add_option("--progress-format", j->progress_format,
+                 "command mode: " + progress::ProgressFormatNames(" | ", " | "))
       ->capture_default_str();
   app.add_option("--master-addr", j->master_addr, "command mode: MASTER_ADDR (rank 0's address)");
   app.add_flag("--slurm-env", j->slurm_env,

@@ -35,6 +35,7 @@
 #include "common/main_guard.h"
 #include "common/units.h"
 #include "workloads/command_runner.h"
+#include "workloads/progress/formats.h"
 #include "workloads/worker.h"
 #include "workloads/worker_args.h"
 #include "workloads/workload_plugins.h"
@@ -138,9 +139,9 @@ int WorkerMain(int argc, char** argv) {
     co.argv = ja.command;
     co.rank = rank;
     co.progress_format = ja.progress_format;
-    if (co.progress_format != "nccl-tests" && co.progress_format != "lines" &&
-        co.progress_format != "exit")
-      return bad_args(InvalidArgumentError("--progress-format nccl-tests|lines|exit"));
+    if (!workloads::progress::FindProgressFormat(co.progress_format))
+      return bad_args(InvalidArgumentError("--progress-format " +
+                                           workloads::progress::ProgressFormatNames("|", "|")));
     co.log_dir = ra.log_dir;
     co.iterations = ja.iterations;
     co.duration_ns = ja.duration_ns;
