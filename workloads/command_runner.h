@@ -7,6 +7,12 @@
 // samples, CCL events and worker events faultline-worker writes. On exit it reports a
 // command_exit event with the status and the tail of stderr.
 //
+// The command is started through the one process layer (common/process.h, fl::Spawn: its own
+// process group, stdin /dev/null, stdout and stderr piped to the runner), with the runner's
+// whole environment plus the rank's. Its log files must open, or it is not started (127, the
+// reason in command_exit); a later failed write is said once on stderr and in command_exit
+// (log_errors), and that file is not written to again.
+//
 // A stop request (SIGTERM to the runner), the job's own iterations or duration being reached,
 // all end the command: SIGTERM to its process group, SIGKILL after a grace; nothing of the
 // group survives the runner.
