@@ -538,7 +538,10 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
       !(doc.Has(root, "expectations") && doc.Has(root["expectations"], "exact_correctness")))
     s.expect.exact_correctness = false;
   if (doc.Has(root, "restart")) FL_RETURN_IF_ERROR(ParseRestart(doc, root["restart"], &s.restart));
-  if (s.restart.enabled && s.job.command.empty() && s.job.failover && s.job.ccl == "ftccl")
+  // A job whose CCL fails over (with failover on) rides a path fault out: nothing to restart.
+  const auto plugin = ccl::FindCclPlugin(s.job.ccl);  // known: checked with the job
+  if (s.restart.enabled && s.job.command.empty() && s.job.failover && plugin.ok() &&
+      (*plugin)->fails_over)
     return doc.Error(root["restart"],
                      "restart applies to fail-stop jobs: set job.failover: false or use ccl: gloo");
   return s;
