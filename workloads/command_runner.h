@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "workloads/progress/formats.h"
 #include "workloads/worker.h"
 
 namespace fl::workloads {
@@ -38,7 +39,7 @@ struct CommandOptions {
   std::map<std::string, std::string> env;
   // A name in workloads/progress/formats.h (nccl-tests | lines | exit). Whatever the format,
   // lines in FAULTLINE_PROGRESS are read.
-  std::string progress_format = "lines";
+  std::string progress_format{progress::kDefaultProgressFormat};
   std::string log_dir;  // rank-N.stdout/.stderr/.progress go here
   int rank = 0;
   uint64_t iterations = 0;  // stop after this many progress units; 0: no limit

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "workloads/progress/formats.h"
 
 namespace CLI {
 class App;
@@ -75,10 +76,10 @@ struct WorkerJobArgs {
   std::optional<Nanos> shrink_grace_ns;  // unset: the collective timeout + 5 s
   // The rank's environment: a command job's, or the worker's own.
   std::map<std::string, std::string> env;
-  std::string progress_format = "lines";  // kDefaultProgressFormat, workloads/progress/formats.h
-  std::string master_addr;                // command mode; empty: the rank's first NIC
-  bool slurm_env = false;                 // command mode: also SLURM_PROCID, ...
-  std::vector<std::string> command;       // command mode: the program and its arguments
+  std::string progress_format{progress::kDefaultProgressFormat};
+  std::string master_addr;           // command mode; empty: the rank's first NIC
+  bool slurm_env = false;            // command mode: also SLURM_PROCID, ...
+  std::vector<std::string> command;  // command mode: the program and its arguments
 
   // Ends with "--" and the command when there is one.
   std::vector<std::string> ToArgv() const;
