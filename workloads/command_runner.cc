@@ -15,6 +15,10 @@
 #include <optional>
 
 #include "ccl_under_test/api/events.h"
+#include "common/log.h"
+#include "common/process.h"
+#include "common/unique_fd.h"
+#include "workloads/progress/formats.h"
 #include "workloads/progress/progress.h"
 
 namespace fl::workloads {
@@ -29,17 +33,33 @@ int OpenLog(const std::string& path) {
   return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 }
 
-void WriteAll(int fd, const char* p, size_t n) {
-  while (fd >= 0 && n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return;  // the log is best effort; the telemetry carries what is measured
+// A log of the command's output (rank-N.stdout, .stderr). A failed write is not silent: the
+// first error is said on the worker's stderr (its rank log), kept for the command_exit event,
+// and nothing more is written to that file; the telemetry carries what is measured.
+class LogFile {
+ public:
+  explicit LogFile(std::string path) : path_(std::move(path)), fd_(OpenLog(path_)) {}
+  bool ok() const { return fd_.get() >= 0; }
+  const std::string& error() const { return error_; }
+  void Write(const char* p, size_t n) {
+    while (error_.empty() && n > 0) {
+      ssize_t w = write(fd_.get(), p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error_ = "cannot write " + path_ + ": " + (w < 0 ? std::strerror(errno) : "no progress");
+        FL_LOG(kError, "command") << error_ << " (the rest of the command's output is not kept)";
+        return;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
     }
-    p += w;
-    n -= static_cast<size_t>(w);
   }
-}
+
+ private:
+  std::string path_;
+  UniqueFd fd_;
+  std::string error_;
+};
 
 // Splits a byte stream into lines (without their newline); a line over kMaxLineBytes is cut.
 class LineSplitter {
@@ -68,7 +88,8 @@ class LineSplitter {
 
 class Runner {
  public:
-  Runner(const CommandOptions& o, TelemetrySink& sink) : o_(o), sink_(sink) {}
+  Runner(const CommandOptions& o, const pg::ProgressFormat& format, TelemetrySink& sink)
+      : o_(o), rows_on_stdout_(format.source == pg::ProgressSource::kStdoutRows), sink_(sink) {}
 
   void OnOutputLine(const std::string& line, bool is_stdout) {
     if (auto ev = pg::ParseCclLogLine(line)) {
@@ -81,7 +102,7 @@ class Runner {
       e.detail = ev->detail;
       sink_.OnEvent(e);
     }
-    if (is_stdout && o_.progress_format == "nccl-tests") Report(nccl_.Feed(line));
+    if (is_stdout && rows_on_stdout_) Report(nccl_.Feed(line));
   }
 
   void OnProgressLine(const std::string& line) {
@@ -127,6 +148,7 @@ class Runner {
   }
 
   const CommandOptions& o_;
+  const bool rows_on_stdout_;  // the format's progress is nccl-tests rows on stdout
   TelemetrySink& sink_;
   pg::NcclTestsParser nccl_;
   Nanos prev_end_ = WallNowNs();
@@ -153,74 +175,62 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
   };
   if (o.argv.empty() || o.argv[0].empty() || o.argv[0][0] != '/')
     return fail_start("the command must be an absolute path");
+  const pg::ProgressFormat* format = pg::FindProgressFormat(o.progress_format);
+  if (!format)
+    return fail_start("unknown progress format '" + o.progress_format +
+                      "' (known: " + pg::ProgressFormatNames(", ", ", ") + ")");
   if (!o.log_dir.empty()) mkdir(o.log_dir.c_str(), 0755);  // EEXIST is fine
   const std::string dir = o.log_dir.empty() ? "/tmp" : o.log_dir;
-  int out_log = OpenLog(RankLogPath(dir, o.rank, "stdout"));
-  int err_log = OpenLog(RankLogPath(dir, o.rank, "stderr"));
+  // The command's output is kept with the run: without its files the job is not started.
+  const std::string out_path = RankLogPath(dir, o.rank, "stdout");
+  const std::string err_path = RankLogPath(dir, o.rank, "stderr");
   const std::string progress_path = RankLogPath(dir, o.rank, "progress");
-  int progress_fd = -1;
+  auto cannot_open = [&](const std::string& path) {
+    return fail_start("cannot open " + path + ": " + std::strerror(errno));
+  };
+  LogFile out_log(out_path), err_log(err_path);
+  if (!out_log.ok()) return cannot_open(out_path);
+  if (!err_log.ok()) return cannot_open(err_path);
+  UniqueFd progress_fd;
   {
-    int w = OpenLog(progress_path);  // created empty; the command appends
-    if (w >= 0) close(w);
-    progress_fd = open(progress_path.c_str(), O_RDONLY | O_CLOEXEC);
+    UniqueFd w(OpenLog(progress_path));  // created empty; the command appends
+    if (w.get() < 0) return cannot_open(progress_path);
+    progress_fd = UniqueFd(open(progress_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (progress_fd.get() < 0) return cannot_open(progress_path);
   }
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return fail_start("pipe: " + std::string(strerror(errno)));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return fail_start("pipe: " + std::string(strerror(errno)));
-  }
-  // Everything the child needs is built before fork (no allocation after it).
+  // The runner's whole environment, then the rank's (not CleanEnvironment: the command is the
+  // job's, and gets what the job's launcher gave the worker).
   std::map<std::string, std::string> env = o.env;
   env["FAULTLINE_PROGRESS"] = progress_path;
-  std::vector<std::string> env_strings;
+  ProcessSpec spec;
+  spec.argv = o.argv;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (env.count(key) == 0) env_strings.push_back(kv);
+    if (env.count(kv.substr(0, kv.find('='))) == 0) spec.env.push_back(std::move(kv));
   }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = o.argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+  spec.in.kind = Stdio::kNull;
+  spec.out.kind = Stdio::kPipe;
+  spec.err.kind = Stdio::kPipe;
+  spec.new_process_group = true;  // Spawn returns after the child's setpgid: no window
 
   const Nanos start_mono = MonoNowNs();
-  pid_t pid = fork();
-  if (pid < 0) return fail_start("fork: " + std::string(strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);
-    if (devnull >= 0) dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) signal(sig, SIG_DFL);
-    execve(argv[0], argv.data(), envp.data());
-    const char* msg = "faultline-worker: cannot execute the command: ";
-    WriteAll(2, msg, strlen(msg));
-    const char* why = strerror(errno);
-    WriteAll(2, why, strlen(why));
-    WriteAll(2, "\n", 1);
-    _exit(127);
+  StatusOr<Process> child = Spawn(spec);
+  if (!child.ok()) {
+    const std::string why = "cannot execute the command: " + child.status().message();
+    const std::string line = "faultline-worker: " + why + "\n";
+    err_log.Write(line.data(), line.size());
+    return fail_start(why);
   }
-  setpgid(pid, pid);  // also in the parent: no window where a signal misses the group
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (devnull >= 0) close(devnull);
+  const pid_t pid = child->pid();
   sink.OnWorkerEvent("command_start",
                      nlohmann::json{{"pid", pid}, {"argv0", o.argv[0]}, {"log_dir", dir}}.dump(
                          -1, ' ', false, nlohmann::json::error_handler_t::replace));
 
-  Runner runner(o, sink);
+  Runner runner(o, *format, sink);
   LineSplitter out_lines, err_lines, progress_lines;
   std::string tail;
-  int fds[2] = {out_pipe[0], err_pipe[0]};
+  int fds[2] = {child->stdout_fd(), child->stderr_fd()};
   bool open_fd[2] = {true, true};
   std::optional<int> status;
   Nanos term_sent = 0;  // mono time SIGTERM went to the group
@@ -228,9 +238,8 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
   Nanos exited_mono = 0;
   char buf[16384];
   auto drain_progress = [&] {
-    if (progress_fd < 0) return;
     while (true) {
-      ssize_t n = read(progress_fd, buf, sizeof buf);
+      ssize_t n = read(progress_fd.get(), buf, sizeof buf);
       if (n <= 0) return;
       progress_lines.Feed(buf, static_cast<size_t>(n),
                           [&](const std::string& l) { runner.OnProgressLine(l); });
@@ -257,7 +266,7 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
           open_fd[k] = false;
           continue;
         }
-        WriteAll(k == 0 ? out_log : err_log, buf, static_cast<size_t>(n));
+        (k == 0 ? out_log : err_log).Write(buf, static_cast<size_t>(n));
         if (k == 1) {
           tail.append(buf, static_cast<size_t>(n));
           if (tail.size() > 2 * kStderrTailBytes) tail.erase(0, tail.size() - kStderrTailBytes);
@@ -311,8 +320,7 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
   out_lines.Finish([&](const std::string& l) { runner.OnOutputLine(l, true); });
   err_lines.Finish([&](const std::string& l) { runner.OnOutputLine(l, false); });
   progress_lines.Finish([&](const std::string& l) { runner.OnProgressLine(l); });
-  for (int fd : {out_pipe[0], err_pipe[0], out_log, err_log, progress_fd})
-    if (fd >= 0) close(fd);
+  *child = Process();  // closes the pipes
 
   if (tail.size() > kStderrTailBytes) tail.erase(0, tail.size() - kStderrTailBytes);
   res.stderr_tail = tail;
@@ -330,13 +338,15 @@ CommandResult RunCommand(const CommandOptions& o, TelemetrySink& sink,
     res.exit_code = 128 + res.command_signal;
   }
   if (res.stopped_by_us) res.exit_code = 0;
-  if (o.progress_format == "nccl-tests") {
+  if (runner.rows_on_stdout_) {
     const auto& sum = runner.nccl_.summary();
     d["nccl_tests"] = {{"rows", sum.rows}, {"malformed", sum.malformed}};
     if (sum.out_of_bounds) d["nccl_tests"]["out_of_bounds"] = *sum.out_of_bounds;
     if (sum.avg_busbw_gbs) d["nccl_tests"]["avg_busbw_gbs"] = *sum.avg_busbw_gbs;
   }
   if (runner.bad_progress_ > 0) d["bad_progress_lines"] = runner.bad_progress_;
+  for (const LogFile* log : {&out_log, &err_log})
+    if (!log->error().empty()) d["log_errors"].push_back(log->error());
   sink.OnWorkerEvent("command_exit",
                      d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return res;

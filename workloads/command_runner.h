@@ -7,6 +7,12 @@
 // samples, CCL events and worker events faultline-worker writes. On exit it reports a
 // command_exit event with the status and the tail of stderr.
 //
+// The command is started through the one process layer (common/process.h, fl::Spawn: its own
+// process group, stdin /dev/null, stdout and stderr piped to the runner), with the runner's
+// whole environment plus the rank's. Its log files must open, or it is not started (127, the
+// reason in command_exit); a later failed write is said once on stderr and in command_exit
+// (log_errors), and that file is not written to again.
+//
 // A stop request (SIGTERM to the runner), the job's own iterations or duration being reached,
 // all end the command: SIGTERM to its process group, SIGKILL after a grace; nothing of the
 // group survives the runner.
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "workloads/progress/formats.h"
 #include "workloads/worker.h"
 
 namespace fl::workloads {
@@ -30,8 +37,10 @@ struct CommandOptions {
   // The rank's whole extra environment (RANK, MASTER_ADDR, ..., then the job's env), added to
   // the runner's own.
   std::map<std::string, std::string> env;
-  std::string progress_format = "lines";  // nccl-tests | lines | exit
-  std::string log_dir;                    // rank-N.stdout/.stderr/.progress go here
+  // A name in workloads/progress/formats.h (nccl-tests | lines | exit). Whatever the format,
+  // lines in FAULTLINE_PROGRESS are read.
+  std::string progress_format{progress::kDefaultProgressFormat};
+  std::string log_dir;  // rank-N.stdout/.stderr/.progress go here
   int rank = 0;
   uint64_t iterations = 0;  // stop after this many progress units; 0: no limit
   Nanos duration_ns = 0;    // stop after this long; 0: no limit

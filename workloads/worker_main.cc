@@ -35,7 +35,9 @@
 #include "common/main_guard.h"
 #include "common/units.h"
 #include "workloads/command_runner.h"
+#include "workloads/progress/formats.h"
 #include "workloads/worker.h"
+#include "workloads/worker_args.h"
 #include "workloads/workload_plugins.h"
 
 namespace {
@@ -77,111 +79,35 @@ int OpenTelemetry(const std::string& telemetry) {
 
 int WorkerMain(int argc, char** argv) {
   using namespace fl;
+  using workloads::WorkerInvocation, workloads::WorkerJobArgs, workloads::WorkerRankArgs;
   log::ConfigureFromEnv();
   CLI::App app{
       "faultline-worker: one rank of a resilience job (normally started by faultline-agent).\n"
       "Runs a workload over a collective library and reports a sample per iteration.\n\n"
       "Exit codes: 0 completed, 1 a collective failed, 2 bad arguments, 3 could not join."};
-  int rank = 0, world = 1;
-  std::string job_id = "job", store_dir, store_spec, store_token_file, ccl_name = "ftccl",
-              workload_name = "allreduce_loop";
-  std::string size = "16MiB", dtype = "float32", duration = "0", telemetry, coll_timeout = "10s",
-              init_timeout = "30s";
-  std::vector<std::string> nics = {"127.0.0.1"};
-  uint64_t iterations = 0, check_every = 1, first_iteration = 0;
-  bool no_failover = false;
-  std::string on_rank_loss = "abort", shrink_grace;
-  std::vector<std::string> ccl_options, workload_options;
-  std::vector<std::string> env_kv, command;
-  std::string progress_format = "lines", log_dir, master_addr;
-  int local_rank = -1, local_world = 0;
-  bool slurm_env = false;
-  auto* rank_opt = app.add_option(
-      "--rank", rank,
-      "this rank (default: from the launcher: FL_RANK, RANK, OMPI_COMM_WORLD_RANK or "
-      "SLURM_PROCID; see docs/ftccl.md)");
-  auto* world_opt = app.add_option("--world-size", world,
-                                   "number of ranks in the job (default: from the launcher)");
-  app.add_option("--job-id", job_id, "job id: keys in the rendezvous store")->capture_default_str();
-  auto* store_opt = app.add_option(
-      "--store", store_spec, "rendezvous store: tcp://HOST:PORT (with --store-token-file) or DIR");
-  app.add_option("--store-token-file", store_token_file,
-                 "file holding the tcp:// store's shared token (0600)");
-  auto* dir_opt = app.add_option("--store-dir", store_dir,
-                                 "rendezvous directory shared by all ranks (= --store DIR)");
-  store_opt->excludes(dir_opt);
-  app.add_option("--nics", nics,
-                 "local NICs, one per rail, rail order: IPv4 addresses or interface names")
-      ->delimiter(',');
-  app.add_option("--ccl", ccl_name, "collective library: ftccl | gloo | nccl")
-      ->capture_default_str();
-  app.add_option("--workload", workload_name, "allreduce_loop | training_step | moe_alltoall")
-      ->capture_default_str();
-  app.add_option("--size", size, "per-rank message size")->capture_default_str();
-  app.add_option("--dtype", dtype, "float32 | float16 | bfloat16 | int32 | int64")
-      ->capture_default_str();
-  app.add_option("--iterations", iterations, "iterations to run (or --duration)");
-  app.add_option("--duration", duration, "how long to run, e.g. 30s (or --iterations)");
-  app.add_option("--first-iteration", first_iteration,
-                 "resume at this iteration (after a restart)");
-  app.add_option("--check-every", check_every, "verify the result every k iterations")
-      ->capture_default_str();
-  app.add_option("--collective-timeout", coll_timeout, "deadline of one collective")
-      ->capture_default_str();
-  app.add_option("--init-timeout", init_timeout, "deadline for joining the group")
-      ->capture_default_str();
-  app.add_option("--workload-option", workload_options,
-                 "the workload's options, key=value (repeatable; `faultline workloads` lists "
-                 "them): " +
-                     workloads::WorkloadOptionSummary())
-      ->allow_extra_args(false);
-  app.add_option("--ccl-option", ccl_options,
-                 "the CCL's options, key=value (repeatable; `faultline ccls` lists them): " +
-                     ccl::CclOptionSummary())
-      ->allow_extra_args(false);
-  app.add_flag("--no-failover", no_failover, "fail-stop mode: the first path fault fails the job");
-  app.add_option("--on-rank-loss", on_rank_loss,
-                 "when a collective fails because a peer is gone: abort (fail-stop) | shrink "
-                 "(the survivors shrink the communicator and go on; CCLs with Shrink only)")
-      ->capture_default_str();
-  app.add_option("--shrink-grace", shrink_grace,
-                 "shrink: how long survivors wait for each other (default: the collective "
-                 "timeout + 5s)");
-  app.add_option("--telemetry", telemetry,
-                 "Unix socket of the agent (default: JSON lines on stdout)");
-  // One value per --env / --ccl-option: CLI11 lets a vector option swallow the arguments
-  // after it, and with them a command job's "--" and the command's own options.
-  app.add_option("--env", env_kv,
-                 "NAME=VALUE for this rank's environment (repeatable; a command job's, or the "
-                 "worker's own)")
-      ->allow_extra_args(false);
-  app.add_option("--progress-format", progress_format, "command mode: nccl-tests | lines | exit")
-      ->capture_default_str();
-  app.add_option("--log-dir", log_dir,
-                 "where this rank's log (rank-N.log) and a command job's rank-N.stdout/.stderr "
-                 "are kept (default: stderr)");
-  app.add_option("--master-addr", master_addr, "command mode: MASTER_ADDR (rank 0's address)");
-  app.add_option("--local-rank", local_rank, "command mode: LOCAL_RANK");
-  app.add_option("--local-world-size", local_world, "command mode: LOCAL_WORLD_SIZE");
-  app.add_flag("--slurm-env", slurm_env,
-               "command mode: also set SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID");
-  app.add_option("command", command,
-                 "command mode: the program (absolute path) and its "
-                 "arguments, after --");
+  WorkerInvocation inv;
+  AddWorkerFlags(app, &inv);
+  // The plug-ins' option names, for --help.
+  for (auto [flag, names] : {std::pair{"--workload-option", workloads::WorkloadOptionSummary()},
+                             std::pair{"--ccl-option", ccl::CclOptionSummary()}}) {
+    CLI::Option* o = app.get_option(flag);
+    o->description(o->get_description() + ": " + names);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help is 0; every bad argument (unknown, missing value, --store with --store-dir) is 2.
     return app.exit(e) == 0 ? 0 : 2;
   }
+  const WorkerRankArgs& ra = inv.rank;
+  const WorkerJobArgs& ja = inv.job;
   auto bad_args = [](const Status& st) {
     std::fprintf(stderr, "faultline-worker: %s\n", st.message().c_str());
     return 2;
   };
-  auto who =
-      ccl::ResolveRank(rank_opt->count() ? std::optional<int>(rank) : std::nullopt,
-                       world_opt->count() ? std::optional<int>(world) : std::nullopt,
-                       [](const char* n) { return static_cast<const char*>(std::getenv(n)); });
+  auto who = ccl::ResolveRank(ra.rank, ra.world_size, [](const char* n) {
+    return static_cast<const char*>(std::getenv(n));
+  });
   if (!who.ok()) {
     if (who.status().code() == Code::kNotFound)
       return bad_args(
@@ -189,15 +115,15 @@ int WorkerMain(int argc, char** argv) {
                                who.status().message() + ")"));
     return bad_args(who.status());
   }
-  rank = who->rank;
-  world = who->world_size;
+  const int rank = who->rank;
+  const int world = who->world_size;
   log::SetContext({"", "", rank});
   // With --log-dir (every rank an agent starts), what this rank logs -- its own lines and the
   // CCL's warnings -- goes to rank-N.log there instead of the agent's terminal; the agent
   // sends its tail to the coordinator when the rank exits badly (docs/operations.md).
-  if (!log_dir.empty()) {
-    mkdir(log_dir.c_str(), 0755);  // EEXIST is fine
-    const std::string path = workloads::RankLogPath(log_dir, rank, "log");
+  if (!ra.log_dir.empty()) {
+    mkdir(ra.log_dir.c_str(), 0755);  // EEXIST is fine
+    const std::string path = workloads::RankLogPath(ra.log_dir, rank, "log");
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       std::fprintf(stderr, "faultline-worker: cannot open %s: %s\n", path.c_str(),
@@ -207,51 +133,42 @@ int WorkerMain(int argc, char** argv) {
     dup2(fd, STDERR_FILENO);
     close(fd);
   }
-  std::map<std::string, std::string> job_env;
-  for (const auto& kv : env_kv) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return bad_args(InvalidArgumentError("--env wants NAME=VALUE, got '" + kv + "'"));
-    job_env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  if (!command.empty()) {
-    auto dur = ParseDuration(duration);
-    if (!dur.ok()) return bad_args(dur.status());
+  const std::vector<std::string> nics = ra.Nics();
+  if (!ja.command.empty()) {
     workloads::CommandOptions co;
-    co.argv = command;
+    co.argv = ja.command;
     co.rank = rank;
-    co.progress_format = progress_format;
-    if (co.progress_format != "nccl-tests" && co.progress_format != "lines" &&
-        co.progress_format != "exit")
-      return bad_args(InvalidArgumentError("--progress-format nccl-tests|lines|exit"));
-    co.log_dir = log_dir;
-    co.iterations = iterations;
-    co.duration_ns = *dur;
-    co.first_iteration = first_iteration;
-    const int lr = local_rank >= 0 ? local_rank : 0;
-    const int lw = local_world > 0 ? local_world : 1;
+    co.progress_format = ja.progress_format;
+    if (!workloads::progress::FindProgressFormat(co.progress_format))
+      return bad_args(InvalidArgumentError("--progress-format " +
+                                           workloads::progress::ProgressFormatNames("|", "|")));
+    co.log_dir = ra.log_dir;
+    co.iterations = ja.iterations;
+    co.duration_ns = ja.duration_ns;
+    co.first_iteration = ja.first_iteration;
+    const int lr = ra.local_rank.value_or(0) >= 0 ? ra.local_rank.value_or(0) : 0;
+    const int lw = ra.local_world_size.value_or(1) > 0 ? ra.local_world_size.value_or(1) : 1;
     std::string nic_csv;
     for (const auto& n : nics) nic_csv += (nic_csv.empty() ? "" : ",") + n;
     co.env = {{"RANK", std::to_string(rank)},
               {"WORLD_SIZE", std::to_string(world)},
               {"LOCAL_RANK", std::to_string(lr)},
               {"LOCAL_WORLD_SIZE", std::to_string(lw)},
-              {"MASTER_ADDR", master_addr.empty() ? nics.front() : master_addr},
+              {"MASTER_ADDR", ja.master_addr.empty() ? nics.front() : ja.master_addr},
               {"MASTER_PORT", "29500"},
-              {"FL_JOB_ID", job_id},
+              {"FL_JOB_ID", ja.job_id},
               {"FL_NICS", nic_csv},
               {"PYTHONUNBUFFERED", "1"}};
-    if (!store_dir.empty()) co.env["FL_RENDEZVOUS"] = store_dir;
-    if (store_opt->count() && store_spec.rfind("tcp://", 0) != 0)
-      co.env["FL_RENDEZVOUS"] = store_spec;
-    if (slurm_env) {
+    // A directory store is the command's rendezvous too (a tcp:// one is the worker's alone).
+    if (!ja.store.empty() && ja.store.rfind("tcp://", 0) != 0) co.env["FL_RENDEZVOUS"] = ja.store;
+    if (ja.slurm_env) {
       co.env["SLURM_PROCID"] = std::to_string(rank);
       co.env["SLURM_NTASKS"] = std::to_string(world);
       co.env["SLURM_NPROCS"] = std::to_string(world);
       co.env["SLURM_LOCALID"] = std::to_string(lr);
     }
-    for (const auto& [k, v] : job_env) co.env[k] = v;  // the job's env last (MASTER_PORT...)
-    const int out_fd = OpenTelemetry(telemetry);
+    for (const auto& [k, v] : ja.env) co.env[k] = v;  // the job's env last (MASTER_PORT...)
+    const int out_fd = OpenTelemetry(ra.telemetry);
     if (out_fd < 0) return 3;
     workloads::JsonLinesSink sink(out_fd, rank);
     sink.OnWorkerEvent("worker_start",
@@ -262,38 +179,32 @@ int WorkerMain(int argc, char** argv) {
                                           "}");
     return r.exit_code;
   }
-  for (const auto& [k, v] : job_env) setenv(k.c_str(), v.c_str(), /*overwrite=*/1);
-  if (store_opt->count() == 0 && dir_opt->count() == 0)
+  for (const auto& [k, v] : ja.env) setenv(k.c_str(), v.c_str(), /*overwrite=*/1);
+  if (ja.store.empty())
     return bad_args(InvalidArgumentError("give --store SPEC or --store-dir DIR"));
-  auto store = ccl::OpenStore(store_opt->count() ? store_spec : store_dir, store_token_file);
+  auto store = ccl::OpenStore(ja.store, ra.store_token_file);
   if (!store.ok()) return bad_args(store.status());
   auto nic_addrs = ccl::ResolveNics(nics);
   if (!nic_addrs.ok()) return bad_args(nic_addrs.status());
 
   workloads::WorkloadConfig wc;
-  auto bytes = ParseBytes(size);
-  auto dt = ccl::ParseDataType(dtype);
-  auto dur = ParseDuration(duration);
-  auto ct = ParseDuration(coll_timeout);
-  auto it = ParseDuration(init_timeout);
-  auto orl = workloads::ParseOnRankLoss(on_rank_loss);
-  auto grace = ParseDuration(shrink_grace.empty() ? "0" : shrink_grace);
-  for (const Status* s : {&bytes.status(), &dt.status(), &dur.status(), &ct.status(), &it.status(),
-                          &orl.status(), &grace.status()}) {
+  auto dt = ccl::ParseDataType(ja.dtype);
+  auto orl = workloads::ParseOnRankLoss(ja.on_rank_loss);
+  for (const Status* s : {&dt.status(), &orl.status()}) {
     if (!s->ok()) {
       std::fprintf(stderr, "faultline-worker: %s\n", s->message().c_str());
       return 2;
     }
   }
-  if ((iterations == 0) == (*dur == 0)) {
+  if ((ja.iterations == 0) == (ja.duration_ns == 0)) {
     std::fprintf(stderr, "faultline-worker: give exactly one of --iterations or --duration\n");
     return 2;
   }
-  wc.size_bytes = *bytes;
+  wc.size_bytes = ja.size_bytes;
   wc.dtype = *dt;
-  wc.collective_timeout = *ct;
+  wc.collective_timeout = ja.collective_timeout_ns;
 
-  const int out_fd = OpenTelemetry(telemetry);
+  const int out_fd = OpenTelemetry(ra.telemetry);
   if (out_fd < 0) return 3;
   workloads::JsonLinesSink sink(out_fd, rank);
 
@@ -301,20 +212,12 @@ int WorkerMain(int argc, char** argv) {
   workloads::WorkloadRegistry wls("workload");
   if (Status s = ccl::RegisterBuiltinCcls(ccls); !s.ok()) return 3;
   if (Status s = workloads::RegisterBuiltinWorkloads(wls); !s.ok()) return 3;
-  // `flag` key=value options checked against the schema the plug-in registered with; nullopt
-  // (said on stderr) when one is not key=value or the schema refuses it.
-  auto parse_options = [](const char* flag, const OptionSchema& schema,
-                          const std::vector<std::string>& given) -> std::optional<OptionValues> {
-    std::map<std::string, std::string> text;
-    for (const auto& kv : given) {
-      auto split = SplitKeyValue(kv);
-      if (!split.ok()) {
-        std::fprintf(stderr, "faultline-worker: %s %s\n", flag, split.status().message().c_str());
-        return std::nullopt;
-      }
-      text[split->first] = split->second;
-    }
-    auto parsed = schema.Parse(text);
+  // `flag`'s key=value options checked against the schema the plug-in registered with; nullopt
+  // (said on stderr) when the schema refuses them.
+  auto parse_options =
+      [](const char* flag, const OptionSchema& schema,
+         const std::map<std::string, std::string>& given) -> std::optional<OptionValues> {
+    auto parsed = schema.Parse(given);
     if (!parsed.ok()) {
       std::fprintf(stderr, "faultline-worker: %s: %s\n", flag, parsed.status().message().c_str());
       return std::nullopt;
@@ -322,16 +225,16 @@ int WorkerMain(int argc, char** argv) {
     return *std::move(parsed);
   };
   // The workload's options, handed to its factory typed.
-  const OptionSchema* wl_schema = wls.Schema(workload_name);
+  const OptionSchema* wl_schema = wls.Schema(ja.workload);
   if (!wl_schema) {
     std::fprintf(stderr, "faultline-worker: %s\n",
-                 wls.Create(workload_name, OptionValues{}).status().message().c_str());
+                 wls.Create(ja.workload, OptionValues{}).status().message().c_str());
     return 2;
   }
   std::optional<OptionValues> wl_options =
-      parse_options("--workload-option", *wl_schema, workload_options);
+      parse_options("--workload-option", *wl_schema, ja.workload_options);
   if (!wl_options) return 2;
-  auto workload = wls.Create(workload_name, *wl_options);
+  auto workload = wls.Create(ja.workload, *wl_options);
   if (!workload.ok()) {
     std::fprintf(stderr, "faultline-worker: %s\n", workload.status().message().c_str());
     return 2;
@@ -339,27 +242,27 @@ int WorkerMain(int argc, char** argv) {
 
   // The CCL's options, checked against the schema it registered with and handed to its
   // factory typed (CommConfig::options).
-  const OptionSchema* schema = ccls.Schema(ccl_name);
+  const OptionSchema* schema = ccls.Schema(ja.ccl);
   if (!schema) {
     std::fprintf(stderr, "faultline-worker: %s\n",
-                 ccls.Create(ccl_name, ccl::CommConfig{}).status().message().c_str());
+                 ccls.Create(ja.ccl, ccl::CommConfig{}).status().message().c_str());
     return 2;
   }
-  std::optional<OptionValues> options = parse_options("--ccl-option", *schema, ccl_options);
+  std::optional<OptionValues> options = parse_options("--ccl-option", *schema, ja.ccl_options);
   if (!options) return 2;
 
   ccl::CommConfig cfg;
   cfg.rank = rank;
   cfg.world_size = world;
-  cfg.job_id = job_id;
+  cfg.job_id = ja.job_id;
   cfg.store = store->get();
   cfg.nics = *nic_addrs;
-  cfg.init_timeout = *it;
-  cfg.failover = !no_failover;
+  cfg.init_timeout = ja.init_timeout_ns;
+  cfg.failover = ja.failover;
   cfg.events = &sink;
   cfg.options = *std::move(options);
   sink.OnWorkerEvent("worker_start", "{\"pid\":" + std::to_string(getpid()) + "}");
-  auto comm = ccls.Create(ccl_name, cfg);
+  auto comm = ccls.Create(ja.ccl, cfg);
   if (!comm.ok()) {
     FL_LOG(kError, "worker") << "cannot join the group: " << comm.status().ToString();
     sink.OnWorkerEvent("worker_exit", "{\"code\":3}");
@@ -378,17 +281,17 @@ int WorkerMain(int argc, char** argv) {
     return 3;
   }
   workloads::LoopOptions lo;
-  lo.iterations = iterations;
-  lo.duration_ns = *dur;
-  lo.check_every = check_every;
-  lo.first_iteration = first_iteration;
+  lo.iterations = ja.iterations;
+  lo.duration_ns = ja.duration_ns;
+  lo.check_every = ja.check_every;
+  lo.first_iteration = ja.first_iteration;
   lo.comm = comm->get();
   std::unique_ptr<ccl::Communicator> shrunk;  // after a shrink: the workload's communicator
   lo.on_rank_loss = *orl;
   lo.shrink.store = store->get();
-  lo.shrink.key_prefix = "shrink/" + job_id;
-  lo.shrink.grace = shrink_grace.empty() ? *ct + 5 * kNsPerSec : *grace;
-  lo.shrink.timeout = *it + lo.shrink.grace;
+  lo.shrink.key_prefix = "shrink/" + ja.job_id;
+  lo.shrink.grace = ja.shrink_grace_ns.value_or(ja.collective_timeout_ns + 5 * kNsPerSec);
+  lo.shrink.timeout = ja.init_timeout_ns + lo.shrink.grace;
   lo.shrink.workload = wc;
   lo.shrink.shrunk = &shrunk;
   auto result = workloads::RunLoop(**workload, rank, lo, sink, g_stop);

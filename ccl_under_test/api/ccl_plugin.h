@@ -1,6 +1,7 @@
 // What a CCL plug-in says about itself without its engine: its name, its options (schema), the
 // environment it wants by default for a job, and the timeouts inside it that decide how fast a
-// fault is noticed and how long an outage it rides out. Each CCL defines one in its own folder
+// fault is noticed and how long an outage it rides out, and what the harness asks instead of
+// spelling its name (NIC binding, GPU, failover). Each CCL defines one in its own folder
 // (ftccl/ftccl_plugin.h, adapters/gloo/gloo_plugin.h, adapters/nccl/nccl_plugin.h), in a small
 // library that links fl_common only, so that the coordinator (scenario loader, timeout lint,
 // `faultline ccls`) knows every CCL without linking any engine; the CCL's factory registers
@@ -47,6 +48,12 @@ struct CclTimeouts {
   bool routes_around_path_faults = false;
 };
 
+// Which of its host's NICs a rank is given (the coordinator's launch; the worker's --nics).
+enum class NicBinding {
+  kAllRails,    // every NIC of the host, rail order: the CCL spreads over them
+  kOnePerRank,  // one NIC per rank: local rank g binds rail g (mod the host's NICs)
+};
+
 struct CclPlugin {
   std::string name;  // the registry name: "ftccl"
   std::string doc;   // one line
@@ -63,6 +70,13 @@ struct CclPlugin {
   // communicator's ShrinkSupport() decides), false means never, so that a job asking to
   // shrink (on_rank_loss: shrink) over it can be refused before anything starts.
   bool may_shrink = false;
+  // What the rest of faultline asks about a CCL instead of spelling its name.
+  NicBinding nic_binding = NicBinding::kAllRails;
+  // Its ranks need a GPU (a lab of CPU ranks cannot run it).
+  bool needs_gpu = false;
+  // With failover on (job.failover), a path fault is routed around inside the job rather than
+  // failing it; such a job is not restarted (restart applies to fail-stop jobs).
+  bool fails_over = false;
 };
 
 }  // namespace fl::ccl

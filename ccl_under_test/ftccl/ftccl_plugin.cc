@@ -106,9 +106,15 @@ CclTimeouts Timeouts(const OptionValues& o, const std::map<std::string, std::str
 
 const CclPlugin& FtcclPlugin() {
   static const CclPlugin* p = new CclPlugin{
-      "ftccl",  "faultline's fault-tolerant CCL: rings over every NIC, failover between paths",
-      Schema(), nullptr,
+      "ftccl",
+      "faultline's fault-tolerant CCL: rings over every NIC, failover between paths",
+      Schema(),
+      nullptr,
       Timeouts,
+      /*may_shrink=*/false,
+      /*nic_binding=*/NicBinding::kAllRails,
+      /*needs_gpu=*/false,
+      /*fails_over=*/true,
   };
   return *p;
 }

@@ -10,6 +10,7 @@
 #include "common/file_util.h"
 #include "common/options.h"
 #include "common/yaml_util.h"
+#include "workloads/progress/formats.h"
 #include "workloads/workload_plugins.h"
 
 namespace fl::harness {
@@ -151,17 +152,17 @@ Status ParseCommandJob(const YamlDoc& doc, const YAML::Node& n, JobSpec* job) {
   FL_ASSIGN_OR_RETURN(
       job->hang_timeout_ns,
       doc.GetDurationIn(n, "hang_timeout", job->hang_timeout_ns, kNsPerMs, limits::kMaxTimeout));
-  job->progress_format = "lines";
+  job->progress_format = std::string(workloads::progress::kDefaultProgressFormat);
   if (doc.Has(n, "progress")) {
     const YAML::Node p = n["progress"];
     FL_RETURN_IF_ERROR(doc.ExpectMap(p, "progress"));
     FL_RETURN_IF_ERROR(doc.CheckKeys(p, {"format"}, "progress"));
     FL_ASSIGN_OR_RETURN(job->progress_format,
                         doc.GetOr<std::string>(p, "format", job->progress_format));
-    if (job->progress_format != "nccl-tests" && job->progress_format != "lines" &&
-        job->progress_format != "exit")
-      return doc.Error(p["format"], "progress.format must be nccl-tests, lines or exit, not '" +
-                                        job->progress_format + "'");
+    if (!workloads::progress::FindProgressFormat(job->progress_format))
+      return doc.Error(p["format"], "progress.format must be " +
+                                        workloads::progress::ProgressFormatNames(", ", " or ") +
+                                        ", not '" + job->progress_format + "'");
   }
   return ParseJobEnv(doc, n, job);
 }
@@ -539,7 +540,10 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
       !(doc.Has(root, "expectations") && doc.Has(root["expectations"], "exact_correctness")))
     s.expect.exact_correctness = false;
   if (doc.Has(root, "restart")) FL_RETURN_IF_ERROR(ParseRestart(doc, root["restart"], &s.restart));
-  if (s.restart.enabled && s.job.command.empty() && s.job.failover && s.job.ccl == "ftccl")
+  // A job whose CCL fails over (with failover on) rides a path fault out: nothing to restart.
+  const auto plugin = ccl::FindCclPlugin(s.job.ccl);  // known: checked with the job
+  if (s.restart.enabled && s.job.command.empty() && s.job.failover && plugin.ok() &&
+      (*plugin)->fails_over)
     return doc.Error(root["restart"],
                      "restart applies to fail-stop jobs: set job.failover: false or use ccl: gloo");
   return s;

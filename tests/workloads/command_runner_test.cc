@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -202,6 +203,39 @@ TEST_CASE(
   r = RunCommand(o, sink, go);
   CHECK(r.exit_code == 127);
   CHECK(r.stderr_tail.find("cannot execute") != std::string::npos);
+}
+
+TEST_CASE("command runner: logs that cannot be kept are errors, not silence", "[unit]") {
+  testing::TempDir dir("fl_cmdrun");
+  std::atomic<bool> go{false};
+  CommandOptions o;
+  o.argv = {Script(dir.path(), "echo out; echo err >&2\n")};
+  {
+    // The log directory cannot be made (a file is in the way): the command is not started.
+    Collect sink;
+    o.log_dir = dir.path() + "/job.sh/ranks";
+    CommandResult r = RunCommand(o, sink, go);
+    CHECK(r.exit_code == 127);
+    CHECK(r.stderr_tail.find("cannot open " + o.log_dir + "/rank-0.stdout") != std::string::npos);
+    CHECK(sink.Worker("command_start").is_null());
+    CHECK(sink.Worker("command_exit")["started"] == false);
+  }
+  {
+    // A log whose writes fail (a full disk): said in command_exit, the job still runs.
+    Collect sink;
+    o.log_dir = dir.path() + "/ranks";
+    REQUIRE(mkdir(o.log_dir.c_str(), 0755) == 0);
+    REQUIRE(symlink("/dev/full", (o.log_dir + "/rank-0.stdout").c_str()) == 0);
+    CommandResult r = RunCommand(o, sink, go);
+    CHECK(r.exit_code == 0);
+    auto exit = sink.Worker("command_exit");
+    REQUIRE(exit["log_errors"].is_array());
+    REQUIRE(exit["log_errors"].size() == 1);
+    CHECK(exit["log_errors"][0].get<std::string>().find("rank-0.stdout") != std::string::npos);
+    auto err = ReadFile(o.log_dir + "/rank-0.stderr");
+    REQUIRE(err.ok());
+    CHECK(*err == "err\n");
+  }
 }
 
 }  // namespace

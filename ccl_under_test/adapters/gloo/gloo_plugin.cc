@@ -11,6 +11,10 @@ const CclPlugin& GlooPlugin() {
       [](const OptionValues&, const std::map<std::string, std::string>&, bool) {
         return CclTimeouts{};
       },
+      /*may_shrink=*/false,
+      /*nic_binding=*/NicBinding::kOnePerRank,  // a gloo TCP device binds one address
+      /*needs_gpu=*/false,
+      /*fails_over=*/false,
   };
   return *p;
 }

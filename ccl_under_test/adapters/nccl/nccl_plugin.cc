@@ -64,6 +64,9 @@ const CclPlugin& NcclPlugin() {
       DefaultEnv,
       Timeouts,
       /*may_shrink=*/true,  // with a libnccl that has ncclCommShrink (NCCL >= 2.27)
+      /*nic_binding=*/NicBinding::kAllRails,
+      /*needs_gpu=*/true,
+      /*fails_over=*/false,  // IB retries, then fail-stop
   };
   return *p;
 }

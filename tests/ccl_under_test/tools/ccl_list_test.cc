@@ -41,6 +41,24 @@ TEST_CASE("ccl table: every descriptor, in name order, whether or not its engine
   CHECK(CclOptionSummary().rfind("ftccl: chunk_bytes, ", 0) == 0);
 }
 
+// What the harness asks a CCL instead of spelling its name (ccl_plugin.h).
+TEST_CASE("ccl table: each descriptor states its NIC binding, GPU need and failover", "[unit]") {
+  auto get = [](const char* name) {
+    auto p = FindCclPlugin(name);
+    REQUIRE(p.ok());
+    return *p;
+  };
+  CHECK(get("ftccl")->nic_binding == NicBinding::kAllRails);
+  CHECK(get("ftccl")->fails_over);
+  CHECK_FALSE(get("ftccl")->needs_gpu);
+  CHECK(get("gloo")->nic_binding == NicBinding::kOnePerRank);
+  CHECK_FALSE(get("gloo")->fails_over);
+  CHECK_FALSE(get("gloo")->needs_gpu);
+  CHECK(get("nccl")->nic_binding == NicBinding::kAllRails);
+  CHECK_FALSE(get("nccl")->fails_over);
+  CHECK(get("nccl")->needs_gpu);
+}
+
 TEST_CASE("ccl table: RegisterBuiltinCcls adds the built CCLs, each with its descriptor's options",
           "[unit]") {
   CclRegistry registry("ccl");

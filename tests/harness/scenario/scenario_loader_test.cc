@@ -164,6 +164,11 @@ TEST_CASE("scenario: malformed input fails with file:line:col", "[unit]") {
     auto s = ParseScenario(std::string(kGood) + "restart:\n  max_restarts: 2\n", "x.yaml");
     REQUIRE_FALSE(s.ok());
     CHECK(s.status().message().find("fail-stop") != std::string::npos);
+    // A CCL that does not fail over (the descriptor's fails_over), or failover off: restarts.
+    for (const char* ccl : {"ccl: gloo", "ccl: nccl", "ccl: ftccl\n  failover: false"})
+      CHECK(ParseScenario(Replace(kGood, "ccl: ftccl", ccl) + "restart:\n  max_restarts: 2\n",
+                          "x.yaml")
+                .ok());
   }
 }
 
