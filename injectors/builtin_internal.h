@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "injectors/injector.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::injectors::internal {
 

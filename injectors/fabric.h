@@ -19,7 +19,7 @@
 
 namespace fl::injectors {
 
-struct SwitchConn;  // injectors/switch_driver.h
+struct SwitchConn;  // injectors/switch/switch_driver.h
 
 // One end of a link: an interface in a network namespace, and the other end.
 struct Port {
@@ -31,7 +31,7 @@ struct Port {
   uint64_t rate_bps = 0;  // shaped rate of this end's egress (0 = unshaped)
   uint64_t burst_bytes = 0;
   // A port of a real switch (or of a local lab with `switch_control: ssh`): the injectors act
-  // on it through the SwitchDriver for sw (injectors/switch_driver.h), naming it sw_port
+  // on it through the SwitchDriver for sw (injectors/switch/switch_driver.h), naming it sw_port
   // ("Ethernet12"), instead of netlink/nft on netns/ifname. Null: a kernel port.
   std::shared_ptr<const SwitchConn> sw = {};
   std::string sw_port = {};

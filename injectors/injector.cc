@@ -1,5 +1,5 @@
 #include "injectors/injector.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 #include <cmath>
 

@@ -7,7 +7,7 @@
 #include "common/file_util.h"
 #include "common/yaml_util.h"
 #include "injectors/injector.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::harness {
 

@@ -18,7 +18,7 @@
 #include "harness/lab/topology.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
-#include "injectors/ssh_template_driver.h"
+#include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/sys.h"
 
 namespace fl::lab {

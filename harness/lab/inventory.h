@@ -72,7 +72,7 @@
 #include "harness/lab/lab.h"
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::lab {
 

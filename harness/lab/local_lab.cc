@@ -35,7 +35,7 @@
 #include "harness/lab/switch_shim.h"
 #include "injectors/journal.h"
 #include "injectors/netlink.h"
-#include "injectors/ssh_template_driver.h"
+#include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/tc_nft.h"
 
 namespace fl::lab {

@@ -23,7 +23,7 @@
 #include "harness/lab/topology.h"
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 #include "injectors/sys.h"
 
 namespace fl::lab {

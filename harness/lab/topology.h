@@ -25,7 +25,7 @@
 // 198.19.<m>.<kSwitchMgmtBase + i> (i: the switch's index in plan order; at most
 // kMaxSshSwitches switches), runs a real sshd there whose ForceCommand is
 // faultline-switch-shim (a SONiC-like CLI), and the lab's Fabric hands out switch ports that
-// carry a SwitchConn (injectors/switch_driver.h) and a SONiC port name (Ethernet0, 4, 8, ...
+// carry a SwitchConn (injectors/switch/switch_driver.h) and a SONiC port name (Ethernet0, 4, 8, ...
 // in SwitchPorts order), so injectors go through the ssh-template driver. See docs/lab.md.
 //
 // routing: bgp: ToRs and spines route (no bridge between ToR and spine; a ToR's host ports stay

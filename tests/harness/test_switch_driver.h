@@ -6,7 +6,7 @@
 #include <regex>
 #include <string>
 
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::testing {
 

@@ -16,8 +16,8 @@
 
 #include "common/file_util.h"
 #include "common/process.h"
-#include "injectors/ssh_template_driver.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/ssh_template/ssh_template_driver.h"
+#include "injectors/switch/switch_driver.h"
 #include "tests/test_util.h"
 
 namespace fl::injectors {

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "common/file_util.h"
-#include "injectors/ssh_template_driver.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/ssh_template/ssh_template_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::injectors {
 namespace {

@@ -12,7 +12,7 @@
 #include "harness/lab/local_lab.h"
 #include "injectors/injection.h"
 #include "injectors/netlink.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 #include "injectors/sys.h"
 #include "tests/injectors/lab_testing.h"
 #include "tests/test_util.h"

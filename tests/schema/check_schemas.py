@@ -43,7 +43,7 @@ FILE_KINDS = {
 }
 # folders under configs/ with YAML files of other kinds (their own loaders and docs)
 OTHER_KINDS = {
-    "configs/switches": "ssh-template switch presets (injectors/ssh_template_driver.cc)",
+    "configs/switches": "ssh-template switch presets (injectors/switch/ssh_template/)",
     "configs/policies": "agent policies (harness/agent/agent_policy.cc)",
 }
 SCHEMA_DIR = "configs/schema"

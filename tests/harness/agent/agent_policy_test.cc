@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/file_util.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::harness {
 namespace {

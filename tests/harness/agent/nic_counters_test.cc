@@ -19,7 +19,7 @@
 #include <mutex>
 
 #include "common/file_util.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 #include "tests/test_util.h"
 
 namespace fl::harness {

@@ -24,7 +24,7 @@
 
 #include "common/process.h"
 #include "common/status.h"
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 namespace fl::injectors {
 

@@ -1,5 +1,5 @@
 // The ssh-template switch driver (see ssh_template_driver.h, docs/injectors.md "Switch drivers").
-#include "injectors/ssh_template_driver.h"
+#include "injectors/switch/ssh_template/ssh_template_driver.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,10 +1,10 @@
 // The switch-driver registry and SwitchConn's stored form (see switch_driver.h).
-#include "injectors/switch_driver.h"
+#include "injectors/switch/switch_driver.h"
 
 #include <mutex>
 
 #include "common/json_util.h"
-#include "injectors/ssh_template_driver.h"
+#include "injectors/switch/ssh_template/ssh_template_driver.h"
 
 namespace fl::injectors {
 
