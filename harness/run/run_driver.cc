@@ -1,4 +1,4 @@
-#include "harness/coordinator/run_driver.h"
+#include "harness/run/run_driver.h"
 
 #include <arpa/inet.h>
 
@@ -36,8 +36,8 @@
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
-#include "harness/coordinator/timeline.h"
 #include "harness/lab/lab.h"
+#include "harness/run/timeline.h"
 #include "harness/scenario/job_env.h"
 #include "harness/scenario/plan.h"
 #include "harness/scenario/timeout_lint.h"
