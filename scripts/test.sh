@@ -16,7 +16,7 @@
 #   FL_SAN_BUILD_DIR       default build-san;  FL_FUZZ_SECONDS  default 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The PyTorch DDP root tests (tests/harness/coordinator/torch_ddp_test.cc) run Debian's
+# The PyTorch DDP root tests (tests/harness/run/torch_ddp_test.cc) run Debian's
 # python3-torch with /usr/bin/python3: as root (when root tests run) set-up installs it.
 with_torch=0
 [ "$(id -u)" -ne 0 ] || with_torch=1

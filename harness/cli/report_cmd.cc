@@ -8,7 +8,7 @@
 #include "common/file_util.h"
 #include "common/http_put.h"
 #include "harness/cli/cli.h"
-#include "harness/coordinator/run_driver.h"
+#include "harness/run/cleanup.h"
 #include "reports/render/html.h"
 #include "reports/render/json_view.h"
 #include "reports/render/junit.h"

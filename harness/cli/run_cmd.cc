@@ -13,7 +13,8 @@
 #include "common/units.h"
 #include "common/yaml_util.h"
 #include "harness/cli/cli.h"
-#include "harness/coordinator/run_driver.h"
+#include "harness/run/cleanup.h"
+#include "harness/run/run_driver.h"
 #include "reports/render/json_view.h"
 #include "reports/store/store.h"
 

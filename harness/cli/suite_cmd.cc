@@ -12,7 +12,7 @@
 #include "common/units.h"
 #include "common/yaml_util.h"
 #include "harness/cli/cli.h"
-#include "harness/coordinator/run_driver.h"
+#include "harness/run/cleanup.h"
 #include "harness/suite/shrink.h"
 #include "harness/suite/suite_file.h"
 #include "harness/suite/suite_runner.h"

@@ -1,4 +1,4 @@
-#include "harness/coordinator/timeline.h"
+#include "harness/run/timeline.h"
 
 #include <algorithm>
 #include <set>

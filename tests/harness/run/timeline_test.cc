@@ -1,7 +1,7 @@
-// The pure timeline (harness/coordinator/timeline.h) on a fake clock: a small interpreter here
+// The pure timeline (harness/run/timeline.h) on a fake clock: a small interpreter here
 // plays the agents (a fault sent ahead fires at its time; an inject or revert is answered at
 // once) and the ranks (one iteration per 10 ms), and records what was done when.
-#include "harness/coordinator/timeline.h"
+#include "harness/run/timeline.h"
 
 #include <catch2/catch.hpp>
 #include <map>

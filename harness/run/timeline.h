@@ -6,7 +6,7 @@
 // a TimelineState, carries the actions out over the control plane (send a fault ahead, inject,
 // revert, restart the job, end the run) and sleeps until the step's wake_at. The same state and
 // input always give the same step, so the schedule is unit-tested with a fake clock
-// (tests/harness/coordinator/timeline_test.cc).
+// (tests/harness/run/timeline_test.cc).
 #pragma once
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "common/file_util.h"
-#include "harness/coordinator/run_driver.h"
+#include "harness/run/run_driver.h"
 #include "reports/store/store.h"
 #include "tests/test_util.h"
 

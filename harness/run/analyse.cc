@@ -1,0 +1,172 @@
+#include "harness/run/analyse.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "harness/run/job.h"
+#include "reports/metrics/metrics.h"
+#include "reports/render/json_view.h"
+#include "reports/render/markdown.h"
+
+namespace fl::harness::run {
+
+int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Console& console) {
+  // Only a run whose job ran to its end is analysed: its status comes from the verdicts.
+  const std::string end_reason;
+  const reports::RunStatus infra_status = reports::RunStatus::kRunning;
+  const Prepared& p = run.prepared;
+  const std::string& run_id = run.ids.run_id;
+  Results& results = run.results;
+  if (uint64_t bad =
+          [&] {
+            std::lock_guard lock(progress.mu);
+            return progress.bad_telemetry;
+          }();
+      bad > 0) {
+    FL_LOG(kWarn, "coord") << bad << " bad telemetry record(s) from agents were dropped";
+    run.Event("telemetry_dropped", {{"source", "coordinator"}, {"count", bad}});
+  }
+  if (results.writer)
+    results.Keep(results.writer->Flush(Deadline::After(30 * kNsPerSec)), "telemetry rows");
+  const uint64_t dropped = results.dropped_telemetry.load() +
+                           (results.writer ? results.writer->GetStats().dropped_rows : 0);
+  auto data = results.store->LoadRun(run_id);
+  if (!data.ok()) {
+    std::fprintf(stderr, "faultline run: cannot read the run back: %s\n",
+                 data.status().ToUserString().c_str());
+    return kExitInfra;
+  }
+  reports::AnalysisInput in;
+  in.run_id = run_id;
+  in.samples = data->samples;
+  in.events = data->events;
+  in.faults = data->faults;
+  in.num_ranks = ProgressRanks(p);
+  if (p.scenario.job.iterations)
+    in.expected_iterations = static_cast<int64_t>(p.scenario.job.iterations);
+  // Exit codes are cleared at each relaunch: a failure here is one of the last attempt.
+  if (auto fail = progress.FirstFailure()) {
+    in.job_failed = true;
+    in.job_failure =
+        "rank " + std::to_string(fail->first) + " exited with " + std::to_string(fail->second);
+  }
+  reports::AnalysisOptions ao;
+  ao.warmup_iterations = static_cast<int64_t>(p.scenario.job.warmup_iterations);
+  ao.hang_timeout = p.scenario.job.hang_timeout_ns;
+  ao.black_box = !p.scenario.job.command.empty();
+  auto metrics = reports::ComputeMetrics(in, ao);
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "faultline run: analysis failed: %s\n",
+                 metrics.status().ToUserString().c_str());
+    return kExitInfra;
+  }
+  // What a black box could not tell: stored with the run (the report shows it) and printed.
+  for (const auto& note : metrics->absent_notes) run.Event("black_box_note", {{"text", note}});
+  if (results.writer && !metrics->absent_notes.empty())
+    results.Keep(results.writer->Flush(Deadline::After(30 * kNsPerSec)), "notes");
+  std::vector<reports::MetricRecord> rows = metrics->ToRecords();
+  rows.push_back({"", std::nullopt, "telemetry_dropped", static_cast<double>(dropped), "rows"});
+  for (auto& r : rows) r.run_id = run_id;
+  results.Keep(results.store->ReplaceMetrics(run_id, rows), "metrics");
+  reports::Expectations ex;
+  ex.survives = p.scenario.expect.survives;
+  ex.max_detection_ms = p.scenario.expect.max_detection_ms;
+  ex.max_recovery_ms = p.scenario.expect.max_recovery_ms;
+  ex.min_degraded_ratio = p.scenario.expect.min_degraded_ratio;
+  ex.max_throughput_loss_s = p.scenario.expect.max_throughput_loss_s;
+  ex.exact_correctness = p.scenario.expect.exact_correctness;
+  std::vector<reports::VerdictRecord> verdicts = reports::EvaluateExpectations(*metrics, ex);
+  // A planned fault that never fired (the job ended first) tested nothing: say so, and fail.
+  for (const auto& pf : p.plan.faults) {
+    bool fired = false;
+    for (const auto& f : book.faults()) fired = fired || (f.plan.id == pf.id && f.injected);
+    if (fired) continue;
+    reports::VerdictRecord v;
+    v.fault_id = pf.id;
+    v.expectation = "fault_fired";
+    v.passed = false;
+    bool skipped = false;
+    for (const auto& f : book.faults()) skipped = skipped || (f.plan.id == pf.id && f.skipped);
+    if (skipped)
+      v.message = pf.id + " never fired: it was timed during " + pf.anchor + ", which was over " +
+                  "before its " + pf.anchor_event + " came";
+    else if (!pf.anchor.empty())
+      v.message = pf.id + " never fired: no " + pf.anchor_event + " of " + pf.anchor +
+                  " was seen before the job ended";
+    else
+      v.message =
+          "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
+    verdicts.push_back(v);
+  }
+  for (auto& v : verdicts) v.run_id = run_id;
+  if (dropped > 0) {
+    reports::VerdictRecord v;
+    v.run_id = run_id;
+    v.expectation = "telemetry_complete";
+    v.passed = false;
+    v.message = std::to_string(dropped) + " telemetry row(s) were dropped: the metrics are " +
+                "computed from an incomplete record";
+    verdicts.push_back(v);
+  }
+  results.Keep(results.store->ReplaceVerdicts(run_id, verdicts), "verdicts");
+  bool all_passed = true;
+  for (const auto& v : verdicts) all_passed = all_passed && v.passed;
+  reports::RunStatus status =
+      infra_status != reports::RunStatus::kRunning
+          ? infra_status
+          : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
+  results.Keep(results.store->FinishRun(run_id, status, WallNowNs(), end_reason),
+               "the run's final status");
+
+  // The summary is the stored run's, rendered as `faultline report RUN` does (text or JSON):
+  // one text summary of a run, whichever command prints it.
+  reports::RunData& view = *data;
+  view.run.status = status;
+  view.run.end_wall_ns = WallNowNs();
+  view.run.message = end_reason;
+  view.metrics = rows;
+  view.verdicts = verdicts;
+  for (const auto& note : metrics->absent_notes) {
+    reports::EventRecord e;
+    e.run_id = run_id;
+    e.kind = "black_box_note";
+    e.detail_json = nlohmann::json({{"text", note}}).dump();
+    view.events.push_back(std::move(e));
+  }
+  if (p.opts.json) {
+    std::printf("%s\n", reports::render::RunJson(view).c_str());
+  } else {
+    if (console.tty()) std::fprintf(stderr, "\n");
+    std::printf("\n%s", reports::render::RenderTextSummary(view).c_str());
+    if (dropped > 0)
+      std::printf("telemetry: %llu row(s) dropped\n", static_cast<unsigned long long>(dropped));
+    std::printf("results in %s (run %s; faultline report %s --html FILE)\n", p.opts.db_path.c_str(),
+                run_id.c_str(), run_id.c_str());
+  }
+  if (const std::vector<std::string> lost = results.Lost(); !lost.empty()) {
+    std::fprintf(stderr, "faultline run: results incomplete; lost:\n");
+    for (const auto& l : lost) std::fprintf(stderr, "  %s\n", l.c_str());
+    return kExitInfra;
+  }
+  if (infra_status != reports::RunStatus::kRunning) return kExitInfra;
+  return all_passed ? kExitPass : kExitExpectation;
+}
+
+int FinishUnanalysed(RunContext& run, int rc, const std::string& failure) {
+  if (!failure.empty() && rc != kExitInterrupted)
+    std::fprintf(stderr, "\nfaultline run: %s\n", failure.c_str());
+  reports::RunStatus st =
+      rc == kExitInterrupted ? reports::RunStatus::kAborted : reports::RunStatus::kError;
+  Results& results = run.results;
+  if (results.writer)
+    results.Keep(results.writer->Flush(Deadline::After(10 * kNsPerSec)), "telemetry rows");
+  results.Keep(results.store->FinishRun(run.ids.run_id, st, WallNowNs(), failure),
+               "the run's final status");
+  for (const auto& l : results.Lost()) std::fprintf(stderr, "faultline run: lost %s\n", l.c_str());
+  return rc;
+}
+
+}  // namespace fl::harness::run

@@ -1,0 +1,90 @@
+#include "harness/run/cleanup.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/narrate.h"
+#include "harness/run/agents.h"
+#include "harness/run/fault_book.h"
+#include "harness/run/run_context.h"
+#include "harness/run/run_record.h"
+#include "reports/store/sql.h"
+
+namespace fl::harness {
+
+namespace pb = faultline::v1;
+
+namespace run {
+
+void Teardown(RunContext& run, FaultBook& book, bool keep_run_dir) {
+  while (LostAgent(run, book)) {
+  }
+  book.RevertAll();
+  Session& session = run.session;
+  lab::Lab* lab = run.prepared.lab.get();
+  const std::string& run_dir = run.ids.run_dir;
+  if (session.server) {
+    pb::CoordinatorMessage m;
+    m.mutable_shutdown()->set_reason("run over");
+    FanOut(
+        session.agent_hosts, kFanOutWidth,
+        [&](const std::string& host) {
+          return session.server->Call(host, m, Deadline::After(15 * kNsPerSec)).status();
+        },
+        Deadline::After(15 * kNsPerSec));
+  }
+  if (lab) lab->StopAgents(Deadline::After(10 * kNsPerSec));
+  if (session.server) session.server->Shutdown();
+  if (session.rendezvous) session.rendezvous->Stop();
+  if (lab) {
+    Status st = lab->Teardown();
+    if (!st.ok())
+      std::fprintf(stderr, "faultline run: lab teardown: %s\n", st.ToUserString().c_str());
+  }
+  // Removed in-process (no rm: nothing is looked up in PATH or the working directory).
+  auto remove_tree = [](const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec)
+      std::fprintf(stderr, "faultline run: cannot remove %s: %s\n", dir.c_str(),
+                   ec.message().c_str());
+  };
+  if (!run_dir.empty()) {
+    unlink((run_dir + "/token").c_str());
+    if (keep_run_dir)
+      Narrate("[teardown] kept the run directory %s (--keep-run-dir)", run_dir.c_str());
+    else
+      remove_tree(run_dir);
+  }
+}
+
+}  // namespace run
+
+std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
+  if (!reports::sql::IsPostgresTarget(db_path) && access(db_path.c_str(), F_OK) != 0) return {};
+  auto store = reports::Store::Open(db_path);
+  if (!store.ok()) return {};
+  auto marked = (*store)->MarkDeadRunsAborted(run::CoordinatorHost());
+  if (!marked.ok()) return {};
+  for (const auto& id : *marked) {
+    std::fprintf(stderr,
+                 "faultline: run %s was left running by a coordinator that died: marked aborted\n",
+                 id.c_str());
+    auto removed = lab::RemoveLeftoverLab(run::RunIds::Of(id).lab_name);
+    if (!removed.ok() || *removed)
+      std::fprintf(stderr, "faultline: removed its lab %s%s\n",
+                   run::RunIds::Of(id).lab_name.c_str(),
+                   removed.ok() ? "" : (": " + removed.status().ToUserString()).c_str());
+    // Its run directory (token, rendezvous store, sockets) went with nobody either.
+    std::error_code ec;
+    std::filesystem::remove_all(run::RunIds::Of(id).run_dir, ec);
+    if (ec)
+      std::fprintf(stderr, "faultline: could not remove its run directory: %s\n",
+                   ec.message().c_str());
+  }
+  return *marked;
+}
+
+}  // namespace fl::harness

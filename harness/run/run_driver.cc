@@ -1,0 +1,277 @@
+#include "harness/run/run_driver.h"
+
+#include <signal.h>
+
+#include <array>
+#include <cstdio>
+#include <exception>
+
+#include "common/log.h"
+#include "common/narrate.h"
+#include "harness/run/agents.h"
+#include "harness/run/analyse.h"
+#include "harness/run/cleanup.h"
+#include "harness/run/console.h"
+#include "harness/run/fault_book.h"
+#include "harness/run/job.h"
+#include "harness/run/prepare.h"
+#include "harness/run/run_context.h"
+#include "harness/run/run_record.h"
+#include "harness/run/telemetry_sink.h"
+#include "harness/run/timeline_loop.h"
+#include "harness/scenario/timeout_lint.h"
+
+namespace fl::harness {
+
+namespace {
+
+using namespace run;  // NOLINT: the phases of this folder
+
+void OnInterrupt(int) { g_interrupted = true; }
+
+int BadInput(const Status& s) {
+  std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
+  return kExitBadInput;
+}
+
+int Infra(const Status& s) {
+  std::fprintf(stderr, "faultline run: %s\n", s.ToUserString().c_str());
+  return kExitInfra;
+}
+
+// From the run's creation on, something exists to undo: Ctrl-C, a kill and a closed terminal
+// set g_interrupted (every wait looks at it), so that the run reverts, tears down and is
+// marked aborted. The scope's end puts the old handlers back.
+class SignalScope {
+ public:
+  SignalScope() {
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~SignalScope() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
+// The lab and the agents, from provisioning on (a half-built lab is torn down as well): torn
+// down at End, or when the scope ends without it (an early return, an exception).
+class LabScope {
+ public:
+  LabScope(RunContext& run, FaultBook& book) : run_(run), book_(book) {}
+  ~LabScope() { End(false); }
+  LabScope(const LabScope&) = delete;
+  LabScope& operator=(const LabScope&) = delete;
+
+  void End(bool keep_run_dir) {
+    if (ended_) return;
+    ended_ = true;
+    Narrate("[teardown] reverting, stopping ranks and agents, releasing %s lab %s",
+            std::string(run_.prepared.lab->kind()).c_str(), run_.prepared.lab->name().c_str());
+    Teardown(run_, book_, keep_run_dir);
+  }
+
+ private:
+  RunContext& run_;
+  FaultBook& book_;
+  bool ended_ = false;
+};
+
+// The faults and the job: every fault reverted, then the ranks stopped, at End or when the
+// scope ends without it. Faults are reverted before the ranks stop: a job is never ended under
+// a fault still applied (a revert that needs the job, e.g. a path check, still sees it).
+class JobScope {
+ public:
+  JobScope(RunContext& run, FaultBook& book, Console& console, Job& job)
+      : run_(run), book_(book), console_(console), job_(job) {}
+  ~JobScope() { End(); }
+  JobScope(const JobScope&) = delete;
+  JobScope& operator=(const JobScope&) = delete;
+
+  void End() {
+    if (ended_) return;
+    ended_ = true;
+    while (LostAgent(run_, book_)) {
+    }
+    book_.RevertAll();
+    console_.PrintFaultEvents(book_, /*all=*/true);
+    console_.Stopping();
+    if (run_.session.server) job_.StopRanks().IgnoreError();
+    console_.PrintFaultEvents(book_, /*all=*/true);
+  }
+
+ private:
+  RunContext& run_;
+  FaultBook& book_;
+  Console& console_;
+  Job& job_;
+  bool ended_ = false;
+};
+
+// Provisioning, agents, launch and the timeline; the exit code (kExitPass: the job ran to its
+// end) and, when not, why (failure).
+int Drive(RunContext& run, Progress& progress, FaultBook& book, Console& console, Job& job,
+          std::string& failure) {
+  int rc = kExitPass;
+  auto phase = [&](const char* what, Status s) {
+    if (!s.ok() && failure.empty()) {
+      failure = std::string(what) + ": " + s.ToUserString();
+      rc = kExitInfra;
+    }
+    return s.ok();
+  };
+  // Whatever escapes the phases still goes through the revert and teardown of the scopes: the
+  // run ends as an error (exit 3) with the lab gone and no fault left applied.
+  try {
+    bool ok =
+        phase("provisioning the lab", Provision(run.prepared, run.ids.LabRun(run.prepared.opts))) &&
+        !Interrupted();
+    if (ok) ok = phase("starting agents", StartAgents(run, progress)) && !Interrupted();
+    if (ok) ok = phase("launching ranks", job.Launch(0, 0)) && !Interrupted();
+    if (ok) {
+      rc = RunTimeline(run, progress, book, console, job);
+      if (rc == kExitInfra && failure.empty()) failure = "the timeline failed";
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "faultline: internal error: %s\n", e.what());
+    failure = std::string("internal error: ") + e.what();
+    rc = kExitInfra;
+  }
+  if (Interrupted()) {
+    rc = kExitInterrupted;
+    failure = "interrupted";
+  }
+  return rc;
+}
+
+void PrintLint(FILE* out, const Prepared& p) {
+  for (const std::string& w : LintTimeouts(p.scenario, p.JobEnv()))
+    std::fprintf(out, "warning: timeouts: %s\n", w.c_str());
+}
+
+// Opens the store only when replaying (the scenario is read from it): bad input must change
+// nothing, not even create the results file.
+StatusOr<std::unique_ptr<reports::Store>> OpenReplayStore(const RunOptions& opts) {
+  if (opts.replay_of.empty()) return std::unique_ptr<reports::Store>();
+  auto store = reports::Store::Open(opts.db_path, {.create = false});
+  if (!store.ok()) {
+    Status st = store.status();
+    return st.Prepend("results file " + opts.db_path);
+  }
+  return std::move(*store);
+}
+
+int DryRun(const RunOptions& opts) {
+  auto store = OpenReplayStore(opts);
+  if (!store.ok()) return BadInput(store.status());
+  auto prepared = Prepare(opts, store->get());
+  if (!prepared.ok()) return BadInput(prepared.status());
+  const Prepared& p = *prepared;
+  std::printf("scenario %s: %d ranks on %d hosts, seed %llu, %zu fault firing(s)\n%s",
+              p.scenario.name.c_str(), p.world, static_cast<int>(p.hosts.size()),
+              static_cast<unsigned long long>(p.seed), p.plan.faults.size(),
+              DescribePlan(p.plan).c_str());
+  PrintLint(stdout, p);
+  return kExitPass;
+}
+
+int Run(const RunOptions& opts) {
+  if (opts.dry_run) return DryRun(opts);
+  RunContext run;
+  {
+    auto store = OpenReplayStore(opts);
+    if (!store.ok()) return BadInput(store.status());
+    run.results.store = std::move(*store);
+  }
+  {
+    auto prepared = Prepare(opts, run.results.store.get());
+    if (!prepared.ok()) {
+      const Status& s = prepared.status();
+      if (s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound) return BadInput(s);
+      return Infra(s);
+    }
+    run.prepared = std::move(*prepared);
+  }
+  CleanUpDeadRuns(opts.db_path);
+  if (!run.results.store) {
+    auto store = reports::Store::Open(opts.db_path);
+    if (!store.ok()) {
+      std::fprintf(stderr, "faultline run: cannot open %s: %s\n", opts.db_path.c_str(),
+                   store.status().ToUserString().c_str());
+      return kExitInfra;
+    }
+    run.results.store = std::move(*store);
+  }
+  if (Status st = run.prepared.lab->Preflight(); !st.ok()) return Infra(st);
+
+  SignalScope signals;
+  {
+    auto ids = CreateRun(*run.results.store, NewRunRecord(run.prepared));
+    if (!ids.ok()) return Infra(ids.status());
+    run.ids = std::move(*ids);
+  }
+  {
+    auto writer = reports::BatchWriter::Open(opts.db_path);
+    if (!writer.ok()) {
+      std::fprintf(stderr, "faultline run: %s\n", writer.status().ToUserString().c_str());
+      // The run is failing with exit 3 for this very reason, said above; a store that cannot
+      // take its final status either leaves it "running", which the next run's clean-up marks.
+      run.results.store
+          ->FinishRun(run.ids.run_id, reports::RunStatus::kError, WallNowNs(),
+                      writer.status().ToUserString())
+          .IgnoreError();
+      return kExitInfra;
+    }
+    run.results.writer = std::move(*writer);
+  }
+  const Prepared& p = run.prepared;
+  log::SetContext({run.ids.run_id, "", -1});
+  Narrate("faultline run %s: scenario %s, seed %llu, %d ranks on %d hosts, %zu fault(s)",
+          run.ids.run_id.c_str(), p.scenario.name.c_str(), static_cast<unsigned long long>(p.seed),
+          p.world, static_cast<int>(p.hosts.size()), p.plan.faults.size());
+  if (GetVerbosity() != Verbosity::kQuiet) std::fputs(DescribePlan(p.plan).c_str(), stderr);
+  PrintLint(stderr, p);
+
+  Progress progress;
+  Console console(run, progress);
+  FaultBook book(run, progress,
+                 [&console](const std::string& line, Tone tone) { console.Say(line, tone); });
+  Job job(run, progress);
+  int exit_code;
+  {
+    LabScope lab(run, book);
+    {
+      JobScope job_scope(run, book, console, job);
+      std::string failure;
+      const int rc = Drive(run, progress, book, console, job, failure);
+      job_scope.End();
+      exit_code = rc == kExitPass ? Analyse(run, progress, book, console)
+                                  : FinishUnanalysed(run, rc, failure);
+    }
+    lab.End(opts.keep_run_dir && exit_code != kExitPass);
+  }
+  if (Status st = run.results.writer->Close(Deadline::After(30 * kNsPerSec)); !st.ok()) {
+    std::fprintf(stderr, "faultline run: telemetry rows lost at the end: %s\n",
+                 st.ToUserString().c_str());
+    if (exit_code == kExitPass || exit_code == kExitExpectation) exit_code = kExitInfra;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+StatusOr<std::string> DescribeRunPlan(const RunOptions& options) {
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<reports::Store> store, OpenReplayStore(options));
+  FL_ASSIGN_OR_RETURN(Prepared p, Prepare(options, store.get()));
+  return DescribePlan(p.plan);
+}
+
+int RunScenario(const RunOptions& options) { return Run(options); }
+
+}  // namespace fl::harness
