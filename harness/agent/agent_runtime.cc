@@ -180,6 +180,8 @@ AgentRuntime::~AgentRuntime() {
 void AgentRuntime::AttachSession(AgentSession* session) {
   impl_->relay_->AttachSession(session);
   if (session)
+    // IgnoreError: SendAck logs and counts an ack it could not write (AgentSession::acks_lost);
+    // the coordinator's call for it ends Unavailable at its own deadline or stream break.
     SetAckSink([session](const pb::Ack& ack) { session->SendAck(ack).IgnoreError(); });
   else
     SetAckSink({});

@@ -337,7 +337,13 @@ void FaultKeeper::FireLoop() {
 
 void FaultKeeper::SendDeferredAck(const pb::Ack& ack) {
   std::lock_guard lock(sink_mu_);
-  if (ack_sink_) ack_sink_(ack);
+  if (ack_sink_) {
+    ack_sink_(ack);
+    return;
+  }
+  // No session (before AttachSession, or after it was detached at exit): nowhere to send it.
+  FL_LOG(kInfo, "agent") << "ack of command " << ack.command_id() << " ("
+                         << (ack.ok() ? "ok" : ack.error()) << ") not sent: no session";
 }
 
 // Cancels a prepared fault (its journal entry goes; nothing was applied) and answers its

@@ -165,7 +165,11 @@ void RankSupervisor::StopRanks(Nanos grace) {
       FL_LOG(kError, "agent") << "cannot kill container " << r->container.name << ": "
                               << k.message();
     if (r->reaper.joinable()) r->reaper.join();
-    rt.Remove(r->container.cgroup_path).IgnoreError();
+    // A cgroup left behind holds no process (or the kill above said so); the site's Close
+    // and the next agent's start (KillLeftovers) remove it.
+    if (Status rm = rt.Remove(r->container.cgroup_path); !rm.ok())
+      FL_LOG(kWarn, "agent") << "cannot remove container " << r->container.name << ": "
+                             << rm.message();
   }
   FL_LOG(kInfo, "agent") << "stopped " << ranks.size() << " rank(s)";
 }
