@@ -176,6 +176,8 @@ int AgentMain(int argc, char** argv) {
   (*runtime)->AttachSession(nullptr);
   (*runtime)->RevertAllAndStop(lapsed ? "lease lapsed" : "agent stopping");
   (*session)->Stop();
+  if (uint64_t lost = (*session)->acks_lost(); lost > 0)
+    FL_LOG(kWarn, "agent") << lost << " ack(s) could not be sent to the coordinator in all";
   return lapsed ? 1 : 0;
 }
 

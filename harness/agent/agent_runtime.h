@@ -1,34 +1,28 @@
 // What an agent does on its host: starts and stops the ranks (faultline-worker in containers),
 // relays their telemetry, and applies and reverts faults through the injectors and the fault
-// journal, within its local policy.
-//
-// Telemetry: workers connect to a Unix socket (run_dir/<host>.sock) and write JSON lines;
-// a Boost.Asio loop reads them, converts them to proto Samples/Events and batches them to the
-// coordinator every flush interval (and on demand before a StopRanks ack, so nothing is lost
-// at the end of a job).
-//
-// NIC counters: from LaunchRanks to StopRanks (or Shutdown, a lapsed lease, the agent's
-// exit) a NicSampler (nic_counters.h) reads the host's data NICs every 100 ms; the samples go
-// to the coordinator in the same telemetry batches (TelemetryBatch.nics).
-//
-// Faults: InjectFault goes through injectors::InjectFault (journal first, verify after); one
-// sent ahead (due_agent_wall_ns) through PrepareFault at once and FireFault on the fire
-// thread at its due time, and its ack is sent then. A prepared fault that a RevertFault, a
-// lapsed lease, Shutdown or the agent's exit reaches before its time is cancelled: nothing
-// applied, its journal entry removed, its inject answered Unavailable ("cancelled").
-// RevertFault through RevertFault (verify, then journal removal). On a lapsed lease, on
-// Shutdown and at destruction, every applied fault is reverted and every rank stopped. At
-// start-up, journal entries of dead owners (an agent that was SIGKILLed) are reverted.
+// journal, within its local policy. This is the router; each role is a part of its own:
+//   rank_supervisor.h   the ranks: Launch, reaping (rank_exit), StopRanks, their cgroups;
+//   telemetry_relay.h   the workers' Unix socket (run_dir/<host>.sock), JSON lines -> batches
+//                       to the coordinator, the host's NIC counters while ranks run;
+//   fault_keeper.h      the faults: inject (at once, sent ahead, armed), revert, the agent's
+//                       own deadlines, RevertAll; the safety-critical part, apart from the
+//                       socket and process plumbing.
+// The runtime opens the site (harness/lab/lab.h OpenSite), reverts the journal entries of dead
+// owners at start-up (an agent that was SIGKILLed), checks every command (ValidateCommand:
+// sizes and ranges) and hands it to its part.
 //
 // Policy: a YAML file the agent reads at start-up (agent_policy.h, docs/control_plane.md):
 // which fault kinds and targets it accepts, the longest fault and lease, what launches may
 // ask. The coordinator cannot widen it: a command outside it is refused with
-// FailedPrecondition. Every applied fault has an agent-side deadline (agent_policy.h
-// DecideInject): a deadline thread reverts it then, even while the coordinator is alive.
+// FailedPrecondition.
 //
-// Thread-safety: Handle() is called on the session's command thread; OnLeaseLapsed() on its
-// timer thread; both take the runtime's lock. Telemetry runs on the Asio thread; faults sent
-// ahead fire on the runtime's fire thread (a revert of one being fired waits for it), which
+// On a lapsed lease (the session's on_lease_lapsed calls RevertAllAndStop), on Shutdown and at
+// destruction, every prepared fault is cancelled, every applied fault reverted and every rank
+// stopped; NIC sampling stops with the ranks.
+//
+// Thread-safety: Handle() is called on the session's command thread; RevertAllAndStop() also
+// on its timer thread (a lapsed lease). Telemetry runs on the relay's Asio thread; faults sent
+// ahead fire on the keeper's fire thread (a revert of one being fired waits for it), which
 // sends their acks through the ack sink.
 #pragma once
 

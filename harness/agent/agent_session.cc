@@ -161,6 +161,23 @@ class AgentSession::Impl {
     return OkStatus();
   }
 
+  // An ack that cannot be written (the stream is down: its command's call on the coordinator
+  // fails Unavailable, and the command is not replayed on a resumed stream) is logged and
+  // counted (acks_lost).
+  Status WriteAck(const pb::Ack& ack) {
+    pb::AgentMessage m;
+    *m.mutable_ack() = ack;
+    Status st = Write(m);
+    if (!st.ok()) {
+      const uint64_t lost = ++acks_lost_;
+      FL_LOG(kWarn, "agent") << "ack of command " << ack.command_id() << " ("
+                             << (ack.ok() ? "ok" : "failed: " + ack.error())
+                             << ") not sent: " << st.message() << "; " << lost
+                             << " ack(s) lost in all";
+    }
+    return st;
+  }
+
   // Reads the stream; when it breaks, redials for as long as the lease lasts.
   void ReaderThread() {
     for (;;) {
@@ -255,6 +272,9 @@ class AgentSession::Impl {
         pb::AgentMessage reply;
         reply.mutable_clock_reply()->set_probe_id(msg.clock_probe().probe_id());
         reply.mutable_clock_reply()->set_agent_wall_ns(WallNowNs());
+        // IgnoreError: only a broken stream fails it; this thread sees that at its next Read
+        // and redials, and the coordinator's SyncClock stops at the unanswered probe (its
+        // deadline) and keeps the probes that were answered.
         Write(reply).IgnoreError();
         continue;
       }
@@ -298,7 +318,6 @@ class AgentSession::Impl {
         cmd_cv_.notify_all();
         continue;
       }
-      pb::AgentMessage reply;
       std::optional<pb::Ack> ack;
       if (handlers_.on_command) {
         ack = handlers_.on_command(msg);
@@ -309,8 +328,9 @@ class AgentSession::Impl {
       }
       if (ack) {  // nullopt: the handler sends it later (SendAck)
         ack->set_command_id(msg.command_id());
-        *reply.mutable_ack() = *ack;
-        Write(reply).IgnoreError();
+        // IgnoreError: WriteAck logs and counts a lost ack itself; nothing else is to be done
+        // here (the coordinator's call for it has failed already).
+        WriteAck(*ack).IgnoreError();
       }
       if (msg.has_shutdown()) {
         {
@@ -388,6 +408,8 @@ class AgentSession::Impl {
       pb::AgentMessage hb;
       if (handlers_.heartbeat) *hb.mutable_heartbeat() = handlers_.heartbeat();
       hb.mutable_heartbeat()->set_wall_ns(WallNowNs());
+      // IgnoreError: only a broken stream fails it, which the reader thread sees and redials;
+      // the agent's lease is renewed by the coordinator's messages, not by its own heartbeats.
       Write(hb).IgnoreError();
     }
   }
@@ -439,6 +461,7 @@ class AgentSession::Impl {
   std::unique_ptr<ClientStream> stream_;
   std::atomic<bool> connected_{false};
   std::atomic<uint64_t> resumes_{0};
+  std::atomic<uint64_t> acks_lost_{0};  // acks that could not be written (WriteAck)
   std::string run_id_;
   Nanos lease_ns_;
   Nanos heartbeat_interval_ns_ = options_.heartbeat_interval_ns;  // the Welcome's, if it has one
@@ -501,11 +524,7 @@ Status AgentSession::SendTelemetry(const pb::TelemetryBatch& batch) {
   *m.mutable_telemetry() = batch;
   return impl_->Write(m);
 }
-Status AgentSession::SendAck(const pb::Ack& ack) {
-  pb::AgentMessage m;
-  *m.mutable_ack() = ack;
-  return impl_->Write(m);
-}
+Status AgentSession::SendAck(const pb::Ack& ack) { return impl_->WriteAck(ack); }
 const std::string& AgentSession::run_id() const { return impl_->run_id_; }
 Nanos AgentSession::lease_ns() const { return impl_->lease_ns_; }
 Nanos AgentSession::telemetry_interval_ns() const { return impl_->telemetry_interval_ns_; }
@@ -520,6 +539,7 @@ bool AgentSession::connected() const {
   return impl_->connected_;
 }
 uint64_t AgentSession::resumes() const { return impl_->resumes_; }
+uint64_t AgentSession::acks_lost() const { return impl_->acks_lost_; }
 const std::string& AgentSession::instance_id() const { return impl_->options_.instance_id; }
 bool AgentSession::WaitEnded(Deadline deadline) { return impl_->WaitEnded(deadline); }
 void AgentSession::Stop() { impl_->Stop(); }

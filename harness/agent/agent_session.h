@@ -91,6 +91,7 @@ class AgentSession {
 
   Status SendTelemetry(const faultline::v1::TelemetryBatch& batch);
   // A deferred ack (its command_id set by the caller): on_command returned nullopt for it.
+  // Unavailable when the stream is down; the ack is then lost (logged, counted in acks_lost).
   Status SendAck(const faultline::v1::Ack& ack);
   const std::string& run_id() const;
   Nanos lease_ns() const;
@@ -103,6 +104,9 @@ class AgentSession {
   bool connected() const;
   // Streams re-attached to the run after a break (Welcome.resumed).
   uint64_t resumes() const;
+  // Acks that could not be written to the coordinator (on_command's and SendAck's): each is
+  // logged when it is lost; its command's call on the coordinator fails.
+  uint64_t acks_lost() const;
   const std::string& instance_id() const;
   // Blocks until the lease lapsed or Stop() was called, or the deadline passes.
   // Returns true when the session ended (lease lapsed or stopped).

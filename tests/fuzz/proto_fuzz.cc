@@ -44,7 +44,7 @@ bool ParseAndRoundTrip(const uint8_t* data, size_t size, M& m) {
 void AgentSide(const pb::CoordinatorMessage& m) {
   if (m.has_inject()) {
     const pb::InjectFault& f = m.inject();
-    injectors::FaultSpec spec;  // as AgentRuntime::Inject builds it
+    injectors::FaultSpec spec;  // as FaultKeeper::Inject builds it
     spec.kind = f.kind();
     spec.target = f.target();
     spec.params = {f.params().begin(), f.params().end()};
