@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "harness/run/job.h"
+#include "injectors/injector.h"
 #include "reports/metrics/metrics.h"
 #include "reports/render/json_view.h"
 #include "reports/render/markdown.h"
@@ -100,6 +101,31 @@ int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Co
       v.message =
           "the job ended before " + pf.id + " fired: make the job longer or the fault earlier";
     verdicts.push_back(v);
+  }
+  // A fault left applied is the worst outcome a harness can have: the next night's job lands
+  // on a broken node. Every fault that took effect must have been reverted and read back
+  // gone; an instantaneous one (a kill) has nothing to revert.
+  {
+    reports::VerdictRecord v;
+    v.expectation = "faults_reverted";
+    v.passed = true;
+    std::string left;
+    for (const auto& f : data->faults) {
+      if (!f.effective_wall_ns) continue;
+      const injectors::InjectorInfo* info = injectors::BuiltinInjectors().Describe(f.kind);
+      if (info != nullptr && info->instantaneous) continue;
+      if (f.revert_verified.value_or(false)) continue;
+      v.passed = false;
+      left += (left.empty() ? "" : "; ") + f.fault_id + " (" + f.kind + " on " + f.target + ", " +
+              (f.revert_verified.has_value() ? "its revert failed or was not read back gone"
+                                             : "never reverted") +
+              ")";
+    }
+    v.message = v.passed ? "every fault that took effect was reverted and verified gone"
+                         : "fault(s) may still be applied: " + left +
+                               " - check the target, or `faultline lab down`/the agent's "
+                               "journal to revert it";
+    if (!data->faults.empty()) verdicts.push_back(v);
   }
   for (auto& v : verdicts) v.run_id = run_id;
   if (dropped > 0) {

@@ -425,6 +425,49 @@ TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down an
   CHECK(data->faults[0].reverted_wall_ns.has_value());
 }
 
+// A fault whose revert cannot succeed (its link is deleted under it while it is applied):
+// the run must not pass. It fails with exit 1, its faults_reverted verdict failed and naming
+// the fault's target, and the lab is still torn down.
+TEST_CASE("faultline run: a fault whose revert fails fails the run, naming its target",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario = WriteScenario(
+      dir.path(), WriteLab(dir.path()), "8s",
+      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 3s\n");
+  auto before = Netns();
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db}, dir.path());
+  std::string run_id;
+  bool applied = WaitFaultApplied(db, &run_id);
+  INFO(f.err());
+  REQUIRE(applied);
+  const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
+  const std::string ns = "fl-" + lab + "-h0";
+  REQUIRE(std::system(("ip -n " + ns + " link del nic0").c_str()) == 0);
+
+  auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 1);
+  CHECK(Netns() == before);
+  CHECK(AgentsOfLab(lab) == 0);
+  auto store = reports::Store::Open(db, {.create = false});
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun(run_id);
+  REQUIRE(data.ok());
+  CHECK(data->run.status == reports::RunStatus::kFailed);
+  REQUIRE(data->faults.size() == 1);
+  CHECK(data->faults[0].revert_verified == std::optional<bool>(false));
+  bool found = false;
+  for (const auto& v : data->verdicts) {
+    if (v.expectation != "faults_reverted") continue;
+    found = true;
+    CHECK_FALSE(v.passed);
+    CHECK(v.message.find("h0.nic0") != std::string::npos);
+  }
+  CHECK(found);
+  CHECK(f.out().find("faults_reverted") != std::string::npos);
+}
+
 // Connects to a Unix stream socket and writes text; false when either fails.
 bool WriteToUnixSocket(const std::string& path, const std::string& text) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
