@@ -9,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "ccl_under_test/api/tcp_store.h"
-
 namespace fl::ccl {
 
 Status MemoryStore::Set(const std::string& key, const std::string& value) {
@@ -83,30 +81,6 @@ StatusOr<std::string> FileStore::Get(const std::string& key, Deadline deadline) 
     usleep(static_cast<useconds_t>(std::min(poll, deadline.Remaining()) / 1000 + 1));
     poll = std::min<Nanos>(poll * 2, 20 * kNsPerMs);
   }
-}
-
-StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& spec, const std::string& token_file) {
-  if (spec.empty())
-    return InvalidArgumentError("store: empty spec (tcp://HOST:PORT or a directory)");
-  auto scheme_end = spec.find("://");
-  std::string scheme = scheme_end == std::string::npos ? "" : spec.substr(0, scheme_end);
-  std::string rest = scheme_end == std::string::npos ? spec : spec.substr(scheme_end + 3);
-  if (scheme == "tcp") {
-    FL_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(rest));
-    if (hp.port == 0) return InvalidArgumentError("store '" + spec + "': port 0");
-    if (token_file.empty())
-      return InvalidArgumentError("store '" + spec + "' needs a token file (--store-token-file)");
-    FL_ASSIGN_OR_RETURN(std::string token, ReadStoreToken(token_file));
-    return std::unique_ptr<Store>(std::make_unique<TcpStore>(rest, std::move(token)));
-  }
-  if (!scheme.empty() && scheme != "file")
-    return InvalidArgumentError("store '" + spec + "': unknown scheme '" + scheme +
-                                "://' (tcp:// or file:// or a directory)");
-  if (rest.empty()) return InvalidArgumentError("store '" + spec + "': empty directory");
-  if (!token_file.empty())
-    return InvalidArgumentError("store '" + spec +
-                                "' is a directory: a token file is only for tcp:// stores");
-  return std::unique_ptr<Store>(std::make_unique<FileStore>(rest));
 }
 
 Status StoreBarrier(Store& store, const std::string& prefix, int rank, int world_size,

@@ -60,7 +60,8 @@ class FileStore : public Store {
 // the token in token_file (required there); "file://DIR" or a plain DIR is a FileStore
 // (token_file must then be empty). InvalidArgument for an empty spec, an unknown scheme, a
 // bad address; the token file's errors (missing, empty) as ReadStoreToken gives them.
-// Nothing is contacted here: the first Set or Get dials.
+// Nothing is contacted here: the first Set or Get dials. Defined in open_store.cc, above the
+// stores it makes.
 StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& spec, const std::string& token_file);
 
 // Every rank sets "<prefix>/<rank>" and waits for all the others: a simple store barrier.

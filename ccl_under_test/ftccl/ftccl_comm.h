@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "ccl_under_test/api/communicator.h"
 #include "ccl_under_test/ftccl/cuda/cuda_reduce.h"
 #include "ccl_under_test/ftccl/engine.h"
-#include "ccl_under_test/ftccl/ftccl.h"
 #include "ccl_under_test/ftccl/host_reduce.h"
 #include "common/log.h"
 #include "common/units.h"

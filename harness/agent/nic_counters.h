@@ -39,27 +39,13 @@
 #include "common/status.h"
 #include "harness/agent/telemetry_line.h"
 #include "injectors/fabric.h"
+#include "reports/store/records.h"
 
 namespace fl::harness {
 
-// One NIC's counters at one moment.
-struct NicCounters {
-  uint64_t rx_bytes = 0;
-  uint64_t tx_bytes = 0;
-  uint64_t rx_packets = 0;
-  uint64_t tx_packets = 0;
-  uint64_t rx_dropped = 0;
-  uint64_t tx_dropped = 0;
-  uint64_t rx_errors = 0;
-  uint64_t tx_errors = 0;
-  // Pause frames (802.3x and PFC) where the driver counts them; nullopt where it does not.
-  std::optional<uint64_t> rx_pause;
-  std::optional<uint64_t> tx_pause;
-  // The driver's and the RDMA port's further counters, by name (at most kMaxExtraCounters).
-  std::map<std::string, uint64_t> extra;
-
-  bool operator==(const NicCounters&) const = default;
-};
+// One NIC's counters at one moment: the store's struct (reports/store/records.h), so that a
+// reading and its row are one definition. Here `extra` holds at most kMaxExtraCounters.
+using NicCounters = reports::NicCounters;
 
 // A short list, below what the coordinator takes (telemetry_line.h kMaxNicExtraCounters): at
 // most 32 of the driver's, and the RDMA port's (14 at most).

@@ -125,13 +125,10 @@ struct VerdictRecord {
   bool operator==(const VerdictRecord&) const = default;
 };
 
-// One data NIC's counters on one host at one moment, as read (cumulative since the NIC came
-// up; the report turns successive samples into rates). Agents sample every 100 ms during a run.
-struct NicSampleRecord {
-  std::string run_id;
-  std::string host;  // the lab host name, e.g. "h1"
-  std::string nic;   // the data NIC's lab name, e.g. "nic0"
-  Nanos wall_ns = 0;
+// One NIC's counters at one moment, as read (cumulative since the NIC came up; the report turns
+// successive readings into rates). The agent reads them (harness/agent/nic_counters.h) and the
+// store keeps them (NicSampleRecord): one definition for both.
+struct NicCounters {
   uint64_t rx_bytes = 0;
   uint64_t tx_bytes = 0;
   uint64_t rx_packets = 0;
@@ -140,12 +137,26 @@ struct NicSampleRecord {
   uint64_t tx_dropped = 0;
   uint64_t rx_errors = 0;
   uint64_t tx_errors = 0;
-  // Pause (PFC) frames, where the NIC reports them (ethtool statistics); nullopt otherwise.
+  // Pause frames (802.3x and PFC) where the driver counts them (ethtool statistics); nullopt
+  // where it does not.
   std::optional<uint64_t> rx_pause;
   std::optional<uint64_t> tx_pause;
   // Further counters the driver (ethtool) or the RDMA port (sysfs) has, by name.
   std::map<std::string, uint64_t> extra;
 
+  bool operator==(const NicCounters&) const = default;
+};
+
+// One data NIC's counters on one host at one moment. Agents sample every 100 ms during a run.
+// The counters are a base, not a member, so that a row's fields read as before (n.rx_bytes).
+struct NicSampleRecord : NicCounters {
+  std::string run_id;
+  std::string host;  // the lab host name, e.g. "h1"
+  std::string nic;   // the data NIC's lab name, e.g. "nic0"
+  Nanos wall_ns = 0;
+
+  NicCounters& counters() { return *this; }
+  const NicCounters& counters() const { return *this; }
   bool operator==(const NicSampleRecord&) const = default;
 };
 

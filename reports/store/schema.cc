@@ -115,8 +115,8 @@ ALTER TABLE runs ADD COLUMN lab_hash TEXT NOT NULL DEFAULT '';
 )sql";
 
 // Version 4: samples as blocks, one row per run, rank and batch (up to 4096 samples in a
-// compact blob, TelemetryInserter / SampleBlockEncoder in store.h) instead of one row per
-// sample: ingest writes a few rows per transaction instead of thousands. Rows already in
+// compact blob, TelemetryInserter in store.h, SampleBlockEncoder in sample_block.h) instead of one
+// row per sample: ingest writes a few rows per transaction instead of thousands. Rows already in
 // `samples` stay there and are still read; new samples go only to sample_blocks.
 constexpr std::string_view kV4 = R"sql(
 CREATE TABLE sample_blocks (

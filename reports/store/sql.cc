@@ -2,9 +2,6 @@
 
 #include <utility>
 
-#include "reports/store/postgres.h"
-#include "reports/store/sqlite.h"
-
 namespace fl::reports::sql {
 
 bool IsPostgresTarget(std::string_view target) {
@@ -40,11 +37,6 @@ std::optional<std::string> Stmt::OptText(int col) const {
 }
 
 // ---- Db ----
-
-StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& target, const Options& options) {
-  if (IsPostgresTarget(target)) return OpenPostgres(target, options);
-  return OpenSqlite(target, options);
-}
 
 StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
   FL_ASSIGN_OR_RETURN(Stmt stmt, Prepare(sql));

@@ -131,7 +131,8 @@ class Db {
     Nanos busy_timeout = 5 * kNsPerSec;
   };
 
-  // A SQLite file path, or a postgresql:// URI (IsPostgresTarget).
+  // A SQLite file path, or a postgresql:// URI (IsPostgresTarget). Defined in open_db.cc, the
+  // one file that knows both drivers.
   [[nodiscard]] static StatusOr<std::unique_ptr<Db>> Open(const std::string& target,
                                                           const Options& options);
   virtual ~Db() = default;

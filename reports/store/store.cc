@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "common/log.h"
+#include "reports/store/replace_rows.h"
 #include "reports/store/schema.h"
 
 namespace fl::reports {
@@ -124,117 +125,7 @@ StatusOr<std::unique_ptr<sql::Db>> OpenStoreDb(const std::string& path, bool cre
   return db;
 }
 
-// ---- sample blocks ----
-
-namespace {
-
-constexpr uint8_t kSampleBlockFormat = 1;
-constexpr size_t kSampleBlockHeader = 5;  // format byte + 4-byte count
-
-// Differences are taken modulo 2^64 (no signed overflow) and zigzagged so that small
-// negative steps stay short too.
-uint64_t ZigZag(uint64_t delta) { return (delta << 1) ^ (0 - (delta >> 63)); }
-uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
-
-void PutVarint(std::vector<uint8_t>& buf, uint64_t v) {
-  while (v >= 0x80) {
-    buf.push_back(static_cast<uint8_t>(v) | 0x80);
-    v >>= 7;
-  }
-  buf.push_back(static_cast<uint8_t>(v));
-}
-
-bool GetVarint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (p == end) return false;
-    uint8_t b = *p++;
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;  // more than 10 bytes
-}
-
-}  // namespace
-
-void SampleBlockEncoder::Add(const SampleRecord& s) {
-  if (count_ == 0) {
-    buf_.assign(kSampleBlockHeader, 0);
-    first_iteration_ = last_iteration_ = s.iteration;
-    min_start_ = s.start_ns;
-    max_end_ = s.end_ns;
-  } else {
-    first_iteration_ = std::min(first_iteration_, s.iteration);
-    last_iteration_ = std::max(last_iteration_, s.iteration);
-    min_start_ = std::min(min_start_, s.start_ns);
-    max_end_ = std::max(max_end_, s.end_ns);
-  }
-  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  PutVarint(buf_, ZigZag(u(s.iteration) - u(prev_iteration_)));
-  PutVarint(buf_, ZigZag(u(s.start_ns) - u(prev_start_)));
-  PutVarint(buf_, ZigZag(u(s.end_ns) - u(s.start_ns)));
-  PutVarint(buf_, ZigZag(s.bytes - prev_bytes_));
-  buf_.push_back(static_cast<uint8_t>((s.verified ? 1 : 0) | (s.mismatch ? 2 : 0)));
-  prev_iteration_ = s.iteration;
-  prev_start_ = s.start_ns;
-  prev_bytes_ = s.bytes;
-  ++count_;
-}
-
-std::span<const uint8_t> SampleBlockEncoder::Bytes() {
-  if (count_ == 0) buf_.assign(kSampleBlockHeader, 0);
-  buf_[0] = kSampleBlockFormat;
-  for (size_t i = 0; i < 4; ++i) buf_[1 + i] = static_cast<uint8_t>(count_ >> (8 * i));
-  return buf_;
-}
-
-void SampleBlockEncoder::Clear() {
-  buf_.clear();
-  count_ = 0;
-  prev_iteration_ = 0;
-  prev_start_ = 0;
-  prev_bytes_ = 0;
-}
-
-Status DecodeSampleBlock(std::span<const uint8_t> blob, const std::string& run_id, int32_t rank,
-                         std::vector<SampleRecord>& out) {
-  auto bad = [&](std::string_view why) {
-    return DataLossError("sample block of run " + run_id + " rank " + std::to_string(rank) + ": " +
-                         std::string(why));
-  };
-  if (blob.size() < kSampleBlockHeader) return bad("shorter than its header");
-  if (blob[0] != kSampleBlockFormat) {
-    return bad("unknown format " + std::to_string(blob[0]) + " (newer faultline?)");
-  }
-  uint32_t count = 0;
-  for (size_t i = 0; i < 4; ++i) count |= static_cast<uint32_t>(blob[1 + i]) << (8 * i);
-  // Each sample takes at least 5 bytes: a count beyond that is corruption, not a reason to
-  // reserve gigabytes.
-  if (count > (blob.size() - kSampleBlockHeader) / 5) return bad("count exceeds its bytes");
-  const uint8_t* p = blob.data() + kSampleBlockHeader;
-  const uint8_t* end = blob.data() + blob.size();
-  // Grow geometrically: an exact reserve per block would copy the whole run every block.
-  if (out.capacity() < out.size() + count)
-    out.reserve(std::max(out.size() + count, 2 * out.size()));
-  uint64_t iteration = 0, start = 0, bytes = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    uint64_t d_iter, d_start, dur, d_bytes;
-    if (!GetVarint(p, end, d_iter) || !GetVarint(p, end, d_start) || !GetVarint(p, end, dur) ||
-        !GetVarint(p, end, d_bytes) || p == end) {
-      return bad("truncated at sample " + std::to_string(i));
-    }
-    const uint8_t flags = *p++;
-    if (flags > 3) return bad("bad flags at sample " + std::to_string(i));
-    iteration += UnZigZag(d_iter);
-    start += UnZigZag(d_start);
-    bytes += UnZigZag(d_bytes);
-    const uint64_t finish = start + UnZigZag(dur);
-    out.push_back({run_id, rank, static_cast<int64_t>(iteration), static_cast<Nanos>(start),
-                   static_cast<Nanos>(finish), bytes, (flags & 1) != 0, (flags & 2) != 0});
-  }
-  if (p != end) return bad("trailing bytes after " + std::to_string(count) + " samples");
-  return OkStatus();
-}
+// ---- telemetry inserters ----
 
 StatusOr<TelemetryInserter> TelemetryInserter::Prepare(sql::Db& db) {
   FL_ASSIGN_OR_RETURN(auto blocks,
@@ -318,34 +209,35 @@ StatusOr<int> Store::SchemaVersion() {
 Status Store::CreateRun(const RunRecord& run) {
   if (run.id.empty()) return InvalidArgumentError("run id is empty");
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO runs (" + std::string(kRunColumns) +
-                                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                                            "?10, ?11, ?12, ?13, ?14, ?15)"));
-  st.Bind(1, run.id)
-      .Bind(2, run.scenario_name)
-      .Bind(3, run.scenario_text)
-      .Bind(4, run.scenario_hash.empty() ? ScenarioHash(run.scenario_text) : run.scenario_hash)
-      .Bind(5, static_cast<int64_t>(run.seed))
-      .Bind(6, run.git_revision)
-      .Bind(7, RunStatusName(run.status))
-      .Bind(8, run.start_wall_ns)
-      .Bind(9, run.end_wall_ns)
-      .Bind(10, run.message)
-      .Bind(11, run.coordinator_pid)
-      .Bind(12, run.coordinator_host)
-      .Bind(13, run.lab_source)
-      .Bind(14, run.lab_text)
-      .Bind(15, run.lab_hash.empty() && !run.lab_text.empty() ? ScenarioHash(run.lab_text)
-                                                              : run.lab_hash);
-  if (Status s = st.Run(); !s.ok()) return s.Prepend("creating run " + run.id);
-  FL_ASSIGN_OR_RETURN(
-      auto tag, db_->Prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)"));
-  for (const auto& [k, v] : run.tags) {
-    tag.Bind(1, run.id).Bind(2, k).Bind(3, v);
-    FL_RETURN_IF_ERROR(tag.Run());
-  }
-  return txn.Commit();
+  return InTransaction(*db_, [&]() -> Status {
+    FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO runs (" + std::string(kRunColumns) +
+                                              ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                              "?10, ?11, ?12, ?13, ?14, ?15)"));
+    st.Bind(1, run.id)
+        .Bind(2, run.scenario_name)
+        .Bind(3, run.scenario_text)
+        .Bind(4, run.scenario_hash.empty() ? ScenarioHash(run.scenario_text) : run.scenario_hash)
+        .Bind(5, static_cast<int64_t>(run.seed))
+        .Bind(6, run.git_revision)
+        .Bind(7, RunStatusName(run.status))
+        .Bind(8, run.start_wall_ns)
+        .Bind(9, run.end_wall_ns)
+        .Bind(10, run.message)
+        .Bind(11, run.coordinator_pid)
+        .Bind(12, run.coordinator_host)
+        .Bind(13, run.lab_source)
+        .Bind(14, run.lab_text)
+        .Bind(15, run.lab_hash.empty() && !run.lab_text.empty() ? ScenarioHash(run.lab_text)
+                                                                : run.lab_hash);
+    if (Status s = st.Run(); !s.ok()) return s.Prepend("creating run " + run.id);
+    FL_ASSIGN_OR_RETURN(
+        auto tag, db_->Prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)"));
+    for (const auto& [k, v] : run.tags) {
+      tag.Bind(1, run.id).Bind(2, k).Bind(3, v);
+      FL_RETURN_IF_ERROR(tag.Run());
+    }
+    return OkStatus();
+  });
 }
 
 Status Store::FinishRun(const std::string& run_id, RunStatus status, Nanos end_wall_ns,
@@ -419,11 +311,11 @@ Status Store::PutFault(const FaultRecord& f) {
 template <typename Row>
 Status Store::InsertTelemetry(std::span<const Row> rows) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_ASSIGN_OR_RETURN(auto ins, TelemetryInserter::Prepare(*db_));
-  for (const auto& row : rows) FL_RETURN_IF_ERROR(ins.Insert(row));
-  FL_RETURN_IF_ERROR(ins.FlushSamples());
-  return txn.Commit();
+  return InTransaction(*db_, [&]() -> Status {
+    FL_ASSIGN_OR_RETURN(auto ins, TelemetryInserter::Prepare(*db_));
+    for (const auto& row : rows) FL_RETURN_IF_ERROR(ins.Insert(row));
+    return ins.FlushSamples();
+  });
 }
 
 Status Store::InsertSamples(std::span<const SampleRecord> samples) {
@@ -434,96 +326,89 @@ Status Store::InsertEvents(std::span<const EventRecord> events) { return InsertT
 
 Status Store::InsertNicSamples(std::span<const NicSampleRecord> nics) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_ASSIGN_OR_RETURN(auto ins, NicSampleInserter::Prepare(*db_));
-  for (const auto& n : nics) FL_RETURN_IF_ERROR(ins.Insert(n));
-  return txn.Commit();
+  return InTransaction(*db_, [&]() -> Status {
+    FL_ASSIGN_OR_RETURN(auto ins, NicSampleInserter::Prepare(*db_));
+    for (const auto& n : nics) FL_RETURN_IF_ERROR(ins.Insert(n));
+    return OkStatus();
+  });
 }
 
 Status Store::ReplaceMetrics(const std::string& run_id, std::span<const MetricRecord> metrics) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM metrics WHERE run_id = ?1"));
-  del.Bind(1, run_id);
-  FL_RETURN_IF_ERROR(del.Run());
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO metrics (run_id, fault_id, name, value, "
-                                            "unit) VALUES (?1, ?2, ?3, ?4, ?5)"));
-  for (const auto& m : metrics) {
-    if (m.run_id != run_id) {
-      return InvalidArgumentError("metric " + m.name + " belongs to run " + m.run_id + ", not " +
-                                  run_id);
-    }
-    st.Bind(1, run_id).Bind(2, m.fault_id).Bind(3, m.name).Bind(4, m.value).Bind(5, m.unit);
-    FL_RETURN_IF_ERROR(st.Run());
-  }
-  return txn.Commit();
+  return ReplaceRunRows(
+      *db_, "metrics", run_id,
+      "INSERT INTO metrics (run_id, fault_id, name, value, unit) VALUES (?1, ?2, ?3, ?4, ?5)",
+      metrics, [&](sql::Stmt& st, const MetricRecord& m) -> Status {
+        if (m.run_id != run_id) {
+          return InvalidArgumentError("metric " + m.name + " belongs to run " + m.run_id +
+                                      ", not " + run_id);
+        }
+        st.Bind(1, run_id).Bind(2, m.fault_id).Bind(3, m.name).Bind(4, m.value).Bind(5, m.unit);
+        return OkStatus();
+      });
 }
 
 Status Store::ReplaceVerdicts(const std::string& run_id, std::span<const VerdictRecord> verdicts) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM verdicts WHERE run_id = ?1"));
-  del.Bind(1, run_id);
-  FL_RETURN_IF_ERROR(del.Run());
-  FL_ASSIGN_OR_RETURN(auto st,
-                      db_->Prepare("INSERT INTO verdicts (run_id, fault_id, expectation, passed, "
-                                   "observed, limit_value, message) VALUES (?1, ?2, ?3, ?4, ?5, "
-                                   "?6, ?7)"));
-  for (const auto& v : verdicts) {
-    if (v.run_id != run_id) {
-      return InvalidArgumentError("verdict " + v.expectation + " belongs to run " + v.run_id +
-                                  ", not " + run_id);
-    }
-    st.Bind(1, run_id)
-        .Bind(2, v.fault_id)
-        .Bind(3, v.expectation)
-        .Bind(4, v.passed ? 1 : 0)
-        .Bind(5, v.observed)
-        .Bind(6, v.limit)
-        .Bind(7, v.message);
-    FL_RETURN_IF_ERROR(st.Run());
-  }
-  return txn.Commit();
+  return ReplaceRunRows(
+      *db_, "verdicts", run_id,
+      "INSERT INTO verdicts (run_id, fault_id, expectation, passed, observed, limit_value, "
+      "message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      verdicts, [&](sql::Stmt& st, const VerdictRecord& v) -> Status {
+        if (v.run_id != run_id) {
+          return InvalidArgumentError("verdict " + v.expectation + " belongs to run " + v.run_id +
+                                      ", not " + run_id);
+        }
+        st.Bind(1, run_id)
+            .Bind(2, v.fault_id)
+            .Bind(3, v.expectation)
+            .Bind(4, v.passed ? 1 : 0)
+            .Bind(5, v.observed)
+            .Bind(6, v.limit)
+            .Bind(7, v.message);
+        return OkStatus();
+      });
 }
 
 Status Store::ImportRun(const RunData& d) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_RETURN_IF_ERROR(CreateRun(d.run));
-  for (const auto& h : d.hosts) FL_RETURN_IF_ERROR(PutHost(h));
-  for (const auto& f : d.faults) FL_RETURN_IF_ERROR(PutFault(f));
-  FL_RETURN_IF_ERROR(InsertSamples(d.samples));
-  FL_RETURN_IF_ERROR(InsertEvents(d.events));
-  FL_RETURN_IF_ERROR(ReplaceMetrics(d.run.id, d.metrics));
-  FL_RETURN_IF_ERROR(ReplaceVerdicts(d.run.id, d.verdicts));
-  FL_RETURN_IF_ERROR(InsertNicSamples(d.nics));
-  return txn.Commit();
+  return InTransaction(*db_, [&]() -> Status {
+    FL_RETURN_IF_ERROR(CreateRun(d.run));
+    for (const auto& h : d.hosts) FL_RETURN_IF_ERROR(PutHost(h));
+    for (const auto& f : d.faults) FL_RETURN_IF_ERROR(PutFault(f));
+    FL_RETURN_IF_ERROR(InsertSamples(d.samples));
+    FL_RETURN_IF_ERROR(InsertEvents(d.events));
+    FL_RETURN_IF_ERROR(ReplaceMetrics(d.run.id, d.metrics));
+    FL_RETURN_IF_ERROR(ReplaceVerdicts(d.run.id, d.verdicts));
+    return InsertNicSamples(d.nics);
+  });
 }
 
 StatusOr<std::vector<std::string>> Store::MarkDeadRunsAborted(
     const std::string& host, const std::function<bool(int64_t)>& is_alive, Nanos now_wall_ns) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db_));
-  FL_ASSIGN_OR_RETURN(auto sel, db_->Prepare("SELECT id, coordinator_pid FROM runs WHERE status "
-                                             "= 'running' AND coordinator_host = ?1"));
-  sel.Bind(1, host);
   std::vector<std::string> dead;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, sel.Step());
-    if (!row) break;
-    if (!is_alive(sel.Int(1))) dead.push_back(sel.Text(0));
-  }
-  sel.Reset();
-  FL_ASSIGN_OR_RETURN(auto upd,
-                      db_->Prepare("UPDATE runs SET status = 'aborted', end_wall_ns = ?2, "
-                                   "message = ?3 WHERE id = ?1 AND status = 'running'"));
-  for (const auto& id : dead) {
-    upd.Bind(1, id).Bind(2, now_wall_ns).Bind(3, "coordinator on " + host + " died during the run");
-    FL_RETURN_IF_ERROR(upd.Run());
-    FL_LOG(kWarn, "store") << "run " << id << " marked aborted: its coordinator on " << host
-                           << " is gone";
-  }
-  FL_RETURN_IF_ERROR(txn.Commit());
+  FL_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> Status {
+    FL_ASSIGN_OR_RETURN(auto sel, db_->Prepare("SELECT id, coordinator_pid FROM runs WHERE "
+                                               "status = 'running' AND coordinator_host = ?1"));
+    sel.Bind(1, host);
+    FL_RETURN_IF_ERROR(ForEachRow(sel, [&](const sql::Stmt& r) {
+      if (!is_alive(r.Int(1))) dead.push_back(r.Text(0));
+    }));
+    sel.Reset();
+    FL_ASSIGN_OR_RETURN(auto upd,
+                        db_->Prepare("UPDATE runs SET status = 'aborted', end_wall_ns = ?2, "
+                                     "message = ?3 WHERE id = ?1 AND status = 'running'"));
+    for (const auto& id : dead) {
+      upd.Bind(1, id)
+          .Bind(2, now_wall_ns)
+          .Bind(3, "coordinator on " + host + " died during the run");
+      FL_RETURN_IF_ERROR(upd.Run());
+      FL_LOG(kWarn, "store") << "run " << id << " marked aborted: its coordinator on " << host
+                             << " is gone";
+    }
+    return OkStatus();
+  }));
   return dead;
 }
 
@@ -549,12 +434,11 @@ StatusOr<std::vector<RunRecord>> Store::ListRuns(const RunFilter& filter) {
     st.Bind(++i, v);
   }
   std::vector<RunRecord> runs;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    FL_ASSIGN_OR_RETURN(RunRecord r, ReadRunRow(st));
+  FL_RETURN_IF_ERROR(ForEachRow(st, [&](const sql::Stmt& row) -> Status {
+    FL_ASSIGN_OR_RETURN(RunRecord r, ReadRunRow(row));
     runs.push_back(std::move(r));
-  }
+    return OkStatus();
+  }));
   st.Reset();
   for (auto& r : runs) FL_RETURN_IF_ERROR(LoadTagsLocked(r));
   return runs;
@@ -563,12 +447,7 @@ StatusOr<std::vector<RunRecord>> Store::ListRuns(const RunFilter& filter) {
 Status Store::LoadTagsLocked(RunRecord& run) {
   FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT key, value FROM run_tags WHERE run_id = ?1"));
   st.Bind(1, run.id);
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    run.tags[st.Text(0)] = st.Text(1);
-  }
-  return OkStatus();
+  return ForEachRow(st, [&](const sql::Stmt& row) { run.tags[row.Text(0)] = row.Text(1); });
 }
 
 StatusOr<RunRecord> Store::GetRunLocked(const std::string& run_id) {
@@ -602,16 +481,14 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   FL_ASSIGN_OR_RETURN(d.run, GetRunLocked(run_id));
   const std::string& id = d.run.id;
 
-  FL_ASSIGN_OR_RETURN(auto hosts, db_->Prepare("SELECT name, address, clock_offset_ns, "
-                                               "clock_uncertainty_ns, fingerprint_json FROM "
-                                               "hosts WHERE run_id = ?1 ORDER BY name"));
-  hosts.Bind(1, id);
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, hosts.Step());
-    if (!row) break;
-    d.hosts.push_back(
-        {id, hosts.Text(0), hosts.Text(1), hosts.Int(2), hosts.Int(3), hosts.Text(4)});
-  }
+  auto host = [&](const sql::Stmt& h) {
+    return HostRecord{id, h.Text(0), h.Text(1), h.Int(2), h.Int(3), h.Text(4)};
+  };
+  FL_ASSIGN_OR_RETURN(d.hosts, SelectRunRows(*db_,
+                                             "SELECT name, address, clock_offset_ns, "
+                                             "clock_uncertainty_ns, fingerprint_json FROM hosts "
+                                             "WHERE run_id = ?1 ORDER BY name",
+                                             id, host));
 
   FL_ASSIGN_OR_RETURN(d.faults, LoadFaultsLocked(id));
 
@@ -632,20 +509,17 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
                                    "mismatch FROM samples WHERE run_id = ?1 ORDER BY rank, "
                                    "iteration, start_ns"));
   samples.Bind(1, id);
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, samples.Step());
-    if (!row) break;
+  FL_RETURN_IF_ERROR(ForEachRow(samples, [&](const sql::Stmt& row) {
     // Rows are outside data (another writer, a hand edit): a rank or byte count that no
     // writer of ours produces is dropped and counted rather than wrapped into a bogus value.
-    const int64_t rank = samples.Int(0), bytes = samples.Int(4);
+    const int64_t rank = row.Int(0), bytes = row.Int(4);
     if (rank < 0 || rank > INT32_MAX || bytes < 0) {
       ++dropped;
-      continue;
+      return;
     }
-    d.samples.push_back({id, static_cast<int32_t>(rank), samples.Int(1), samples.Int(2),
-                         samples.Int(3), static_cast<uint64_t>(bytes), samples.Int(5) != 0,
-                         samples.Int(6) != 0});
-  }
+    d.samples.push_back({id, static_cast<int32_t>(rank), row.Int(1), row.Int(2), row.Int(3),
+                         static_cast<uint64_t>(bytes), row.Int(5) != 0, row.Int(6) != 0});
+  }));
 
   // Since schema version 4 samples are stored as blocks (TelemetryInserter); a database
   // migrated from an older version keeps its earlier samples as rows: both are read.
@@ -653,24 +527,22 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
                       db_->Prepare("SELECT rank, count, data FROM sample_blocks WHERE run_id = "
                                    "?1 ORDER BY rank, first_iteration, rowid"));
   blocks.Bind(1, id);
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, blocks.Step());
-    if (!row) break;
-    const int64_t rank = blocks.Int(0);
+  FL_RETURN_IF_ERROR(ForEachRow(blocks, [&](const sql::Stmt& row) -> Status {
+    const int64_t rank = row.Int(0);
     if (rank < 0 || rank > INT32_MAX) {
-      dropped += static_cast<uint64_t>(std::max<int64_t>(blocks.Int(1), 0));
-      continue;
+      dropped += static_cast<uint64_t>(std::max<int64_t>(row.Int(1), 0));
+      return OkStatus();
     }
     const size_t before = d.samples.size();
-    FL_RETURN_IF_ERROR(
-        DecodeSampleBlock(blocks.Blob(2), id, static_cast<int32_t>(rank), d.samples));
+    FL_RETURN_IF_ERROR(DecodeSampleBlock(row.Blob(2), id, static_cast<int32_t>(rank), d.samples));
     // Byte counts past INT64_MAX are dropped, as a row's negative bytes are.
     auto kept = std::remove_if(
         d.samples.begin() + static_cast<ptrdiff_t>(before), d.samples.end(),
         [](const SampleRecord& s) { return s.bytes > static_cast<uint64_t>(INT64_MAX); });
     dropped += static_cast<uint64_t>(d.samples.end() - kept);
     d.samples.erase(kept, d.samples.end());
-  }
+    return OkStatus();
+  }));
   // By rank, iteration, start (as the rows' ORDER BY); blocks of one rank may interleave.
   auto by_key = [](const SampleRecord& a, const SampleRecord& b) {
     return std::tie(a.rank, a.iteration, a.start_ns) < std::tie(b.rank, b.iteration, b.start_ns);
@@ -683,17 +555,14 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
                                                 "events WHERE run_id = ?1 ORDER BY wall_ns, "
                                                 "rowid"));
   events.Bind(1, id);
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, events.Step());
-    if (!row) break;
-    const int64_t rank = events.Int(0);
+  FL_RETURN_IF_ERROR(ForEachRow(events, [&](const sql::Stmt& row) {
+    const int64_t rank = row.Int(0);
     if (rank < -1 || rank > INT32_MAX) {
       ++dropped;
-      continue;
+      return;
     }
-    d.events.push_back(
-        {id, static_cast<int32_t>(rank), events.Int(1), events.Text(2), events.Text(3)});
-  }
+    d.events.push_back({id, static_cast<int32_t>(rank), row.Int(1), row.Text(2), row.Text(3)});
+  }));
   if (dropped > 0)
     FL_LOG(kWarn, "store") << "run " << id << ": dropped " << dropped
                            << " malformed sample/event row(s) (rank or bytes out of range)";
@@ -715,32 +584,26 @@ StatusOr<std::vector<FaultRecord>> Store::LoadFaults(const std::string& run_id) 
 }
 
 StatusOr<std::vector<FaultRecord>> Store::LoadFaultsLocked(const std::string& id) {
-  FL_ASSIGN_OR_RETURN(
-      auto faults,
-      db_->Prepare("SELECT fault_id, kind, target, params_json, scheduled_wall_ns, "
-                   "requested_wall_ns, effective_wall_ns, reverted_wall_ns, revert_verified, "
-                   "anchor FROM faults WHERE run_id = ?1 ORDER BY coalesce(effective_wall_ns, "
-                   "requested_wall_ns, scheduled_wall_ns), fault_id"));
-  faults.Bind(1, id);
-  std::vector<FaultRecord> out;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, faults.Step());
-    if (!row) break;
-    FaultRecord f;
-    f.run_id = id;
-    f.fault_id = faults.Text(0);
-    f.kind = faults.Text(1);
-    f.target = faults.Text(2);
-    f.params_json = faults.Text(3);
-    f.scheduled_wall_ns = faults.OptInt(4);
-    f.requested_wall_ns = faults.OptInt(5);
-    f.effective_wall_ns = faults.OptInt(6);
-    f.reverted_wall_ns = faults.OptInt(7);
-    f.revert_verified = OptBool(faults, 8);
-    f.anchor = faults.Text(9);
-    out.push_back(std::move(f));
-  }
-  return out;
+  return SelectRunRows(
+      *db_,
+      "SELECT fault_id, kind, target, params_json, scheduled_wall_ns, requested_wall_ns, "
+      "effective_wall_ns, reverted_wall_ns, revert_verified, anchor FROM faults WHERE run_id = "
+      "?1 ORDER BY coalesce(effective_wall_ns, requested_wall_ns, scheduled_wall_ns), fault_id",
+      id, [&](const sql::Stmt& row) {
+        FaultRecord f;
+        f.run_id = id;
+        f.fault_id = row.Text(0);
+        f.kind = row.Text(1);
+        f.target = row.Text(2);
+        f.params_json = row.Text(3);
+        f.scheduled_wall_ns = row.OptInt(4);
+        f.requested_wall_ns = row.OptInt(5);
+        f.effective_wall_ns = row.OptInt(6);
+        f.reverted_wall_ns = row.OptInt(7);
+        f.revert_verified = OptBool(row, 8);
+        f.anchor = row.Text(9);
+        return f;
+      });
 }
 
 StatusOr<std::vector<VerdictRecord>> Store::LoadVerdicts(const std::string& run_id) {
@@ -749,31 +612,23 @@ StatusOr<std::vector<VerdictRecord>> Store::LoadVerdicts(const std::string& run_
 }
 
 StatusOr<std::vector<MetricRecord>> Store::LoadMetricsLocked(const std::string& id) {
-  FL_ASSIGN_OR_RETURN(auto metrics, db_->Prepare("SELECT fault_id, name, value, unit FROM "
-                                                 "metrics WHERE run_id = ?1 ORDER BY rowid"));
-  metrics.Bind(1, id);
-  std::vector<MetricRecord> out;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, metrics.Step());
-    if (!row) break;
-    out.push_back({id, metrics.OptText(0), metrics.Text(1), metrics.Double(2), metrics.Text(3)});
-  }
-  return out;
+  auto metric = [&](const sql::Stmt& m) {
+    return MetricRecord{id, m.OptText(0), m.Text(1), m.Double(2), m.Text(3)};
+  };
+  return SelectRunRows(
+      *db_, "SELECT fault_id, name, value, unit FROM metrics WHERE run_id = ?1 ORDER BY rowid", id,
+      metric);
 }
 
 StatusOr<std::vector<VerdictRecord>> Store::LoadVerdictsLocked(const std::string& id) {
-  FL_ASSIGN_OR_RETURN(auto verdicts,
-                      db_->Prepare("SELECT fault_id, expectation, passed, observed, limit_value, "
-                                   "message FROM verdicts WHERE run_id = ?1 ORDER BY rowid"));
-  verdicts.Bind(1, id);
-  std::vector<VerdictRecord> out;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, verdicts.Step());
-    if (!row) break;
-    out.push_back({id, verdicts.OptText(0), verdicts.Text(1), verdicts.Int(2) != 0,
-                   verdicts.OptDouble(3), verdicts.OptDouble(4), verdicts.Text(5)});
-  }
-  return out;
+  auto verdict = [&](const sql::Stmt& v) {
+    return VerdictRecord{
+        id, v.OptText(0), v.Text(1), v.Int(2) != 0, v.OptDouble(3), v.OptDouble(4), v.Text(5)};
+  };
+  return SelectRunRows(*db_,
+                       "SELECT fault_id, expectation, passed, observed, limit_value, message "
+                       "FROM verdicts WHERE run_id = ?1 ORDER BY rowid",
+                       id, verdict);
 }
 
 // ---- NIC samples ----
@@ -783,6 +638,13 @@ namespace {
 constexpr std::string_view kNicColumns =
     "run_id, host, nic, wall_ns, rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, "
     "tx_dropped, rx_errors, tx_errors, rx_pause, tx_pause, extra_json";
+
+// The eight link counters in the order of their columns (kNicColumns 4 to 11, from 0).
+constexpr uint64_t NicCounters::*kLinkCounters[] = {
+    &NicCounters::rx_bytes,   &NicCounters::tx_bytes,   &NicCounters::rx_packets,
+    &NicCounters::tx_packets, &NicCounters::rx_dropped, &NicCounters::tx_dropped,
+    &NicCounters::rx_errors,  &NicCounters::tx_errors};
+constexpr int kFirstLinkCounterColumn = 4;
 
 // Counters are unsigned; INTEGER is signed 64-bit: the bits are kept (two's complement).
 int64_t AsStored(uint64_t v) { return static_cast<int64_t>(v); }
@@ -821,57 +683,38 @@ Status NicSampleInserter::Insert(const NicSampleRecord& n) {
   std::optional<int64_t> rx_pause, tx_pause;
   if (n.rx_pause) rx_pause = AsStored(*n.rx_pause);
   if (n.tx_pause) tx_pause = AsStored(*n.tx_pause);
-  insert_.Bind(1, n.run_id)
-      .Bind(2, n.host)
-      .Bind(3, n.nic)
-      .Bind(4, n.wall_ns)
-      .Bind(5, AsStored(n.rx_bytes))
-      .Bind(6, AsStored(n.tx_bytes))
-      .Bind(7, AsStored(n.rx_packets))
-      .Bind(8, AsStored(n.tx_packets))
-      .Bind(9, AsStored(n.rx_dropped))
-      .Bind(10, AsStored(n.tx_dropped))
-      .Bind(11, AsStored(n.rx_errors))
-      .Bind(12, AsStored(n.tx_errors))
-      .Bind(13, rx_pause)
-      .Bind(14, tx_pause)
-      .Bind(15, NicExtraJson(n.extra));
+  insert_.Bind(1, n.run_id).Bind(2, n.host).Bind(3, n.nic).Bind(4, n.wall_ns);
+  int param = kFirstLinkCounterColumn + 1;  // parameters are 1-based, columns 0-based
+  for (auto counter : kLinkCounters) insert_.Bind(param++, AsStored(n.*counter));
+  insert_.Bind(13, rx_pause).Bind(14, tx_pause).Bind(15, NicExtraJson(n.extra));
   return insert_.Run();
 }
 
 StatusOr<std::vector<NicSampleRecord>> Store::LoadNicSamplesLocked(const std::string& id) {
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT " + std::string(kNicColumns) +
-                                            " FROM nic_samples WHERE run_id = ?1 ORDER BY "
-                                            "host, nic, wall_ns, rowid"));
-  st.Bind(1, id);
-  std::vector<NicSampleRecord> out;
   uint64_t bad_extra = 0;
-  for (;;) {
-    FL_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
+  auto read = [&](const sql::Stmt& row) {
     NicSampleRecord n;
     n.run_id = id;
-    n.host = st.Text(1);
-    n.nic = st.Text(2);
-    n.wall_ns = st.Int(3);
-    n.rx_bytes = AsCounter(st.Int(4));
-    n.tx_bytes = AsCounter(st.Int(5));
-    n.rx_packets = AsCounter(st.Int(6));
-    n.tx_packets = AsCounter(st.Int(7));
-    n.rx_dropped = AsCounter(st.Int(8));
-    n.tx_dropped = AsCounter(st.Int(9));
-    n.rx_errors = AsCounter(st.Int(10));
-    n.tx_errors = AsCounter(st.Int(11));
-    if (auto v = st.OptInt(12)) n.rx_pause = AsCounter(*v);
-    if (auto v = st.OptInt(13)) n.tx_pause = AsCounter(*v);
+    n.host = row.Text(1);
+    n.nic = row.Text(2);
+    n.wall_ns = row.Int(3);
+    int col = kFirstLinkCounterColumn;
+    for (auto counter : kLinkCounters) n.*counter = AsCounter(row.Int(col++));
+    if (auto v = row.OptInt(12)) n.rx_pause = AsCounter(*v);
+    if (auto v = row.OptInt(13)) n.tx_pause = AsCounter(*v);
     // A hand-edited extra column loses its extras, not the reading.
-    auto extra = ParseNicExtra(st.Text(14));
+    auto extra = ParseNicExtra(row.Text(14));
     if (extra.ok())
       n.extra = std::move(*extra);
     else
       ++bad_extra;
-    out.push_back(std::move(n));
-  }
+    return n;
+  };
+  FL_ASSIGN_OR_RETURN(auto out, SelectRunRows(*db_,
+                                              "SELECT " + std::string(kNicColumns) +
+                                                  " FROM nic_samples WHERE run_id = ?1 ORDER BY "
+                                                  "host, nic, wall_ns, rowid",
+                                              id, read));
   if (bad_extra > 0)
     FL_LOG(kWarn, "store") << "run " << id << ": " << bad_extra
                            << " NIC sample(s) with malformed extra_json (extras dropped)";

@@ -1,11 +1,11 @@
-// Fuzzes DecodeSampleBlock (reports/store/store.h), which reads the sample_blocks blobs of a
+// Fuzzes DecodeSampleBlock (reports/store/sample_block.h), which reads the sample_blocks blobs of a
 // results file: a file can be damaged or written by another build, so any blob must decode to
 // samples or DataLoss, never crash or read past its end. What decodes must survive a round
 // trip: encoded again and decoded, the same samples.
 // Seeds: tests/fuzz/corpus/sample_block/ (blobs as SampleBlockEncoder writes them).
 #include <vector>
 
-#include "reports/store/store.h"
+#include "reports/store/sample_block.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -403,10 +403,10 @@ TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integ
       {"r1", std::nullopt, "survives", true, 1.0, 1.0, ""}};
   REQUIRE(store.ReplaceVerdicts("r1", verdicts).ok());
 
-  NicSampleRecord n0{"r1", "h1", "nic0", kT0 + 100, 1, 2, 3, 4, 5, 6, 7, 8, 9, std::nullopt, {}};
+  NicSampleRecord n0{{1, 2, 3, 4, 5, 6, 7, 8, 9, std::nullopt, {}}, "r1", "h1", "nic0", kT0 + 100};
   n0.extra = {{"rx_discards_phy", 11}, {"huge", UINT64_MAX}};
-  NicSampleRecord n1{"r1", "h1", "nic1", kT0 + 100, UINT64_MAX,   0, 1, 1,
-                     0,    0,    0,      0,         std::nullopt, 3, {}};
+  NicSampleRecord n1{
+      {UINT64_MAX, 0, 1, 1, 0, 0, 0, 0, std::nullopt, 3, {}}, "r1", "h1", "nic1", kT0 + 100};
   std::vector<NicSampleRecord> nics = {n0, n1};
   REQUIRE(store.InsertNicSamples(nics).ok());
 
