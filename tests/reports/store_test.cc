@@ -403,10 +403,22 @@ TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integ
       {"r1", std::nullopt, "survives", true, 1.0, 1.0, ""}};
   REQUIRE(store.ReplaceVerdicts("r1", verdicts).ok());
 
-  NicSampleRecord n0{{1, 2, 3, 4, 5, 6, 7, 8, 9, std::nullopt, {}}, "r1", "h1", "nic0", kT0 + 100};
+  // Field by field: gcc 12 at -Og warns (maybe-uninitialized, a false positive) on the map
+  // member of an aggregate initialised through its base.
+  auto nic_row = [](std::string nic) {
+    NicSampleRecord n;
+    n.run_id = "r1";
+    n.host = "h1";
+    n.nic = std::move(nic);
+    n.wall_ns = kT0 + 100;
+    return n;
+  };
+  NicSampleRecord n0 = nic_row("nic0");
+  n0.rx_bytes = 1, n0.tx_bytes = 2, n0.rx_packets = 3, n0.tx_packets = 4, n0.rx_dropped = 5;
+  n0.tx_dropped = 6, n0.rx_errors = 7, n0.tx_errors = 8, n0.rx_pause = 9;
   n0.extra = {{"rx_discards_phy", 11}, {"huge", UINT64_MAX}};
-  NicSampleRecord n1{
-      {UINT64_MAX, 0, 1, 1, 0, 0, 0, 0, std::nullopt, 3, {}}, "r1", "h1", "nic1", kT0 + 100};
+  NicSampleRecord n1 = nic_row("nic1");
+  n1.rx_bytes = UINT64_MAX, n1.rx_packets = 1, n1.tx_packets = 1, n1.tx_pause = 3;
   std::vector<NicSampleRecord> nics = {n0, n1};
   REQUIRE(store.InsertNicSamples(nics).ok());
 
