@@ -18,10 +18,10 @@ LAYERS = """# Architecture
 """
 
 
-def tree(d, files):
+def tree(d, files, known=""):
     os.makedirs(os.path.join(d, "docs"))
     with open(os.path.join(d, "docs", "architecture.md"), "w") as f:
-        f.write(LAYERS)
+        f.write(LAYERS + (f"```circles-left\n{known}\n```\n" if known else ""))
     for path, includes in files.items():
         full = os.path.join(d, path)
         os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -55,6 +55,16 @@ CASES = [
     ("a folder on no floor", dict(CLEAN, **{"stray/s.cc": ["base/a.h"]}), 1,
      "folder stray is on no floor"),
 ]
+CIRCLE = dict(CLEAN, **{"base/a.h": ["base/b.h"], "base/b.h": ["base/a.h"]})
+# (name, files, circles-left block, exit code, text in the output)
+KNOWN_CASES = [
+    ("a listed circle passes", CIRCLE, "base/a <-> base/b", 0, "0 violation"),
+    ("a listed circle that is gone fails", CLEAN, "base/a <-> base/b", 1,
+     "listed circle is gone"),
+    ("an unlisted circle beside a listed one fails",
+     dict(CIRCLE, **{"mid/m.h": ["mid/n.h"], "mid/n.h": ["mid/m.h"]}), "base/a <-> base/b", 1,
+     "file circle: mid/m <-> mid/n"),
+]
 
 
 def main():
@@ -65,7 +75,14 @@ def main():
         ok = rc == want_rc and want_text in out
         print(("ok     " if ok else "FAILED ") + name + ("" if ok else f": rc {rc}\n{out}"))
         failed += not ok
-    print(f"{len(CASES) - failed} passed, {failed} failed")
+    for name, files, known, want_rc, want_text in KNOWN_CASES:
+        with tempfile.TemporaryDirectory(prefix="fl_layers_") as d:
+            rc, out = run(tree(d, files, known))
+        ok = rc == want_rc and want_text in out
+        print(("ok     " if ok else "FAILED ") + name + ("" if ok else f": rc {rc}\n{out}"))
+        failed += not ok
+    total = len(CASES) + len(KNOWN_CASES)
+    print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
