@@ -32,6 +32,8 @@ const std::vector<EventKind>& AllKinds() {
       {kJobFailed, S::kCoordinator, false, false, "a rank exited with an error"},
       {kJobHung, S::kCoordinator, false, false, "no progress for the hang timeout"},
       {kJobRestarted, S::kCoordinator, false, false, "a fail-stop job was relaunched"},
+      {kRestartRefused, S::kCoordinator, false, false,
+       "a fail-stop job was not relaunched: a host's ranks did not stop (reason)"},
       {kAgentLost, S::kCoordinator, false, false, "an agent's lease lapsed or it left"},
       {kInjectFailed, S::kCoordinator, false, false, "an agent refused or failed an inject"},
       {kFaultSkipped, S::kCoordinator, false, false, "a fault was not injected, and why"},

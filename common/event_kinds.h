@@ -47,6 +47,7 @@ inline constexpr std::string_view kWarmupTimeout = "warmup_timeout";
 inline constexpr std::string_view kJobFailed = "job_failed";
 inline constexpr std::string_view kJobHung = "job_hung";
 inline constexpr std::string_view kJobRestarted = "job_restarted";
+inline constexpr std::string_view kRestartRefused = "restart_refused";
 inline constexpr std::string_view kAgentLost = "agent_lost";
 inline constexpr std::string_view kInjectFailed = "inject_failed";
 inline constexpr std::string_view kFaultSkipped = "fault_skipped";

@@ -76,6 +76,8 @@ class ScopedFault {
   ScopedFault(const ScopedFault&) = delete;
   ScopedFault& operator=(const ScopedFault&) = delete;
   ~ScopedFault() {
+    // A destructor cannot return it: RevertFault logs a failure and the journal keeps the
+    // fault for the next start's recovery.
     if (injector_) RevertFault(*injector_, handle_, journal_).IgnoreError();
   }
   FaultHandle& handle() { return handle_; }

@@ -171,12 +171,14 @@ class LinkDownInjector : public Injector {
         Nanos cycle_start = MonoNowNs();
         while (true) {
           if (f->WaitFor(cycle_start + down - MonoNowNs())) return;
+          // SetAll logs a port it cannot set; the revert reads every port back and reports.
           SetAll(pool, ports, true, nullptr).IgnoreError();
           f->flaps_done.fetch_add(1);
           if (count > 0 && done >= static_cast<uint64_t>(count)) return;
           Nanos extra = jitter > 0 ? rng.Between(0, jitter) : 0;
           if (f->WaitFor(cycle_start + period + extra - MonoNowNs())) return;
           cycle_start = MonoNowNs();
+          // As above: logged by SetAll, checked by the revert.
           SetAll(pool, ports, false, nullptr).IgnoreError();
           ++done;
         }

@@ -416,6 +416,7 @@ class PfcStorm : public Injector {
           if (raw->cv.wait_for(l, std::chrono::nanoseconds(watchdog), [&] { return raw->stop; }))
             return;
           FL_LOG(kInfo, "inject") << "pfc_storm: watchdog released the stall";
+          // RestoreAll logs what it cannot restore; the revert restores again and reports.
           RestoreAll(ends).IgnoreError();
           raw->released = true;
         });

@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "common/yaml_util.h"
 #include "injectors/injector.h"
+#include "workloads/worker_args.h"
 #include "injectors/switch/switch_driver.h"
 
 namespace fl::harness {
@@ -21,9 +22,8 @@ constexpr size_t kMaxWorkerArgBytes = 4096;
 constexpr size_t kMaxNics = 16;
 constexpr size_t kMaxNicBytes = 64;
 // Arguments the agent gives the worker itself; the coordinator may not override them.
-constexpr std::string_view kAgentOwnedArgs[] = {
-    "--rank",       "--world-size",       "--nics",   "--telemetry", "--store-token-file",
-    "--local-rank", "--local-world-size", "--log-dir"};
+// The flags the agent alone writes (workloads/worker_args.h).
+constexpr const auto& kAgentOwnedArgs = workloads::kAgentOwnedWorkerFlags;
 
 // An absolute path without "." or ".." components (so that a prefix check means something).
 bool IsPlainAbsolutePath(std::string_view p) {

@@ -124,10 +124,14 @@ class AgentRuntime::Impl {
         return OkAck();
       case pb::CoordinatorMessage::kStop:
         // At most a minute's grace.
-        ranks_->StopRanks(std::clamp<int64_t>(m.stop().grace_ms(), 0, 60 * 1000) * kNsPerMs);
+      {
+        Status stopped =
+            ranks_->StopRanks(std::clamp<int64_t>(m.stop().grace_ms(), 0, 60 * 1000) * kNsPerMs);
         relay_->StopNicSampling();  // its last round, after the ranks, goes with the drain
         relay_->Drain();
-        return OkAck();
+        // The coordinator must not start a second job on top of ranks that are still running.
+        return stopped.ok() ? OkAck() : FailedAck(stopped);
+      }
       case pb::CoordinatorMessage::kInject:
         return keeper_->Inject(m.inject(), m.command_id());
       case pb::CoordinatorMessage::kRevert:
@@ -143,7 +147,9 @@ class AgentRuntime::Impl {
   // Also the lease's end (AgentSession's on_lease_lapsed) and the agent's exit.
   void RevertAllAndStop(const std::string& why) {
     if (keeper_) keeper_->RevertAll(why);
-    if (ranks_) ranks_->StopRanks(2 * kNsPerSec);
+    if (ranks_)
+      if (Status st = ranks_->StopRanks(2 * kNsPerSec); !st.ok())
+        FL_LOG(kError, "agent") << "after " << why << ": " << st.message();
     if (relay_) relay_->StopNicSampling();
     if (ranks_) ranks_->Close();  // the site's rank cgroup folder
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "common/json_util.h"
+#include "workloads/worker_args.h"
 #include "common/log.h"
 #include "harness/agent/telemetry_line.h"
 #include "injectors/container_runtime.h"
@@ -43,7 +44,18 @@ std::string LogTail(const std::string& path, size_t max_bytes) {
 
 RankSupervisor::RankSupervisor(RankSupervisorOptions options) : opts_(std::move(options)) {}
 
-RankSupervisor::~RankSupervisor() { StopRanks(0); }
+RankSupervisor::~RankSupervisor() {
+  if (Status st = StopRanks(0); st.ok()) return;
+  // Ranks that would not die keep their reaper threads; those outlive this object, so the
+  // ranks they watch are let go of, not freed under them. The site's Close, the next agent's
+  // KillLeftovers and the lab's teardown try their cgroups again.
+  std::lock_guard lock(mu_);
+  for (auto& r : ranks_) {
+    if (r->reaper.joinable()) r->reaper.detach();
+    (void)r.release();  // the detached reaper still reads it
+  }
+  ranks_.clear();
+}
 
 void RankSupervisor::KillLeftovers() {
   if (!opts_.site) return;
@@ -86,27 +98,26 @@ Status RankSupervisor::Launch(const pb::LaunchRanks& l) {
   std::lock_guard lock(mu_);
   int local_index = 0;
   for (const auto& spec : l.ranks()) {
-    std::vector<std::string> argv = {opts_.worker_binary, "--rank", std::to_string(spec.rank()),
-                                     "--world-size", std::to_string(spec.world_size())};
-    if (spec.nics_size() > 0) {
-      std::string nics;
-      for (const auto& n : spec.nics()) nics += (nics.empty() ? "" : ",") + n;
-      argv.insert(argv.end(), {"--nics", nics});
-    }
-    if (!opts_.telemetry_socket.empty())
-      argv.insert(argv.end(), {"--telemetry", opts_.telemetry_socket});
+    // The rank's part of the worker's command line (workloads/worker_args.h), then the
+    // coordinator's: a command job's argv ends it, after "--".
+    workloads::WorkerRankArgs ra;
+    ra.rank = spec.rank();
+    ra.world_size = spec.world_size();
+    ra.nics.assign(spec.nics().begin(), spec.nics().end());
+    ra.telemetry = opts_.telemetry_socket;
     // The rank's place on this host (also its container slot: with a command job's
     // ranks_per_host below the lab's, rank % slots would name another host's slot), and
     // where a command job's output is kept.
     const int local = local_index++;
-    argv.insert(argv.end(), {"--local-rank", std::to_string(local), "--local-world-size",
-                             std::to_string(l.ranks_size())});
-    if (!opts_.run_dir.empty()) argv.insert(argv.end(), {"--log-dir", opts_.run_dir + "/ranks"});
-    // A TCP rendezvous store is authenticated with the control plane's token. The
-    // coordinator's arguments come last: a command job's argv ends them, after "--".
+    ra.local_rank = local;
+    ra.local_world_size = l.ranks_size();
+    if (!opts_.run_dir.empty()) ra.log_dir = opts_.run_dir + "/ranks";
+    // A TCP rendezvous store is authenticated with the control plane's token.
     const auto worker_end = std::find(extra.begin(), extra.end(), "--");
     if (std::find(extra.begin(), worker_end, "--store") != worker_end && !opts_.token_file.empty())
-      argv.insert(argv.end(), {"--store-token-file", opts_.token_file});
+      ra.store_token_file = opts_.token_file;
+    std::vector<std::string> argv = {opts_.worker_binary};
+    for (auto& a : ra.ToArgv()) argv.push_back(std::move(a));
     argv.insert(argv.end(), extra.begin(), extra.end());
     FL_ASSIGN_OR_RETURN(injectors::ContainerInfo info, site->StartRank(local, argv));
     auto r = std::make_unique<Rank>();
@@ -141,13 +152,13 @@ void RankSupervisor::Reap(Rank* r) {
   if (opts_.on_event) opts_.on_event(r->rank, "rank_exit", d);
 }
 
-void RankSupervisor::StopRanks(Nanos grace) {
+Status RankSupervisor::StopRanks(Nanos grace) {
   std::vector<std::unique_ptr<Rank>> ranks;
   {
     std::lock_guard lock(mu_);
     ranks.swap(ranks_);
   }
-  if (ranks.empty()) return;
+  if (ranks.empty()) return OkStatus();
   for (auto& r : ranks)
     if (!r->exited) kill(r->container.init_pid, SIGTERM);
   Deadline d = Deadline::After(grace);
@@ -159,11 +170,25 @@ void RankSupervisor::StopRanks(Nanos grace) {
       },
       d, 5 * kNsPerMs);
   injectors::LocalContainerRuntime rt;
+  std::vector<std::unique_ptr<Rank>> alive;
+  std::string why;
   for (auto& r : ranks) {
     Status k = rt.Kill(r->container.cgroup_path, Deadline::After(5 * kNsPerSec));
-    if (!k.ok())
+    // An empty cgroup is not enough: a rank moved out of it (by hand, or by a tool of the
+    // job's own) escapes cgroup.kill. Its reaper says whether it is gone.
+    if (k.ok() && !WaitUntil([&] { return r->exited.load(); }, Deadline::After(2 * kNsPerSec),
+                             5 * kNsPerMs))
+      k = UnavailableError("pid " + std::to_string(r->container.init_pid) + " left container " +
+                           r->container.name + " and is still running");
+    if (!k.ok() && !r->exited) {
+      // Still running: its reaper cannot be joined. The rank stays ours (a later stop tries
+      // again) and the caller hears of it: a second job must not land on top of it.
       FL_LOG(kError, "agent") << "cannot kill container " << r->container.name << ": "
                               << k.message();
+      why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(r->rank) + ": " + k.message());
+      alive.push_back(std::move(r));
+      continue;
+    }
     if (r->reaper.joinable()) r->reaper.join();
     // A cgroup left behind holds no process (or the kill above said so); the site's Close
     // and the next agent's start (KillLeftovers) remove it.
@@ -171,7 +196,14 @@ void RankSupervisor::StopRanks(Nanos grace) {
       FL_LOG(kWarn, "agent") << "cannot remove container " << r->container.name << ": "
                              << rm.message();
   }
-  FL_LOG(kInfo, "agent") << "stopped " << ranks.size() << " rank(s)";
+  FL_LOG(kInfo, "agent") << "stopped " << ranks.size() - alive.size() << " rank(s)";
+  if (alive.empty()) return OkStatus();
+  const size_t n = alive.size();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& r : alive) ranks_.push_back(std::move(r));
+  }
+  return UnavailableError(std::to_string(n) + " rank(s) did not stop: " + why);
 }
 
 }  // namespace fl::harness

@@ -51,7 +51,8 @@ class RankSupervisor {
   // command refuses it (nothing started). A rank that fails to start ends the launch there.
   Status Launch(const faultline::v1::LaunchRanks& launch);
   // SIGTERM, `grace` to exit, then each container killed and removed. Blocks until done.
-  void StopRanks(Nanos grace);
+  // An error names the ranks still running after the kill (they stay this supervisor's).
+  Status StopRanks(Nanos grace);
   // After every rank is gone: the site's rank cgroup folder goes.
   void Close();
   // Ranks started and not exited.

@@ -211,6 +211,7 @@ Status LocalLab::Provision() {
   if (!s.ok()) {
     FL_LOG(kWarn, "lab") << "provisioning lab " << plan_.lab
                          << " failed, removing it: " << s.ToString();
+    // The provisioning error is the one to report; Teardown logs what it cannot remove.
     Teardown().IgnoreError();
   }
   return s;
@@ -400,6 +401,7 @@ StatusOr<int> LocalLab::ExecInteractive(const std::string& host,
   auto exit = WaitExit(proc.pid(), Deadline::After(timeout));
   if (!exit.ok()) {
     kill(proc.pid(), SIGKILL);
+    // Reaping only: the deadline error below is the answer, SIGKILL cannot be refused.
     WaitExit(proc.pid(), Deadline::After(10 * kNsPerSec)).status().IgnoreError();
     return DeadlineExceededError("command in " + host + " ran past its deadline and was killed");
   }
@@ -845,6 +847,7 @@ Status LocalLab::ProvisionSwitchMgmt() {
           if (!ProcessAlive(sshd_pids_[i])) return true;
           if (!listening()) return false;
           if (TcpAccepts(addr, 22)) return true;
+          // A stale neighbour entry only slows the probe; the wait retries and has a deadline.
           Ip("", {"neigh", "flush", "to", addr, "dev", plan_.root_mgmt_if}).IgnoreError();
           return false;
         },

@@ -185,6 +185,7 @@ class LabGuard {
   LabGuard(const LabGuard&) = delete;
   LabGuard& operator=(const LabGuard&) = delete;
   ~LabGuard() {
+    // A destructor cannot return it; Teardown logs each thing it cannot remove.
     if (lab_) lab_->Teardown().IgnoreError();
   }
 

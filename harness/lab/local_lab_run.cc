@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/log.h"
 #include "common/narrate.h"
 #include "common/process.h"
@@ -19,11 +20,9 @@ namespace fl::lab {
 
 const harness::FaultCatalog& LocalLab::catalog() const {
   if (!catalog_) {
-    injectors::InjectorRegistry registry("injector");
-    injectors::RegisterBuiltinInjectors(registry).IgnoreError();
     // Target names do not depend on the lab's name or management subnet.
-    catalog_ = std::make_unique<harness::LabFaultCatalog>(topology_, PlanLab(topology_, "check", 0),
-                                                          registry.Names());
+    catalog_ = std::make_unique<harness::LabFaultCatalog>(
+        topology_, PlanLab(topology_, "check", 0), injectors::BuiltinInjectors().Names());
   }
   return *catalog_;
 }
@@ -41,8 +40,9 @@ std::vector<JobHost> LocalLab::hosts() const {
 }
 
 Status LocalLab::CheckJob(const harness::JobSpec& job) const {
-  if (job.ccl == "nccl")
-    return InvalidArgumentError("ccl nccl needs GPUs; the local lab runs CPU ranks");
+  FL_ASSIGN_OR_RETURN(const ccl::CclPlugin* plugin, ccl::FindCclPlugin(job.ccl));
+  if (plugin->needs_gpu)
+    return InvalidArgumentError("ccl " + job.ccl + " needs GPUs; the local lab runs CPU ranks");
   return OkStatus();
 }
 

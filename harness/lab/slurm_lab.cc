@@ -268,6 +268,7 @@ SlurmLab::SlurmLab(SlurmLabConfig config) : cfg_(std::move(config)) { RebuildCat
 
 SlurmLab::~SlurmLab() {
   StopAgents(Deadline::After(10 * kNsPerSec));
+  // A destructor cannot return it; Teardown logs what it cannot release.
   if (owns_allocation_) Teardown().IgnoreError();
 }
 
@@ -361,6 +362,7 @@ StatusOr<std::string> SlurmLab::Allocate(const LabRun& run) {
   std::string id = id_after("Granted job allocation ");
   if (r->exit_code != 0 || id.empty()) {
     std::string queued = id.empty() ? id_after("job allocation ") : id;
+    // Best effort for a request still queued; the salloc error below is the answer.
     if (!queued.empty()) Tool({"scancel", queued}, kToolTimeout).status().IgnoreError();
     // --immediate ran out: salloc says "Unable to allocate resources: Connection timed out".
     bool waited = r->err.find("timed out") != std::string::npos;
@@ -417,6 +419,7 @@ Status SlurmLab::Provision(const LabRun& run) {
       names = Hostnames(Lines(q->out).front());
     if (!names.ok()) {
       Status st = names.status();
+      // The hostname error is the one to report; Teardown logs what it cannot release.
       Teardown().IgnoreError();
       return st;
     }
@@ -449,6 +452,7 @@ Status SlurmLab::Provision(const LabRun& run) {
                                         "[a-z0-9_-], not 'fabric' or rank*)");
   if (!problem.ok()) {
     if (owns_allocation_) {
+      // The naming problem is the one to report; Teardown logs what it cannot release.
       Teardown().IgnoreError();
     } else {
       job_id_.clear();
@@ -586,6 +590,7 @@ void SlurmLab::CancelSteps() {
   };
   std::vector<std::string> steps = listed();
   if (steps.empty()) return;
+  // Each scancel is checked by the listing after it: the wait below says what is left.
   for (const auto& id : steps) Tool({"scancel", id}, kToolTimeout).status().IgnoreError();
   if (!WaitUntil([&] { return listed().empty(); }, Deadline::After(kCancelWait), 200 * kNsPerMs))
     std::fprintf(stderr, "[agents] slurm: step %s of job %s still listed after scancel\n",

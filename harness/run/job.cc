@@ -9,6 +9,9 @@
 
 #include "common/clock.h"
 #include "common/units.h"
+#include "ccl_under_test/tools/ccl_plugins.h"
+#include "workloads/progress/formats.h"
+#include "workloads/worker_args.h"
 
 namespace fl::harness::run {
 
@@ -16,7 +19,12 @@ namespace pb = faultline::v1;
 
 int ProgressRanks(const Prepared& p) {
   const JobSpec& j = p.scenario.job;
-  return !j.command.empty() && j.progress_format == "nccl-tests" ? 1 : p.world;
+  if (j.command.empty()) return p.world;
+  const workloads::progress::ProgressFormat* f =
+      workloads::progress::FindProgressFormat(j.progress_format);
+  return f != nullptr && f->reporting_ranks == workloads::progress::ReportingRanks::kRankZero
+             ? 1
+             : p.world;
 }
 
 std::vector<int> ProgressRanksOn(const Prepared& p, const std::string& agent) {
@@ -31,7 +39,10 @@ std::vector<int> ProgressRanksOn(const Prepared& p, const std::string& agent) {
 }
 
 bool WaitsForWarmup(const JobSpec& j) {
-  return !(!j.command.empty() && j.progress_format == "exit");
+  if (j.command.empty()) return true;
+  const workloads::progress::ProgressFormat* f =
+      workloads::progress::FindProgressFormat(j.progress_format);
+  return f == nullptr || f->has_warmup;
 }
 
 bool ToleratesRankLoss(const JobSpec& j) { return j.command.empty() && j.on_rank_loss == "shrink"; }
@@ -45,65 +56,48 @@ Status Job::Launch(int attempt, uint64_t first_iteration) {
   const Prepared& p = run_.prepared;
   const JobSpec& j = p.scenario.job;
   const std::string& store_spec = run_.session.store_spec;
-  std::vector<std::string> args = {"--job-id",
-                                   job_id,
-                                   store_spec.rfind("tcp://", 0) == 0 ? "--store" : "--store-dir",
-                                   store_spec,
-                                   "--ccl",
-                                   j.ccl,
-                                   "--workload",
-                                   j.workload,
-                                   "--size",
-                                   std::to_string(j.size_bytes),
-                                   "--dtype",
-                                   j.dtype,
-                                   "--check-every",
-                                   std::to_string(j.check_every),
-                                   "--collective-timeout",
-                                   std::to_string(j.collective_timeout_ns) + "ns",
-                                   "--first-iteration",
-                                   std::to_string(first_iteration)};
-  if (j.iterations > 0)
-    args.insert(args.end(), {"--iterations", std::to_string(j.iterations)});
-  else
-    args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
-  if (!j.failover) args.push_back("--no-failover");
-  if (j.command.empty() && j.on_rank_loss != "abort")
-    args.insert(args.end(), {"--on-rank-loss", j.on_rank_loss});
-  if (j.command.empty() && j.shrink_grace_ns > 0)
-    args.insert(args.end(), {"--shrink-grace", std::to_string(j.shrink_grace_ns) + "ns"});
-  for (const auto& [k, v] : j.workload_options)
-    args.insert(args.end(), {"--workload-option", k + "=" + v});
-  for (const auto& [k, v] : j.ccl_options) args.insert(args.end(), {"--ccl-option", k + "=" + v});
+  // The job's part of the worker's command line (workloads/worker_args.h defines it once; the
+  // agent adds each rank's part).
+  workloads::WorkerJobArgs w;
+  w.job_id = job_id;
+  w.store = store_spec;
+  w.first_iteration = first_iteration;
+  w.iterations = j.iterations;
   // The ranks' environment: the CCL's defaults (NCCL_IB_TIMEOUT, ...) under job.env.
-  const std::map<std::string, std::string> env = p.JobEnv();
-  for (const auto& [k, v] : env) args.insert(args.end(), {"--env", k + "=" + v});
-  if (!j.command.empty()) {
-    // A command job: the worker runs the command (after "--") as each rank. The workload's
-    // arguments above are unused by it, but harmless; its own are these.
-    args = {"--job-id",
-            job_id,
-            store_spec.rfind("tcp://", 0) == 0 ? "--store" : "--store-dir",
-            store_spec,
-            "--first-iteration",
-            std::to_string(first_iteration),
-            "--progress-format",
-            j.progress_format};
-    if (j.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(j.iterations)});
-    if (j.duration_ns > 0)
-      args.insert(args.end(), {"--duration", std::to_string(j.duration_ns) + "ns"});
+  w.env = p.JobEnv();
+  if (j.command.empty()) {
+    w.ccl = j.ccl;
+    w.workload = j.workload;
+    w.size_bytes = j.size_bytes;
+    w.dtype = j.dtype;
+    w.check_every = j.check_every;
+    w.collective_timeout_ns = j.collective_timeout_ns;
+    w.duration_ns = j.iterations > 0 ? 0 : j.duration_ns;
+    w.failover = j.failover;
+    w.on_rank_loss = j.on_rank_loss;
+    if (j.shrink_grace_ns > 0) w.shrink_grace_ns = j.shrink_grace_ns;
+    w.workload_options = j.workload_options;
+    w.ccl_options = j.ccl_options;
+  } else {
+    // A command job: the worker runs the command (after "--") as each rank.
+    w.duration_ns = j.duration_ns;
+    w.failover = j.failover;
+    w.progress_format = j.progress_format;
     // MASTER_ADDR: rank 0's data address (its first NIC), else its host's name.
     const lab::JobHost& first = p.hosts.front();
     in_addr a;
     const bool ipv4 =
         !first.nics.empty() && inet_pton(AF_INET, first.nics.front().c_str(), &a) == 1;
-    args.insert(args.end(), {"--master-addr", ipv4 ? first.nics.front() : first.name});
-    if (p.lab->kind() == "slurm") args.push_back("--slurm-env");
-    for (const auto& [k, v] : env) args.insert(args.end(), {"--env", k + "=" + v});
-    args.push_back("--");
-    args.insert(args.end(), j.command.begin(), j.command.end());
+    w.master_addr = ipv4 ? first.nics.front() : first.name;
+    w.slurm_env = p.lab->kind() == "slurm";
+    w.command = j.command;
   }
+  const std::vector<std::string> args = w.ToArgv();
   nlohmann::json extra = args;
+  // How the CCL binds NICs: every rank on every rail, or one rail per local rank.
+  auto plugin = ccl::FindCclPlugin(j.ccl);
+  const ccl::NicBinding binding =
+      plugin.ok() ? (*plugin)->nic_binding : ccl::NicBinding::kAllRails;
   int first_rank = 0;
   std::map<std::string, pb::CoordinatorMessage> launches;
   std::vector<std::string> launch_hosts;
@@ -116,8 +110,8 @@ Status Job::Launch(int attempt, uint64_t first_iteration) {
       auto* r = m.mutable_launch()->add_ranks();
       r->set_rank(first_rank + g);
       r->set_world_size(p.world);
-      // gloo binds one NIC per rank (local rank g on rail g); ftccl uses every NIC, rail order.
-      if (j.ccl == "gloo" && !nics.empty())
+      // One NIC per rank (local rank g on rail g), or every NIC in rail order.
+      if (binding == ccl::NicBinding::kOnePerRank && !nics.empty())
         r->add_nics(nics[g % nics.size()]);
       else
         for (const auto& n : nics) r->add_nics(n);
@@ -147,19 +141,31 @@ Status Job::StopRanks() {
   for (const lab::JobHost& slot : run_.prepared.hosts) hosts.push_back(slot.name);
   pb::CoordinatorMessage m;
   m.mutable_stop()->set_grace_ms(2000);
-  return FirstError(FanOut(
+  std::vector<Status> stopped = FanOut(
       hosts, kFanOutWidth,
       [&](const std::string& host) {
         return run_.session.server->Call(host, m, Deadline::After(20 * kNsPerSec)).status();
       },
-      Deadline::After(20 * kNsPerSec)));
+      Deadline::After(20 * kNsPerSec));
+  std::string failed;
+  for (size_t i = 0; i < stopped.size() && i < hosts.size(); ++i)
+    if (!stopped[i].ok())
+      failed += (failed.empty() ? "" : "; ") + hosts[i] + ": " + stopped[i].message();
+  if (failed.empty()) return OkStatus();
+  return UnavailableError("the job's ranks did not stop on " + failed);
 }
 
 int Job::Restart() {
   const Nanos failure_mono = MonoNowNs();
   auto fail = progress_.FirstFailure();
   run_.Event("job_failed", {{"rank", fail ? fail->first : -1}, {"code", fail ? fail->second : 0}});
-  StopRanks().IgnoreError();
+  // A host whose ranks did not stop (or did not answer) would get a second job on top of the
+  // first: the run ends here instead, and the clean-up's stop and the lab's teardown try again.
+  if (Status stopped = StopRanks(); !stopped.ok()) {
+    run_.Event("restart_refused", {{"reason", stopped.message()}});
+    std::fprintf(stderr, "\nfaultline run: no restart: %s\n", stopped.ToUserString().c_str());
+    return kExitInfra;
+  }
   // faults that target processes are gone with the job; network faults stay
   if (run_.prepared.scenario.restart.delay_ns > 0 &&
       WaitUntil([] { return Interrupted(); },

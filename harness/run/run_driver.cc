@@ -102,7 +102,9 @@ class JobScope {
     book_.RevertAll();
     console_.PrintFaultEvents(book_, /*all=*/true);
     console_.Stopping();
-    if (run_.session.server) job_.StopRanks().IgnoreError();
+    if (run_.session.server)
+      if (Status st = job_.StopRanks(); !st.ok())
+        FL_LOG(kWarn, "coord") << st.message() << " (the lab's teardown ends what is left)";
     console_.PrintFaultEvents(book_, /*all=*/true);
   }
 
@@ -222,10 +224,11 @@ int Run(const RunOptions& opts) {
       std::fprintf(stderr, "faultline run: %s\n", writer.status().ToUserString().c_str());
       // The run is failing with exit 3 for this very reason, said above; a store that cannot
       // take its final status either leaves it "running", which the next run's clean-up marks.
-      run.results.store
-          ->FinishRun(run.ids.run_id, reports::RunStatus::kError, WallNowNs(),
-                      writer.status().ToUserString())
-          .IgnoreError();
+      Status finished = run.results.store->FinishRun(
+          run.ids.run_id, reports::RunStatus::kError, WallNowNs(), writer.status().ToUserString());
+      if (!finished.ok())
+        FL_LOG(kWarn, "coord") << "run " << run.ids.run_id << " stays 'running': "
+                               << finished.message();
       return kExitInfra;
     }
     run.results.writer = std::move(*writer);

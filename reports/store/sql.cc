@@ -64,6 +64,7 @@ Transaction::~Transaction() {
     db_->txn_failed_ = true;
     return;
   }
+  // A failed ROLLBACK leaves SQLite rolling back on its own when the connection closes.
   db_->Exec("ROLLBACK").IgnoreError();
 }
 
@@ -72,11 +73,13 @@ Status Transaction::Commit() {
   if (--db->txn_depth_ > 0) return OkStatus();
   if (db->txn_failed_) {
     db->txn_failed_ = false;
+    // The failed step is the error to report; a failed ROLLBACK rolls back on close.
     db->Exec("ROLLBACK").IgnoreError();
     return FailedPreconditionError(db->path() +
                                    ": a step of the transaction failed; all of it rolled back");
   }
   Status s = db->Exec("COMMIT");
+  // The COMMIT error is the one returned.
   if (!s.ok()) db->Exec("ROLLBACK").IgnoreError();
   return s;
 }

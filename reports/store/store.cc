@@ -476,6 +476,7 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   FL_RETURN_IF_ERROR(db_->Exec("BEGIN"));
   struct EndRead {
     sql::Db* db;
+    // A read-only transaction: nothing to lose if its COMMIT fails.
     ~EndRead() { db->Exec("COMMIT").IgnoreError(); }
   } end_read{db_.get()};
   FL_ASSIGN_OR_RETURN(d.run, GetRunLocked(run_id));
