@@ -447,6 +447,7 @@ TEST_CASE("faultline run: a fault whose revert fails fails the run, naming its t
 
   auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
   REQUIRE(rc.has_value());
+  INFO(f.err());
   CHECK(*rc == 1);
   CHECK(Netns() == before);
   CHECK(AgentsOfLab(lab) == 0);
