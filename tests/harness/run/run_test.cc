@@ -243,7 +243,7 @@ TEST_CASE(
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
   CHECK(q.err().empty());
-  CHECK(q.out().find("verdicts: 3 passed, 0 failed") != std::string::npos);
+  CHECK(q.out().find("verdicts: 4 passed, 0 failed") != std::string::npos);
   CHECK(q.out().find("recovery ") != std::string::npos);
 }
 
