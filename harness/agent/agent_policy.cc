@@ -7,8 +7,8 @@
 #include "common/file_util.h"
 #include "common/yaml_util.h"
 #include "injectors/injector.h"
-#include "workloads/worker_args.h"
 #include "injectors/switch/switch_driver.h"
+#include "workloads/worker_args.h"
 
 namespace fl::harness {
 

@@ -124,14 +124,14 @@ class AgentRuntime::Impl {
         return OkAck();
       case pb::CoordinatorMessage::kStop:
         // At most a minute's grace.
-      {
-        Status stopped =
-            ranks_->StopRanks(std::clamp<int64_t>(m.stop().grace_ms(), 0, 60 * 1000) * kNsPerMs);
-        relay_->StopNicSampling();  // its last round, after the ranks, goes with the drain
-        relay_->Drain();
-        // The coordinator must not start a second job on top of ranks that are still running.
-        return stopped.ok() ? OkAck() : FailedAck(stopped);
-      }
+        {
+          Status stopped =
+              ranks_->StopRanks(std::clamp<int64_t>(m.stop().grace_ms(), 0, 60 * 1000) * kNsPerMs);
+          relay_->StopNicSampling();  // its last round, after the ranks, goes with the drain
+          relay_->Drain();
+          // The coordinator must not start a second job on top of ranks that are still running.
+          return stopped.ok() ? OkAck() : FailedAck(stopped);
+        }
       case pb::CoordinatorMessage::kInject:
         return keeper_->Inject(m.inject(), m.command_id());
       case pb::CoordinatorMessage::kRevert:

@@ -10,11 +10,11 @@
 #include <algorithm>
 
 #include "common/json_util.h"
-#include "workloads/worker_args.h"
 #include "common/log.h"
 #include "harness/agent/telemetry_line.h"
 #include "injectors/container_runtime.h"
 #include "injectors/sys.h"
+#include "workloads/worker_args.h"
 
 namespace fl::harness {
 
@@ -176,8 +176,8 @@ Status RankSupervisor::StopRanks(Nanos grace) {
     Status k = rt.Kill(r->container.cgroup_path, Deadline::After(5 * kNsPerSec));
     // An empty cgroup is not enough: a rank moved out of it (by hand, or by a tool of the
     // job's own) escapes cgroup.kill. Its reaper says whether it is gone.
-    if (k.ok() && !WaitUntil([&] { return r->exited.load(); }, Deadline::After(2 * kNsPerSec),
-                             5 * kNsPerMs))
+    if (k.ok() &&
+        !WaitUntil([&] { return r->exited.load(); }, Deadline::After(2 * kNsPerSec), 5 * kNsPerMs))
       k = UnavailableError("pid " + std::to_string(r->container.init_pid) + " left container " +
                            r->container.name + " and is still running");
     if (!k.ok() && !r->exited) {

@@ -21,8 +21,8 @@ namespace fl::lab {
 const harness::FaultCatalog& LocalLab::catalog() const {
   if (!catalog_) {
     // Target names do not depend on the lab's name or management subnet.
-    catalog_ = std::make_unique<harness::LabFaultCatalog>(
-        topology_, PlanLab(topology_, "check", 0), injectors::BuiltinInjectors().Names());
+    catalog_ = std::make_unique<harness::LabFaultCatalog>(topology_, PlanLab(topology_, "check", 0),
+                                                          injectors::BuiltinInjectors().Names());
   }
   return *catalog_;
 }

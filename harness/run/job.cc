@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <map>
 
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/clock.h"
 #include "common/units.h"
-#include "ccl_under_test/tools/ccl_plugins.h"
 #include "workloads/progress/formats.h"
 #include "workloads/worker_args.h"
 
@@ -96,8 +96,7 @@ Status Job::Launch(int attempt, uint64_t first_iteration) {
   nlohmann::json extra = args;
   // How the CCL binds NICs: every rank on every rail, or one rail per local rank.
   auto plugin = ccl::FindCclPlugin(j.ccl);
-  const ccl::NicBinding binding =
-      plugin.ok() ? (*plugin)->nic_binding : ccl::NicBinding::kAllRails;
+  const ccl::NicBinding binding = plugin.ok() ? (*plugin)->nic_binding : ccl::NicBinding::kAllRails;
   int first_rank = 0;
   std::map<std::string, pb::CoordinatorMessage> launches;
   std::vector<std::string> launch_hosts;
