@@ -72,14 +72,8 @@ int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Co
   rows.push_back({"", std::nullopt, "telemetry_dropped", static_cast<double>(dropped), "rows"});
   for (auto& r : rows) r.run_id = run_id;
   results.Keep(results.store->ReplaceMetrics(run_id, rows), "metrics");
-  reports::Expectations ex;
-  ex.survives = p.scenario.expect.survives;
-  ex.max_detection_ms = p.scenario.expect.max_detection_ms;
-  ex.max_recovery_ms = p.scenario.expect.max_recovery_ms;
-  ex.min_degraded_ratio = p.scenario.expect.min_degraded_ratio;
-  ex.max_throughput_loss_s = p.scenario.expect.max_throughput_loss_s;
-  ex.exact_correctness = p.scenario.expect.exact_correctness;
-  std::vector<reports::VerdictRecord> verdicts = reports::EvaluateExpectations(*metrics, ex);
+  std::vector<reports::VerdictRecord> verdicts =
+      reports::EvaluateExpectations(*metrics, p.scenario.expect);
   // A planned fault that never fired (the job ended first) tested nothing: say so, and fail.
   for (const auto& pf : p.plan.faults) {
     bool fired = false;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "reports/metrics/expectations.h"
 
 namespace fl::harness {
 
@@ -102,14 +103,8 @@ struct FaultSpec {
   std::string where;  // file:line:col of this fault in the scenario
 };
 
-struct Expectations {
-  std::optional<bool> survives;
-  std::optional<double> max_detection_ms;
-  std::optional<double> max_recovery_ms;
-  std::optional<double> min_degraded_ratio;
-  std::optional<double> max_throughput_loss_s;
-  bool exact_correctness = true;  // mismatches must be 0
-};
+// The `expect:` block: the one struct the verdicts are made from.
+using Expectations = reports::Expectations;
 
 struct RestartPolicy {
   bool enabled = false;

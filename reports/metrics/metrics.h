@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/event_kinds.h"
 #include "common/status.h"
+#include "reports/metrics/expectations.h"
 #include "reports/store/records.h"
 
 namespace fl::reports {
@@ -142,15 +143,7 @@ bool NestedIn(const std::map<std::string, std::string>& anchor_of, const std::st
                                                   const AnalysisOptions& options);
 
 // ---- expectations -> verdicts (docs/metrics.md, "Expectations and verdicts") ----
-
-struct Expectations {
-  std::optional<bool> survives;
-  std::optional<double> max_detection_ms;
-  std::optional<double> max_recovery_ms;
-  std::optional<double> min_degraded_ratio;
-  std::optional<double> max_throughput_loss_s;
-  bool exact_correctness = false;
-};
+// Expectations itself is in expectations.h.
 
 // One verdict per set expectation: run-level ones (survives, exact_correctness) once, per-fault
 // ones once per fault of the run (in injection order). A metric that could not be computed

@@ -78,6 +78,7 @@ TEST_CASE("expectations: missing metrics fail with the reason", "[unit]") {
   x.max_recovery_ms = 2000;
   x.min_degraded_ratio = 0.4;
   x.max_throughput_loss_s = 30;
+  x.exact_correctness = false;
   auto v = EvaluateExpectations(m, x);
   REQUIRE(v.size() == 8);  // four per fault
   for (const auto& r : v) {
