@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "reports/metrics/expectations.h"
+#include "reports/metrics/expect.h"
 
 namespace fl::harness {
 

@@ -20,7 +20,7 @@
 #include "common/clock.h"
 #include "common/event_kinds.h"
 #include "common/status.h"
-#include "reports/metrics/expectations.h"
+#include "reports/metrics/expect.h"
 #include "reports/store/records.h"
 
 namespace fl::reports {
@@ -143,7 +143,7 @@ bool NestedIn(const std::map<std::string, std::string>& anchor_of, const std::st
                                                   const AnalysisOptions& options);
 
 // ---- expectations -> verdicts (docs/metrics.md, "Expectations and verdicts") ----
-// Expectations itself is in expectations.h.
+// Expectations itself is in expect.h.
 
 // One verdict per set expectation: run-level ones (survives, exact_correctness) once, per-fault
 // ones once per fault of the run (in injection order). A metric that could not be computed
