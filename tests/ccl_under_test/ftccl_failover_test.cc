@@ -229,9 +229,17 @@ TEST_CASE("ftccl: a path that slows to a crawl is drained - probed - and used ag
   RequireAllCorrect(r, iters);
   CHECK(drained());
   CHECK(restored());
-  bool failed = false;  // drained, never failed: the path did not go silent
+  // The slowed path was drained, never failed: it did not go silent. Only that path is asked:
+  // on a starved 2-core sanitizer run a healthy sibling may miss its RTT-scaled silence limit
+  // (CI, stop 34: ch 1 "nothing heard for 363ms (dead timeout 253ms)"), which is not what
+  // this test is about.
+  int slow_ch = -1;
   for (auto& e : g.Of(EventType::kFaultDetected))
-    failed |= e.rank == 0 && e.cause == "keepalive_timeout";
+    if (slow_ch < 0 && e.rank == 0 && e.cause.rfind("path_", 0) == 0) slow_ch = e.channel;
+  REQUIRE(slow_ch >= 0);
+  bool failed = false;
+  for (auto& e : g.Of(EventType::kFaultDetected))
+    failed |= e.rank == 0 && e.channel == slow_ch && e.cause == "keepalive_timeout";
   CHECK_FALSE(failed);
   auto st = ftccl::GetStats(*g.comms[0]);
   REQUIRE(st);
