@@ -1,10 +1,32 @@
 # Helpers that keep every folder's CMakeLists.txt short.
 
+# Unity builds (-DCMAKE_UNITY_BUILD=ON: the test command's sanitizer tree) compile a target's
+# files in batches, one translation unit each. A file that includes a <linux/...> UAPI header
+# cannot share one with files that include glibc's <net/if.h> or <netinet/tcp.h> (they define
+# the same structs), so such a file is compiled on its own. Test files are never batched: they
+# reuse names (kT0, FakeComm, Make, TempDir) in their anonymous namespaces.
+function(fl_unity_guard name)
+  if(NOT CMAKE_UNITY_BUILD)
+    return()
+  endif()
+  get_target_property(_srcs ${name} SOURCES)
+  foreach(_s ${_srcs})
+    get_filename_component(_abs "${_s}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(EXISTS "${_abs}")
+      file(STRINGS "${_abs}" _uapi REGEX "^#include <linux/")
+      if(_uapi)
+        set_source_files_properties(${_s} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
 # fl_library(NAME SOURCES... [DEPS ...]): a static library of faultline's own code.
 function(fl_library name)
   cmake_parse_arguments(A "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} STATIC ${A_SOURCES} ${A_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PUBLIC fl_build_flags ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
+  fl_unity_guard(${name})
 endfunction()
 
 # fl_binary(NAME SOURCES... [DEPS ...]): an executable placed in build/bin.
@@ -13,6 +35,7 @@ function(fl_binary name)
   add_executable(${name} ${A_SOURCES} ${A_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE fl_build_flags ${A_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
+  fl_unity_guard(${name})
 endfunction()
 
 # fl_test(NAME SOURCES... [HIDDEN_SOURCES...] DEPS ...): one Catch2 binary per source folder.
@@ -63,7 +86,8 @@ function(fl_test name)
     target_compile_options(${name} PRIVATE
                            $<$<AND:$<CONFIG:RelWithDebInfo>,$<COMPILE_LANGUAGE:CXX>>:-Og>)
   endif()
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests"
+                                           UNITY_BUILD OFF)
   set_property(GLOBAL APPEND PROPERTY FL_TEST_TARGETS ${name})  # for the fl_tests target
   # "-w NoTests": a ctest entry whose filter matches no test case fails instead of passing
   # silently (test names must not contain ';', which CMake splits lists on).

@@ -19,8 +19,8 @@
 namespace fl::harness {
 namespace {
 
-constexpr int kExitBadInput = 2;
-constexpr int kExitInfra = 3;
+constexpr int kReportBadInput = 2;
+constexpr int kReportInfra = 3;
 
 // Writes content to path ("-": standard output). Reports what it wrote on stderr so that
 // `--md -` output stays clean for a CI comment.
@@ -135,14 +135,14 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
     if (!store.ok()) {
       std::fprintf(stderr, "faultline report: cannot open %s: %s\n", args->db.c_str(),
                    store.status().ToUserString().c_str());
-      *exit_code = store.status().code() == Code::kNotFound ? kExitBadInput : kExitInfra;
+      *exit_code = store.status().code() == Code::kNotFound ? kReportBadInput : kReportInfra;
       return;
     }
     auto data = (*store)->LoadRun(args->run);
     if (!data.ok()) {
       std::fprintf(stderr, "faultline report: run '%s' in %s: %s\n", args->run.c_str(),
                    args->db.c_str(), data.status().ToUserString().c_str());
-      *exit_code = data.status().code() == Code::kNotFound ? kExitBadInput : kExitInfra;
+      *exit_code = data.status().code() == Code::kNotFound ? kReportBadInput : kReportInfra;
       return;
     }
     if (args->html.empty() && args->junit.empty() && args->md.empty() &&
@@ -170,7 +170,7 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
       if (!args->openmetrics.empty()) ok &= WriteOutput("metrics", args->openmetrics, text);
       if (!args->pushgateway.empty()) ok &= Push(args->pushgateway, *data, text);
     }
-    *exit_code = ok ? 0 : kExitInfra;
+    *exit_code = ok ? 0 : kReportInfra;
   });
 }
 

@@ -22,10 +22,10 @@ namespace {
 constexpr int kMaxNodes = 4096;
 constexpr int kMaxRanksPerNode = 64;
 constexpr size_t kMaxNics = 16;
-constexpr Nanos kMaxAgentWait = 3600 * kNsPerSec;
+constexpr Nanos kSlurmMaxAgentWait = 3600 * kNsPerSec;
 constexpr Nanos kMaxAllocationWait = 24 * 3600 * kNsPerSec;
 // How long a Slurm client command may take (squeue, scontrol, scancel).
-constexpr Nanos kToolTimeout = 30 * kNsPerSec;
+constexpr Nanos kSlurmToolTimeout = 30 * kNsPerSec;
 // How long a cancelled job or step may stay in squeue (completing).
 constexpr Nanos kCancelWait = 60 * kNsPerSec;
 
@@ -166,7 +166,7 @@ StatusOr<SlurmLabConfig> ParseSlurmSectionNode(const YamlDoc& doc, const YAML::N
   c.tls_dir = tls.empty() ? harness::DefaultTlsDir(c.token_file) : PathBeside(tls, c.source);
 
   FL_ASSIGN_OR_RETURN(c.agent_wait_ns, doc.GetDurationIn(s, "agent_wait", c.agent_wait_ns,
-                                                         kNsPerSec, kMaxAgentWait));
+                                                         kNsPerSec, kSlurmMaxAgentWait));
   FL_ASSIGN_OR_RETURN(
       c.allocation_wait_ns,
       doc.GetDurationIn(s, "allocation_wait", c.allocation_wait_ns, kNsPerSec, kMaxAllocationWait));
@@ -311,7 +311,7 @@ StatusOr<RunResult> SlurmLab::Tool(const std::vector<std::string>& argv, Nanos t
 }
 
 StatusOr<std::vector<std::string>> SlurmLab::Hostnames(const std::string& nodelist) const {
-  FL_ASSIGN_OR_RETURN(RunResult r, Tool({"scontrol", "show", "hostnames", nodelist}, kToolTimeout));
+  FL_ASSIGN_OR_RETURN(RunResult r, Tool({"scontrol", "show", "hostnames", nodelist}, kSlurmToolTimeout));
   if (r.exit_code != 0)
     return UnavailableError("slurm: scontrol show hostnames " + nodelist + ": " +
                             LastLine(r.err + r.out));
@@ -321,7 +321,7 @@ StatusOr<std::vector<std::string>> SlurmLab::Hostnames(const std::string& nodeli
 }
 
 bool SlurmLab::JobListed(const std::string& id) const {
-  auto r = Tool({"squeue", "-h", "-j", id, "-o", "%i"}, kToolTimeout);
+  auto r = Tool({"squeue", "-h", "-j", id, "-o", "%i"}, kSlurmToolTimeout);
   if (!r.ok()) return true;  // unknown: keep waiting (bounded by the caller)
   if (r->exit_code != 0) return r->err.find("Invalid job id") == std::string::npos;
   for (const auto& line : Lines(r->out))
@@ -347,7 +347,7 @@ StatusOr<std::string> SlurmLab::Allocate(const LabRun& run) {
   auto r = Tool(argv, cfg_.allocation_wait_ns + 30 * kNsPerSec);
   if (!r.ok()) {
     // salloc was killed while it waited: a job it queued under our name must not stay.
-    Tool({"scancel", "-n", job_name}, kToolTimeout).status().IgnoreError();
+    Tool({"scancel", "-n", job_name}, kSlurmToolTimeout).status().IgnoreError();
     Status st = r.status();
     return st.Prepend("slurm: salloc");
   }
@@ -363,7 +363,7 @@ StatusOr<std::string> SlurmLab::Allocate(const LabRun& run) {
   if (r->exit_code != 0 || id.empty()) {
     std::string queued = id.empty() ? id_after("job allocation ") : id;
     // Best effort for a request still queued; the salloc error below is the answer.
-    if (!queued.empty()) Tool({"scancel", queued}, kToolTimeout).status().IgnoreError();
+    if (!queued.empty()) Tool({"scancel", queued}, kSlurmToolTimeout).status().IgnoreError();
     // --immediate ran out: salloc says "Unable to allocate resources: Connection timed out".
     bool waited = r->err.find("timed out") != std::string::npos;
     return UnavailableError(
@@ -392,7 +392,7 @@ Status SlurmLab::Provision(const LabRun& run) {
     if (!list || !*list) list = std::getenv("SLURM_NODELIST");
     std::string nodelist = list ? list : "";
     if (nodelist.empty()) {
-      auto q = Tool({"squeue", "-h", "-j", job_id_, "-o", "%N"}, kToolTimeout);
+      auto q = Tool({"squeue", "-h", "-j", job_id_, "-o", "%N"}, kSlurmToolTimeout);
       if (q.ok() && q->exit_code == 0 && !Lines(q->out).empty()) nodelist = Lines(q->out).front();
     }
     if (nodelist.empty()) {
@@ -412,7 +412,7 @@ Status SlurmLab::Provision(const LabRun& run) {
   } else {
     FL_ASSIGN_OR_RETURN(job_id_, Allocate(run));
     owns_allocation_ = true;
-    auto q = Tool({"squeue", "-h", "-j", job_id_, "-o", "%N"}, kToolTimeout);
+    auto q = Tool({"squeue", "-h", "-j", job_id_, "-o", "%N"}, kSlurmToolTimeout);
     StatusOr<std::vector<std::string>> names = UnavailableError(
         "slurm: squeue does not list allocation " + job_id_ + " that salloc granted");
     if (q.ok() && q->exit_code == 0 && !Lines(q->out).empty())
@@ -579,7 +579,7 @@ void SlurmLab::CancelSteps() {
   if (job_id_.empty()) return;
   auto listed = [&] {
     std::vector<std::string> ids;
-    auto r = Tool({"squeue", "-h", "-s", "-j", job_id_, "-o", "%i %j"}, kToolTimeout);
+    auto r = Tool({"squeue", "-h", "-s", "-j", job_id_, "-o", "%i %j"}, kSlurmToolTimeout);
     if (!r.ok() || r->exit_code != 0) return ids;
     for (const auto& line : Lines(r->out)) {
       auto sp = line.find(' ');
@@ -591,7 +591,7 @@ void SlurmLab::CancelSteps() {
   std::vector<std::string> steps = listed();
   if (steps.empty()) return;
   // Each scancel is checked by the listing after it: the wait below says what is left.
-  for (const auto& id : steps) Tool({"scancel", id}, kToolTimeout).status().IgnoreError();
+  for (const auto& id : steps) Tool({"scancel", id}, kSlurmToolTimeout).status().IgnoreError();
   if (!WaitUntil([&] { return listed().empty(); }, Deadline::After(kCancelWait), 200 * kNsPerMs))
     std::fprintf(stderr, "[agents] slurm: step %s of job %s still listed after scancel\n",
                  step_name_.c_str(), job_id_.c_str());
@@ -633,7 +633,7 @@ Status SlurmLab::Teardown() {
     return OkStatus();
   }
   const std::string id = job_id_;
-  auto r = Tool({"scancel", id}, kToolTimeout);
+  auto r = Tool({"scancel", id}, kSlurmToolTimeout);
   if (!r.ok()) {
     Status st = r.status();
     return st.Prepend("slurm: scancel " + id);

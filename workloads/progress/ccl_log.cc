@@ -14,14 +14,12 @@ namespace fl::workloads::progress {
 namespace {
 
 using internal::Clip;
+using internal::Contains;
+using internal::StartsWith;
 using internal::Trim;
 
 constexpr size_t kMaxDetail = 512;
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool Contains(std::string_view s, std::string_view p) {
-  return s.find(p) != std::string_view::npos;
-}
 
 template <size_t N>
 bool ContainsAny(std::string_view s, const std::array<std::string_view, N>& words) {

@@ -9,8 +9,10 @@ namespace fl::workloads::progress {
 namespace {
 
 using internal::Clip;
+using internal::Contains;
 using internal::ParseDouble;
 using internal::ParseU64;
+using internal::StartsWith;
 using internal::Tokens;
 using internal::Trim;
 
@@ -21,10 +23,6 @@ constexpr double kMaxTimeUs = 1e12;
 // Bandwidths past this (GB/s) are garbage, not a result.
 constexpr double kMaxBandwidthGbs = 1e9;
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool Contains(std::string_view s, std::string_view p) {
-  return s.find(p) != std::string_view::npos;
-}
 
 // mpirun --tag-output prefixes every line with "[1,0]<stdout>:" (and srun -l with "0: ").
 std::string_view StripLauncherTag(std::string_view line) {

@@ -20,5 +20,9 @@ std::optional<uint64_t> ParseU64(std::string_view s);
 std::optional<double> ParseDouble(std::string_view s);
 // `s` cut to at most `max` bytes, not inside a UTF-8 sequence.
 std::string Clip(std::string_view s, size_t max);
+inline bool StartsWith(std::string_view s, std::string_view p) { return s.starts_with(p); }
+inline bool Contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
 
 }  // namespace fl::workloads::progress::internal
