@@ -1,3 +1,4 @@
+#include "common/input_file.h"
 #include "common/json_util.h"
 
 #include "common/file_util.h"
@@ -52,8 +53,8 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view name)
   }
 }
 
-StatusOr<nlohmann::json> LoadJsonFile(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+StatusOr<nlohmann::json> LoadJsonFile(const std::string& path, InputKind kind) {
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, kind));
   return ParseJson(text, path);
 }
 

@@ -23,6 +23,8 @@
 
 namespace fl {
 
+enum class InputKind;  // common/input_file.h
+
 // Nesting deeper than this is refused before nlohmann sees it (its dump and comparisons
 // recurse, so a hostile "[[[[..." must not reach them).
 inline constexpr int kMaxJsonDepth = 64;
@@ -30,7 +32,7 @@ inline constexpr int kMaxJsonDepth = 64;
 // Never throws. Bad text (or nesting deeper than kMaxJsonDepth) is InvalidArgument
 // "NAME:LINE:COL: ...".
 StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view name);
-StatusOr<nlohmann::json> LoadJsonFile(const std::string& path);
+StatusOr<nlohmann::json> LoadJsonFile(const std::string& path, InputKind kind);
 
 namespace json_internal {
 std::string KeyError(std::string_view source, std::string_view key, std::string_view what);

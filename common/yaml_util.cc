@@ -1,3 +1,4 @@
+#include "common/input_file.h"
 #include "common/yaml_util.h"
 
 #include <cstdio>
@@ -7,8 +8,8 @@
 
 namespace fl {
 
-StatusOr<YamlDoc> YamlDoc::LoadFile(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+StatusOr<YamlDoc> YamlDoc::LoadFile(const std::string& path, InputKind kind) {
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, kind));
   return Parse(text, path);
 }
 

@@ -21,6 +21,8 @@
 
 namespace fl {
 
+enum class InputKind;  // common/input_file.h
+
 // Bounds for numbers that come from outside (files, flags, the control plane). Every such
 // number is checked against an explicit [lo, hi] before anything is sized, allocated, slept
 // on or created from it: a count of 4000000000 or a lease of 0 is bad input, not a crash.
@@ -53,7 +55,7 @@ Status CheckBounds(std::string_view what, T v, T lo, T hi, Unit unit = Unit::kNo
 
 class YamlDoc {
  public:
-  static StatusOr<YamlDoc> LoadFile(const std::string& path);
+  static StatusOr<YamlDoc> LoadFile(const std::string& path, InputKind kind);
   // name is what errors call the input (a path, or "<inline>").
   static StatusOr<YamlDoc> Parse(std::string_view text, std::string name);
 

@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "injectors/injection.h"
@@ -90,7 +91,7 @@ StatusOr<std::vector<JournalEntry>> FaultJournal::List(std::vector<std::string>*
     if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) > kMaxJournalEntryBytes) {
       e = DataLossError(path + ": larger than " + std::to_string(kMaxJournalEntryBytes) + " bytes");
     } else if (S_ISREG(st.st_mode)) {
-      auto text = ReadFile(path);
+      auto text = ReadInputFile(path, InputKind::kJournal);
       if (!text.ok()) {
         // Not the entry's fault (permissions, I/O): reported, not moved.
         if (errors) errors->push_back(path + ": " + text.status().ToUserString());

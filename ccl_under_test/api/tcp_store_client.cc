@@ -17,6 +17,7 @@
 
 #include "ccl_under_test/api/tcp_store.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/log.h"
 
 namespace fl::ccl {
@@ -116,7 +117,7 @@ StatusOr<HostPort> ParseHostPort(const std::string& addr) {
 }
 
 StatusOr<std::string> ReadStoreToken(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, InputKind::kToken));
   size_t b = text.find_first_not_of(" \t\r\n");
   size_t e = text.find_last_not_of(" \t\r\n");
   if (b == std::string::npos) return InvalidArgumentError("token file " + path + " is empty");

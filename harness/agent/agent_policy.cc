@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/yaml_util.h"
 #include "injectors/injector.h"
 #include "injectors/switch/switch_driver.h"
@@ -175,7 +176,7 @@ StatusOr<AgentPolicy> ParseAgentPolicy(std::string_view text, const std::string&
 }
 
 StatusOr<AgentPolicy> LoadAgentPolicy(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, InputKind::kPolicy));
   return ParseAgentPolicy(text, path);
 }
 

@@ -8,12 +8,13 @@
 
 #include "common/file_util.h"
 #include "common/ids.h"
+#include "common/input_file.h"
 #include "common/log.h"
 
 namespace fl::harness {
 
 StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, InputKind::kToken));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
     text.pop_back();
   size_t start = text.find_first_not_of(" \t\r\n");

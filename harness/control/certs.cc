@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/log.h"
 
 namespace fl::harness {
@@ -260,8 +261,8 @@ StatusOr<CertFiles> IssueCertificate(const std::string& dir, const std::string& 
     san += (san.empty() ? "" : ",") + std::string(IsAddress(n) ? "IP:" : "DNS:") + n;
   }
   CertFiles ca_files = CaFiles(dir);
-  auto ca_cert_pem = ReadFile(ca_files.cert);
-  auto ca_key_pem = ReadFile(ca_files.key);
+  auto ca_cert_pem = ReadInputFile(ca_files.cert, InputKind::kCertificate);
+  auto ca_key_pem = ReadInputFile(ca_files.key, InputKind::kCertificate);
   if (!ca_cert_pem.ok() || !ca_key_pem.ok())
     return FailedPreconditionError("no lab CA in " + dir +
                                    " (make one with: faultline certs init " + dir + ")");
@@ -336,12 +337,12 @@ StatusOr<TlsMaterial> LoadTlsMaterial(const std::string& dir, CertRole role,
   CertFiles ca_files = CaFiles(dir);
   CertFiles mine = LeafFiles(dir, role, name);
   TlsMaterial m;
-  auto ca = ReadFile(ca_files.cert);
+  auto ca = ReadInputFile(ca_files.cert, InputKind::kCertificate);
   if (!ca.ok())
     return FailedPreconditionError("no lab CA certificate " + ca_files.cert +
                                    " (make one with: faultline certs init " + dir + ")");
-  auto cert = ReadFile(mine.cert);
-  auto key = ReadFile(mine.key);
+  auto cert = ReadInputFile(mine.cert, InputKind::kCertificate);
+  auto key = ReadInputFile(mine.key, InputKind::kCertificate);
   if (!cert.ok() || !key.ok())
     return FailedPreconditionError("no " + std::string(CertRoleName(role)) + " certificate " +
                                    mine.cert +

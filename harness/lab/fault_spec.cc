@@ -1,5 +1,6 @@
 #include "harness/lab/fault_spec.h"
 
+#include "common/input_file.h"
 #include "common/units.h"
 
 namespace fl::lab {
@@ -74,7 +75,7 @@ StatusOr<injectors::FaultSpec> ParseFaultSpec(const YamlDoc& doc, const YAML::No
 StatusOr<injectors::FaultSpec> LoadFaultSpecFile(const std::string& path,
                                                  const injectors::InjectorRegistry& registry,
                                                  const injectors::Fabric* fabric) {
-  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path, InputKind::kScenario));
   return ParseFaultSpec(doc, doc.root(), registry, fabric);
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/narrate.h"
 #include "common/yaml_util.h"
 #include "harness/control/certs.h"
@@ -213,7 +214,7 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
     auto path = injectors::ResolveSwitchPreset(preset, dir);
     if (!path.ok())
       return doc.Error(n["preset"], "switch " + c.name + ": " + path.status().message());
-    auto text = ReadFile(*path);
+    auto text = ReadInputFile(*path, InputKind::kSwitchPreset);
     if (!text.ok())
       return doc.Error(n["preset"], "switch " + c.name + ": cannot read preset " + *path + ": " +
                                         text.status().message());
@@ -518,7 +519,7 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
 }
 
 StatusOr<Inventory> LoadInventory(const std::string& path, const InventoryOptions& options) {
-  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path, InputKind::kInventory));
   return ParseInventory(doc.text(), path, options);
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 
+#include "common/input_file.h"
 #include "common/file_util.h"
 #include "common/unique_fd.h"
 #include "common/yaml_util.h"
@@ -137,7 +138,7 @@ StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::strin
   if (!source.slurm_yaml.empty()) return SlurmLabOfScenario(source.slurm_yaml, source.path);
   std::string text = source.text;
   if (text.empty()) {
-    auto t = ReadFile(source.path);
+    auto t = ReadInputFile(source.path, InputKind::kLabFile);
     if (!t.ok())
       return InvalidArgumentError((source.where.empty() ? "" : source.where + ": ") +
                                   "cannot read lab file " + source.path + ": " +

@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/process.h"
@@ -79,7 +80,7 @@ std::set<int> UsedMgmtIndexes() {
       }
   }
   for (const auto& name : LocalLab::List()) {
-    auto j = LoadJsonFile(LabsDir() + "/" + name + ".json");
+    auto j = LoadJsonFile(LabsDir() + "/" + name + ".json", InputKind::kLabState);
     if (!j.ok()) continue;
     auto m = JsonGetInRange<int>(*j, "mgmt_index", 0, 255, name);
     if (m.ok()) used.insert(*m);
@@ -148,7 +149,7 @@ StatusOr<std::unique_ptr<LocalLab>> LocalLab::Open(const std::string& lab_name) 
     return NotFoundError("no lab named '" + lab_name +
                          "' (running: " + (known.empty() ? "none" : known) + ")");
   }
-  FL_ASSIGN_OR_RETURN(nlohmann::json j, LoadJsonFile(path));
+  FL_ASSIGN_OR_RETURN(nlohmann::json j, LoadJsonFile(path, InputKind::kLabState));
   FL_ASSIGN_OR_RETURN(std::string text, JsonGet<std::string>(j, "topology_text", path));
   FL_ASSIGN_OR_RETURN(std::string source, JsonGet<std::string>(j, "topology", path));
   FL_ASSIGN_OR_RETURN(int mgmt, JsonGetInRange<int>(j, "mgmt_index", 0, 255, path));
@@ -649,7 +650,7 @@ Status WriteSecret(const std::string& path, const std::string& content) {
 
 // "ssh-ed25519 AAAA..." of an OpenSSH public key file (its comment dropped).
 StatusOr<std::string> PublicKey(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, InputKind::kCertificate));
   size_t sp = text.find(' ');
   size_t end = sp == std::string::npos ? sp : text.find_first_of(" \n", sp + 1);
   if (sp == std::string::npos) return DataLossError(path + ": not an OpenSSH public key");
@@ -726,7 +727,7 @@ StatusOr<std::shared_ptr<const injectors::SwitchConn>> LocalLab::SwitchConnOf(
   if (conn->preset.empty()) {
     conn->preset = "configs/switches/sonic.yaml (not found)";
   } else {
-    auto text = ReadFile(conn->preset);
+    auto text = ReadInputFile(conn->preset, InputKind::kSwitchPreset);
     if (text.ok()) conn->preset_text = *text;
   }
   sw_cache_[node] = conn;

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/unique_fd.h"
 #include "injectors/netlink.h"
@@ -126,7 +127,7 @@ class Switch {
   Switch(std::string name, std::string path) : name_(std::move(name)), path_(std::move(path)) {}
 
   Status Load() {
-    FL_ASSIGN_OR_RETURN(state_, LoadJsonFile(path_));
+    FL_ASSIGN_OR_RETURN(state_, LoadJsonFile(path_, InputKind::kLabState));
     if (!state_.is_object() || !state_.contains("ports") || !state_["ports"].is_array())
       return DataLossError(path_ + ": no port map");
     if (!state_.contains("acl_tables") || !state_["acl_tables"].is_object())

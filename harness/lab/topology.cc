@@ -1,5 +1,6 @@
 #include "harness/lab/topology.h"
 
+#include "common/input_file.h"
 #include "common/yaml_util.h"
 
 namespace fl::lab {
@@ -64,7 +65,7 @@ StatusOr<LinkSpec> GetLink(const YamlDoc& doc, const YAML::Node& map, std::strin
 }  // namespace
 
 StatusOr<Topology> LoadTopology(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path));
+  FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path, InputKind::kTopology));
   return ParseTopology(doc.text(), path);
 }
 

@@ -8,6 +8,7 @@
 #include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/event_kinds.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/options.h"
 #include "common/yaml_util.h"
 #include "workloads/progress/formats.h"
@@ -550,7 +551,7 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
 }
 
 StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
-  FL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  FL_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, InputKind::kScenario));
   return ParseScenario(text, path);
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/input_file.h"
 #include "common/file_util.h"
 #include "common/ids.h"
 #include "common/units.h"
@@ -251,7 +252,7 @@ ShrinkOutcome RunShrink(const ShrinkOptions& o) {
   // The run's lab as it was: its file when unchanged, else its stored text.
   std::string lab;
   if (!run->lab_text.empty()) {
-    auto now = ReadFile(run->lab_source);
+    auto now = ReadInputFile(run->lab_source, InputKind::kLabFile);
     if (now.ok() && *now == run->lab_text) {
       lab = run->lab_source;
     } else {

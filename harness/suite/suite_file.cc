@@ -4,6 +4,7 @@
 
 #include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/yaml_util.h"
 #include "harness/scenario/scenario_loader.h"
 
@@ -168,7 +169,7 @@ Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* 
 }  // namespace
 
 StatusOr<Suite> LoadSuiteFile(const std::string& path) {
-  auto text = ReadFile(path);
+  auto text = ReadInputFile(path, InputKind::kSuite);
   if (!text.ok()) return InvalidArgumentError(path + ": cannot read the suite file");
   return ParseSuite(*text, path);
 }

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/ids.h"
+#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/process.h"
 #include "reports/compare/json.h"
@@ -127,8 +128,8 @@ RunOutcome RunChildScenario(const std::string& bin, const std::vector<std::strin
   Nanos r0 = MonoNowNs();
   auto child = RunChild(argv, out_path, err_path, timeout);
   o.seconds = static_cast<double>(MonoNowNs() - r0) / 1e9;
-  std::string out = ReadFile(out_path).value_or("");
-  std::string err = ReadFile(err_path).value_or("");
+  std::string out = ReadInputFile(out_path, InputKind::kJobOutput).value_or("");
+  std::string err = ReadInputFile(err_path, InputKind::kJobOutput).value_or("");
   ::unlink(out_path.c_str());
   ::unlink(err_path.c_str());
   if (!child.ok()) {

@@ -1,5 +1,7 @@
 #include "common/yaml_util.h"
 
+#include "common/input_file.h"
+
 #include <catch2/catch.hpp>
 
 namespace fl {
@@ -48,7 +50,7 @@ TEST_CASE("yaml: syntax errors carry a location, missing files are NotFound", "[
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().rfind("broken.yaml:", 0) == 0);
   CHECK(bad.status().message().find("YAML syntax error") != std::string::npos);
-  auto none = YamlDoc::LoadFile("/nonexistent/x.yaml");
+  auto none = YamlDoc::LoadFile("/nonexistent/x.yaml", InputKind::kScenario);
   CHECK(none.status().code() == Code::kNotFound);
 }
 

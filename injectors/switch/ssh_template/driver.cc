@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/log.h"
 #include "common/yaml_util.h"
 #include "injectors/sys.h"
@@ -1073,7 +1074,7 @@ StatusOr<std::unique_ptr<SwitchDriver>> OpenSshTemplateDriver(const SwitchConn& 
     // made from it).
     if (c.preset.empty())
       return InvalidArgumentError(conn.Describe() + ": neither preset nor preset_text is set");
-    auto text = ReadFile(c.preset);
+    auto text = ReadInputFile(c.preset, InputKind::kSwitchPreset);
     if (!text.ok()) return Status(text.status()).Prepend(conn.Describe() + ": preset");
     c.preset_text = *std::move(text);
   }

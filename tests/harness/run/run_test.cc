@@ -599,6 +599,39 @@ TEST_CASE("faultline run: a bad --lease or a 4e9-firing fault exits 2 and create
   }
 }
 
+// Issue 29: the loaders read endless input (/dev/zero, /dev/urandom) until memory ran out, and
+// a FIFO with no writer forever. Every file from outside is read through ReadInputFile now.
+TEST_CASE("faultline: a device, a FIFO or an endless file as scenario, topology or lab exits 2 "
+          "at once, naming it",
+          "[.root][integration]") {
+  TempDir dir("fl_run");
+  const std::string db = dir.path() + "/r.db";
+  const std::string fifo = dir.path() + "/scenario.fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto refused = [&](const std::vector<std::string>& args, const std::string& named,
+                     const std::string& tag) {
+    Faultline f(args, dir.path(), tag);
+    auto rc = f.Wait(Deadline::After(30 * kNsPerSec));
+    INFO(tag << ": " << f.err());
+    REQUIRE(rc.has_value());  // it returned: nothing waited on the endless input
+    CHECK(*rc == 2);
+    CHECK(f.err().find(named) != std::string::npos);
+    CHECK(f.err().find("not a regular file") != std::string::npos);
+  };
+  refused({"run", "/dev/zero", "--dry-run", "--db", db}, "/dev/zero", "run_zero");
+  refused({"run", fifo, "--dry-run", "--db", db}, fifo, "run_fifo");
+  refused({"lab", "up", "/dev/zero", "--name", "flzero"}, "/dev/zero", "lab_zero");
+  for (const char* topo : {"/dev/zero", "/dev/urandom"}) {
+    const std::string sc = dir.path() + "/endless_topology.yaml";
+    REQUIRE(WriteFileAtomic(sc, std::string("name: endless\nlab: {topology: ") + topo +
+                                    "}\njob: {iterations: 10}\n")
+                .ok());
+    refused({"run", sc, "--dry-run", "--db", db}, topo, std::string("topo") + (topo + 5));
+  }
+  CHECK(access(db.c_str(), F_OK) != 0);  // no results file
+  unlink(fifo.c_str());
+}
+
 TEST_CASE(
     "faultline run: SIGTERM and SIGHUP while a fault is applied revert and tear down as "
     "Ctrl-C does",
