@@ -14,6 +14,7 @@
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
+#include "harness/control/clear_dial.h"
 #include "harness/control/certs.h"
 #include "injectors/journal.h"
 
@@ -49,7 +50,11 @@ int AgentMain(int argc, char** argv) {
   app.add_option("--tls-server-name", opts.tls_server_name,
                  "the name the coordinator's certificate must carry (default: the host part of\n"
                  "--coordinator)");
-  app.add_flag("--no-tls", no_tls, "plaintext with the token only, even on real hosts");
+  app.add_flag("--insecure,--no-tls", no_tls,
+               "plaintext with the token only, even on real hosts (said in the log at every\n"
+               "start). Without it and without --tls-dir, an agent of no site (neither --lab\n"
+               "nor --inventory nor --slurm-nics) dials only loopback or a lab namespace's\n"
+               "address (198.18.0.0/15)");
   app.add_option("--host", opts.host,
                  "the lab's host name this agent serves (\"fabric\" for switches)");
   lab::AddSiteFlags(app, &rt.site);
@@ -104,6 +109,19 @@ int AgentMain(int argc, char** argv) {
       return 2;
     }
     opts.tls = std::move(*tls);
+  }
+  // No secret in clear to whatever answers: without TLS, only loopback or a lab's own
+  // namespaces, unless the operator said --insecure (docs/control_plane.md, "Plaintext").
+  if (!opts.tls) {
+    const bool local = harness::IsLocalOrLabAddress(opts.coordinator);
+    if (!rt.site.named() && !no_tls && !local) {
+      Status st = harness::CheckClearDial(opts.coordinator, false, "faultline-agent");
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 2;
+    }
+    if (!local)
+      FL_LOG(kWarn, "agent") << "--insecure: no TLS; the token goes in clear to "
+                                << opts.coordinator;
   }
   if (std::string p = BoundsProblem("--connect-timeout (seconds)", connect_timeout_s, 0.1, 3600.0);
       !p.empty()) {

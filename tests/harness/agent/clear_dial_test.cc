@@ -1,0 +1,158 @@
+// Issue 29: an agent of no site (neither --lab nor --inventory nor --slurm-nics, a host set up
+// by hand) sent its token in clear to whatever answered on the coordinator's address. Now it
+// dials without TLS only loopback or a lab namespace's address, unless told --insecure. A
+// fake server with no certificate, on an address that is neither, in a namespace of the
+// test's own, captures the first bytes each agent sends. Root only (a network namespace).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+
+#include "common/file_util.h"
+#include "common/process.h"
+#include "harness/control/auth.h"
+#include "harness/control/clear_dial.h"
+#include "tests/child_process.h"
+#include "tests/test_util.h"
+
+namespace fl::harness {
+namespace {
+
+using testing::ChildProcess;
+using testing::TempDir;
+
+constexpr const char* kAddr = "10.213.7.1";  // on the namespace's loopback only
+
+struct Netns {
+  std::string name = "fl-clear-" + std::to_string(getpid());
+  Netns() {
+    REQUIRE(Run({"ip", "netns", "add", name})->exit_code == 0);
+    REQUIRE(Run({"ip", "-n", name, "link", "set", "lo", "up"})->exit_code == 0);
+    REQUIRE(Run({"ip", "-n", name, "addr", "add", std::string(kAddr) + "/32", "dev", "lo"})
+                ->exit_code == 0);
+  }
+  // Best effort: a namespace left behind would show in the suite's leftover check.
+  ~Netns() { Run({"ip", "netns", "del", name}).status().IgnoreError(); }
+};
+
+// A listening TCP socket on kAddr inside the namespace: setns is per thread, and the socket
+// stays in the namespace it was made in.
+int ListenIn(const std::string& ns, int* port) {
+  int fd = -1;
+  std::thread t([&] {
+    int nsfd = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) != 0) return;
+    close(nsfd);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, kAddr, &a.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 8) != 0) return;
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port = ntohs(a.sin_port);
+  });
+  t.join();
+  return fd;
+}
+
+// Everything the first connection sends within `for_ns`; empty when nobody connected.
+std::string Capture(int listener, Nanos for_ns) {
+  std::string got;
+  int c = -1;
+  Deadline d = Deadline::After(for_ns);
+  while (!d.Expired()) {
+    if (c < 0) {
+      c = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      // An HTTP/2 server's first frames, empty SETTINGS and its ACK, without TLS: enough for
+      // a gRPC client to call the connection ready and send its first request's headers.
+      static const char kSettings[] = {0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0};
+      if (c >= 0 && write(c, kSettings, sizeof kSettings) != sizeof kSettings) {
+        close(c);
+        c = -1;
+      }
+    }
+    if (c >= 0) {
+      char buf[4096];
+      ssize_t n = read(c, buf, sizeof buf);
+      if (n > 0) got.append(buf, static_cast<size_t>(n));
+    }
+    usleep(10000);
+  }
+  if (c >= 0) close(c);
+  return got;
+}
+
+TEST_CASE("agent of no site: no token in clear to an address that is not loopback or a lab's - "
+          "--insecure sends it and says so",
+          "[.root][integration]") {
+  TempDir dir("fl_clear");
+  Netns ns;
+  int port = 0;
+  int listener = ListenIn(ns.name, &port);
+  REQUIRE(listener >= 0);
+  REQUIRE(port > 0);
+  auto token = CreateTokenFile(dir.path() + "/token");
+  REQUIRE(token.ok());
+  const std::string coordinator = std::string(kAddr) + ":" + std::to_string(port);
+  auto agent = [&](bool insecure, const std::string& log) {
+    std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
+                                     "--coordinator", coordinator, "--token-file",
+                                     dir.path() + "/token", "--host", "h0",
+                                     "--connect-timeout", "3"};
+    if (insecure) argv.push_back("--insecure");
+    ChildProcess::Options o;
+    o.out = dir.path() + "/" + log;
+    o.netns = ns.name;
+    return std::make_unique<ChildProcess>(argv, o);
+  };
+  {
+    auto a = agent(false, "refused.log");
+    auto rc = a->Wait(Deadline::After(20 * kNsPerSec));
+    const std::string log = ReadFile(dir.path() + "/refused.log").value_or("");
+    INFO(log);
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 2);
+    CHECK(log.find("no TLS to " + coordinator) != std::string::npos);
+    CHECK(log.find("--insecure") != std::string::npos);
+    CHECK(Capture(listener, 500 * kNsPerMs).empty());  // it never connected
+  }
+  {
+    // The same capture sees the token when the operator asks for plaintext: the check above
+    // could fail.
+    auto a = agent(true, "insecure.log");
+    const std::string got = Capture(listener, 3 * kNsPerSec);
+    a.reset();
+    const std::string log = ReadFile(dir.path() + "/insecure.log").value_or("");
+    INFO(log);
+    CHECK(got.find(*token) != std::string::npos);
+    CHECK(log.find("the token goes in clear to " + coordinator) != std::string::npos);
+  }
+  close(listener);
+}
+
+TEST_CASE("clear dial: loopback and the lab ranges are local, other addresses are not",
+          "[.root][integration]") {
+  CHECK(IsLocalOrLabAddress("127.0.0.1:50051"));
+  CHECK(IsLocalOrLabAddress("localhost:1"));
+  CHECK(IsLocalOrLabAddress("[::1]:5"));
+  CHECK(IsLocalOrLabAddress("198.19.3.254:7000"));
+  CHECK(IsLocalOrLabAddress("198.18.0.1:7000"));
+  CHECK_FALSE(IsLocalOrLabAddress("198.20.0.1:7000"));
+  CHECK_FALSE(IsLocalOrLabAddress("10.0.0.1:7000"));
+  CHECK_FALSE(IsLocalOrLabAddress("[2001:db8::1]:7000"));
+  CHECK_FALSE(IsLocalOrLabAddress(":7000"));
+  CHECK(CheckClearDial("10.0.0.1:7000", true, "x").ok());
+  Status st = CheckClearDial("10.0.0.1:7000", false, "x");
+  CHECK(st.code() == Code::kFailedPrecondition);
+  CHECK(st.message().find("--tls-dir") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace fl::harness
