@@ -35,6 +35,7 @@
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/coordinator/control_server.h"
+#include "harness/coordinator/fan_out.h"
 #include "harness/proto/faultline.grpc.pb.h"
 #include "reports/store/batch_writer.h"
 #include "reports/store/store.h"

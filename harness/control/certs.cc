@@ -80,42 +80,46 @@ Status WriteNewFile(const std::string& path, const std::string& text, mode_t mod
   return OkStatus();
 }
 
-StatusOr<std::string> KeyPem(EVP_PKEY* key) {
+// What write(bio) puts into a memory BIO, as text; `what` names it in the error.
+template <typename Write>
+StatusOr<std::string> WritePem(const char* what, Write write) {
   Ptr<BIO> bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1)
-    return SslError("cannot encode a private key");
+  if (!bio || write(bio.get()) != 1) return SslError(std::string("cannot encode ") + what);
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(n));
+}
+
+StatusOr<std::string> KeyPem(EVP_PKEY* key) {
+  return WritePem("a private key", [&](BIO* bio) {
+    return PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+  });
 }
 
 StatusOr<std::string> CertPem(X509* cert) {
-  Ptr<BIO> bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1)
-    return SslError("cannot encode a certificate");
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<size_t>(n));
+  return WritePem("a certificate", [&](BIO* bio) { return PEM_write_bio_X509(bio, cert); });
+}
+
+// The first PEM object in pem, read with OpenSSL's PEM_read_bio_<T>; `what` names it in the
+// error.
+template <typename T>
+StatusOr<Ptr<T>> ReadPem(std::string_view pem, T* (*read)(BIO*, T**, pem_password_cb*, void*),
+                         const char* what) {
+  Ptr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  Ptr<T> object(bio ? read(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!object) {
+    ERR_clear_error();
+    return InvalidArgumentError(std::string("not a PEM ") + what);
+  }
+  return object;
 }
 
 StatusOr<Ptr<X509>> ParseCert(std::string_view pem) {
-  Ptr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  Ptr<X509> cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!cert) {
-    ERR_clear_error();
-    return InvalidArgumentError("not a PEM certificate");
-  }
-  return cert;
+  return ReadPem<X509>(pem, PEM_read_bio_X509, "certificate");
 }
 
 StatusOr<Ptr<EVP_PKEY>> ParseKey(std::string_view pem) {
-  Ptr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  Ptr<EVP_PKEY> key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!key) {
-    ERR_clear_error();
-    return InvalidArgumentError("not a PEM private key");
-  }
-  return key;
+  return ReadPem<EVP_PKEY>(pem, PEM_read_bio_PrivateKey, "private key");
 }
 
 Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {

@@ -18,4 +18,18 @@ ClockOffset EstimateClockOffset(const std::vector<ClockProbeSample>& samples) {
   return best;
 }
 
+StatusOr<ClockOffset> MeasureClockOffset(const std::string& agent, int probes, Deadline deadline,
+                                         const ClockProbe& probe) {
+  std::vector<ClockProbeSample> samples;
+  for (int i = 0; i < probes && !deadline.Expired(); ++i) {
+    StatusOr<std::optional<ClockProbeSample>> sample = probe(deadline);
+    if (!sample.ok()) return std::move(sample).TakeStatus();  // as the transport said it
+    if (!*sample) break;                                      // unanswered by the deadline
+    samples.push_back(**sample);
+  }
+  if (samples.empty())
+    return DeadlineExceededError("no clock probe to " + agent + " was answered in time");
+  return EstimateClockOffset(samples);
+}
+
 }  // namespace fl::harness

@@ -5,9 +5,13 @@
 // timestamps are moved onto the coordinator's clock with ToCoordinator().
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/status.h"
 
 namespace fl::harness {
 
@@ -26,5 +30,17 @@ struct ClockOffset {
 
 // REQUIRES: !samples.empty()
 ClockOffset EstimateClockOffset(const std::vector<ClockProbeSample>& samples);
+
+// One probe of the agent's clock, made by the caller's transport: sends the coordinator's wall
+// time t0 and waits, until the deadline, for the agent's t1; t2 on arrival. nullopt: no answer
+// by the deadline; an error: the probe could not be sent (the agent is gone).
+using ClockProbe = std::function<StatusOr<std::optional<ClockProbeSample>>(Deadline deadline)>;
+
+// Probes the clock of `agent` (its name in messages) up to `probes` times, one after the other,
+// until the deadline, and estimates the offset from the answered ones. A probe's error ends the
+// measurement with it; none answered by the deadline is DeadlineExceeded.
+// Blocking: until the deadline at most (each probe is given the deadline).
+StatusOr<ClockOffset> MeasureClockOffset(const std::string& agent, int probes, Deadline deadline,
+                                         const ClockProbe& probe);
 
 }  // namespace fl::harness

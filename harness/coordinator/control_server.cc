@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
+#include "harness/coordinator/session.h"
 #include "harness/proto/faultline.grpc.pb.h"
 
 namespace fl::harness {
@@ -23,109 +24,8 @@ namespace pb = faultline::v1;
 
 namespace {
 
-// Messages waiting to be written to one agent, beyond the one being written. A command to an
-// agent whose queue is full fails at once (Unavailable); a heartbeat is not queued behind
-// another one. An agent that stops reading so holds at most this many messages here.
-constexpr size_t kSendQueueLimit = 64;
 // Threads that run the telemetry handler (off gRPC's own threads).
 constexpr int kTelemetryThreads = 2;
-// Messages of one agent read ahead of their handling: its telemetry batches, and whatever came
-// behind them. A full backlog pauses the agent's reads (flow control: memory stays bounded);
-// they resume once it is half drained. One task handles at most this many, then yields its
-// thread to the other agents' tasks.
-constexpr size_t kReadAhead = 32;
-
-using Reactor = grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>;
-
-// One agent's stream. The reactor belongs to gRPC and lives until its OnDone; other threads
-// (heartbeats, Call, SyncClock) hold the Session longer and reach the stream only through
-// Send() and Cancel(), which do nothing once the reactor is done (reactor == nullptr).
-// mu is recursive: a reaction that gRPC runs inline in a StartWrite or Finish made under mu
-// takes it again on the same thread.
-struct Session {
-  std::string host;
-  AgentInfo* info = nullptr;  // its entry in agents_ (never erased), set at registration; mu_
-  std::recursive_mutex mu;    // guards everything below
-  Reactor* reactor = nullptr;
-  grpc::CallbackServerContext* context = nullptr;
-  bool alive = true;       // false once the stream has ended: no more writes
-  bool writing = false;    // a StartWrite is outstanding (on queue.front())
-  bool finishing = false;  // Finish called, or wanted once the outstanding write is done
-  grpc::Status finish_status;
-  std::deque<pb::CoordinatorMessage> queue;  // front: being written while writing
-  int heartbeats_queued = 0;
-  std::map<uint64_t, std::promise<StatusOr<pb::Ack>>> pending;
-  std::map<uint64_t, std::promise<Nanos>> probes;
-  // Reading. `in` is the buffer of the outstanding read (here, not in the reactor: the task
-  // that drains the backlog restarts paused reads). The backlog holds telemetry batches and
-  // the messages read behind them, handled in the order they came by one telemetry task at a
-  // time, so that an ack is never seen before the samples its agent sent first, yet is read
-  // without waiting for the store.
-  pb::AgentMessage in;
-  std::deque<pb::AgentMessage> backlog;
-  bool draining = false;     // a task for the backlog is queued or running
-  bool read_paused = false;  // the backlog was full: no read is outstanding
-  bool read_ended = false;   // the stream ended with a backlog: closed once it is handled
-
-  // Queues m for writing; false when the stream has ended or the queue is full. A heartbeat
-  // while another is still queued is dropped (true): the agent is behind, one is enough.
-  bool Send(pb::CoordinatorMessage m) {
-    std::lock_guard lock(mu);
-    if (!alive || finishing || reactor == nullptr) return false;
-    const bool heartbeat = m.has_heartbeat();
-    if (heartbeat && heartbeats_queued > 0) return true;
-    if (queue.size() > kSendQueueLimit) return false;
-    heartbeats_queued += heartbeat;
-    queue.push_back(std::move(m));
-    if (!writing) {
-      writing = true;
-      reactor->StartWrite(&queue.front());
-    }
-    return true;
-  }
-  // The outstanding write is done: the next one, or the Finish that waited for it.
-  void WriteDone(bool ok) {
-    std::lock_guard lock(mu);
-    writing = false;
-    heartbeats_queued -= queue.front().has_heartbeat();
-    queue.pop_front();
-    if (!ok) {
-      alive = false;  // the call is broken; its reads fail too, and then it is closed
-      queue.clear();
-      heartbeats_queued = 0;
-    }
-    if (finishing) {
-      if (reactor) reactor->Finish(finish_status);
-      return;
-    }
-    if (alive && !queue.empty()) {
-      writing = true;
-      reactor->StartWrite(&queue.front());
-    }
-  }
-  // Finishes the call now, or after the outstanding write (one at a time, Finish included).
-  void Finish(grpc::Status st) {
-    std::lock_guard lock(mu);
-    if (finishing) return;
-    finishing = true;
-    alive = false;
-    if (writing) {
-      // Only the message being written stays; WriteDone pops it and finishes.
-      while (queue.size() > 1) queue.pop_back();
-      heartbeats_queued = queue.front().has_heartbeat();
-      finish_status = std::move(st);
-      return;
-    }
-    queue.clear();
-    heartbeats_queued = 0;
-    if (reactor) reactor->Finish(std::move(st));
-  }
-  // Ends the call (its reads fail) from any thread, as a cut connection would.
-  void Cancel() {
-    std::lock_guard lock(mu);
-    if (context) context->TryCancel();
-  }
-};
 
 // 1..64 characters [A-Za-z0-9_.-]: the host names of topologies and inventories.
 bool ValidHostName(const std::string& h) {
@@ -157,7 +57,9 @@ pb::Ack NormalisedAck(const pb::Ack& in, const std::string& host) {
 
 }  // namespace
 
-class ControlServer::Impl final : public pb::Coordinator::CallbackService {
+// The service, and the owner of every agent's Session (session.h). The service method is
+// named Session, hence `struct Session` for the stream's type inside this class.
+class ControlServer::Impl final : public pb::Coordinator::CallbackService, public SessionOwner {
  public:
   explicit Impl(ControlServerOptions options) : options_(std::move(options)) {}
 
@@ -199,12 +101,12 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     return OkStatus();
   }
 
-  class Reactor;
-  grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* Session(
-      grpc::CallbackServerContext* ctx) override;
+  SessionReactor* Session(grpc::CallbackServerContext* ctx) override {
+    return NewSessionReactor(this, ctx);
+  }
 
   // The metadata token, before anything is read.
-  grpc::Status CheckToken(grpc::CallbackServerContext* ctx) {
+  grpc::Status CheckToken(grpc::CallbackServerContext* ctx) override {
     auto md = ctx->client_metadata().find(kTokenMetadataKey);
     if (md == ctx->client_metadata().end() ||
         !TokensEqual(std::string_view(md->second.data(), md->second.size()), options_.token)) {
@@ -219,7 +121,7 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
   // certificate for it; then the host's registration and the Welcome.
   grpc::Status Hello(grpc::CallbackServerContext* ctx,
                      const std::shared_ptr<struct Session>& session,
-                     const pb::AgentMessage& first) {
+                     const pb::AgentMessage& first) override {
     if (!first.has_hello())
       return {grpc::StatusCode::INVALID_ARGUMENT, "first message must be hello"};
     const pb::Hello& hello = first.hello();
@@ -244,71 +146,14 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     return grpc::Status::OK;
   }
 
-  // A message read after the Hello (in session->in). Telemetry, and anything read while
-  // telemetry is still waiting or being handled, joins the session's backlog; anything else is
-  // handled here at once. True: read the next message now; false: the backlog is full, and the task
-  // draining it restarts the reads.
-  bool Accept(const std::shared_ptr<struct Session>& session) {
-    {
-      std::lock_guard lock(mu_);
-      session->info->last_heard_mono_ns = MonoNowNs();
-    }
-    {
-      std::lock_guard lock(session->mu);
-      // draining: a message is queued or still being handled; what comes after waits its turn.
-      if (session->in.has_telemetry() || session->draining) {
-        session->backlog.push_back(std::move(session->in));
-        session->in.Clear();
-        if (!session->draining) {
-          session->draining = true;
-          PostTelemetry([this, session] { DrainBacklog(session); });
-        }
-        session->read_paused = session->backlog.size() >= kReadAhead;
-        return !session->read_paused;
-      }
-    }
-    OnMessage(session, session->in);
-    session->in.Clear();
-    return true;
-  }
-
-  // On a telemetry thread: handles up to kReadAhead of the session's backlog in order, then
-  // queues itself again behind the other agents' tasks if more is left. Restarts a paused
-  // read once the backlog is half drained.
-  void DrainBacklog(const std::shared_ptr<struct Session>& session) {
-    for (size_t n = 0;; ++n) {
-      pb::AgentMessage m;
-      ::fl::harness::Reactor* resume = nullptr;
-      {
-        std::unique_lock lock(session->mu);
-        if (session->backlog.empty()) {
-          session->draining = false;
-          if (session->read_ended) {
-            lock.unlock();
-            CloseSession(session);
-          }
-          return;
-        }
-        if (n == kReadAhead) {
-          PostTelemetry([this, session] { DrainBacklog(session); });
-          return;
-        }
-        m = std::move(session->backlog.front());
-        session->backlog.pop_front();
-        if (session->read_paused && session->backlog.size() <= kReadAhead / 2) {
-          session->read_paused = false;
-          resume = session->reactor;
-        }
-      }
-      OnMessage(session, m);
-      // A paused session has no read outstanding, so its call cannot have finished: the
-      // reactor is still there.
-      if (resume) resume->StartRead(&session->in);
-    }
+  void Heard(struct Session& session) override {
+    std::lock_guard lock(mu_);
+    session.info->last_heard_mono_ns = MonoNowNs();
   }
 
   // A message after the Hello, in the order the agent sent it.
-  void OnMessage(const std::shared_ptr<struct Session>& session, const pb::AgentMessage& msg) {
+  void Handle(const std::shared_ptr<struct Session>& session,
+              const pb::AgentMessage& msg) override {
     switch (msg.body_case()) {
       case pb::AgentMessage::kAck: {
         std::lock_guard lock(session->mu);
@@ -516,30 +361,8 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     for (auto& s : cancel) s->Cancel();
   }
 
-  // The agent's side of the stream ended (or broke). Its pending commands fail, unless the
-  // backlog still holds messages read before the end (an ack among them, perhaps): then once
-  // the backlog has been handled.
-  void EndOfStream(const std::shared_ptr<struct Session>& session) {
-    {
-      std::lock_guard lock(session->mu);
-      if (session->draining) {
-        session->read_ended = true;
-        return;
-      }
-    }
-    CloseSession(session);
-  }
-
-  void CloseSession(const std::shared_ptr<struct Session>& session) {
-    {
-      std::lock_guard lock(session->mu);
-      session->alive = false;
-      for (auto& [id, p] : session->pending)
-        p.set_value(
-            UnavailableError("agent " + session->host + " disconnected before acknowledging"));
-      session->pending.clear();
-      session->probes.clear();
-    }
+  // The stream ended: the host has no session until its agent dials in again.
+  void Closed(const std::shared_ptr<struct Session>& session) override {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(session->host);
     if (it != sessions_.end() && it->second == session) {
@@ -602,7 +425,7 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
     tele_threads_.clear();
   }
 
-  void PostTelemetry(std::function<void()> task) {
+  void Post(std::function<void()> task) override {
     {
       std::lock_guard lock(tele_mu_);
       tele_q_.push_back(std::move(task));  // at most one per session: its read waits for it
@@ -648,73 +471,6 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService {
   bool tele_stop_ = false;
   std::vector<std::thread> tele_threads_;
 };
-
-// One agent's Session call: the metadata token checked at once, then one read outstanding at
-// a time (the Hello, then every message after it), writes through Session::Send. Deletes
-// itself in OnDone, after every other reaction.
-class ControlServer::Impl::Reactor final : public ::fl::harness::Reactor {
- public:
-  Reactor(Impl* impl, grpc::CallbackServerContext* ctx)
-      : impl_(impl), ctx_(ctx), session_(std::make_shared<struct Session>()) {
-    session_->reactor = this;
-    session_->context = ctx;
-    if (grpc::Status st = impl_->CheckToken(ctx); !st.ok()) {
-      session_->Finish(std::move(st));
-      return;
-    }
-    StartRead(&session_->in);
-  }
-
-  void OnReadDone(bool ok) override {
-    // Held here: an OnDone run inline by Finish may delete this, not the Session.
-    std::shared_ptr<struct Session> s = session_;
-    if (!ok) {  // the agent closed its side, or the call was cancelled or broke
-      if (registered_) impl_->EndOfStream(s);
-      s->Finish(grpc::Status::OK);
-      return;
-    }
-    if (!registered_) {
-      if (grpc::Status st = impl_->Hello(ctx_, s, s->in); !st.ok()) {
-        s->Finish(std::move(st));
-        return;
-      }
-      registered_ = true;
-      s->in.Clear();
-      StartRead(&s->in);
-      return;
-    }
-    // Paused (backlog full): the task draining it starts the next read. No read is
-    // outstanding meanwhile, so the call cannot finish and this reactor outlives the pause.
-    if (impl_->Accept(s)) StartRead(&s->in);
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::shared_ptr<struct Session> s = session_;
-    s->WriteDone(ok);
-  }
-
-  void OnDone() override {
-    std::shared_ptr<struct Session> s = session_;
-    {
-      std::lock_guard lock(s->mu);
-      s->reactor = nullptr;
-      s->context = nullptr;
-      s->alive = false;
-    }
-    delete this;
-  }
-
- private:
-  Impl* impl_;
-  grpc::CallbackServerContext* ctx_;
-  std::shared_ptr<struct Session> session_;
-  bool registered_ = false;
-};
-
-grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* ControlServer::Impl::Session(
-    grpc::CallbackServerContext* ctx) {
-  return new Reactor(this, ctx);
-}
 
 FleetPace PaceForFleet(size_t agents, Nanos lease_ns) {
   const auto n = static_cast<Nanos>(agents);
@@ -848,8 +604,8 @@ StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int prob
                                                Deadline deadline) {
   auto session = impl_->Find(host);
   if (!session) return UnavailableError("agent " + host + " is not connected");
-  std::vector<ClockProbeSample> samples;
-  for (int i = 0; i < probes && !deadline.Expired(); ++i) {
+  // One probe over the session: its answer comes back through Handle (kClockReply).
+  auto probe = [&](Deadline by) -> StatusOr<std::optional<ClockProbeSample>> {
     uint64_t id = impl_->next_id_++;
     std::future<Nanos> fut;
     {
@@ -867,19 +623,18 @@ StatusOr<ClockOffset> ControlServer::SyncClock(const std::string& host, int prob
       session->probes.erase(id);
       return UnavailableError("cannot send to agent " + host);
     }
-    if (fut.wait_for(std::chrono::nanoseconds(deadline.Remaining())) != std::future_status::ready) {
+    if (fut.wait_for(std::chrono::nanoseconds(by.Remaining())) != std::future_status::ready) {
       std::lock_guard lock(session->mu);
       session->probes.erase(id);
-      break;
+      return std::optional<ClockProbeSample>();
     }
     Nanos t1 = fut.get();
-    samples.push_back({t0, t1, WallNowNs()});
-  }
-  if (samples.empty())
-    return DeadlineExceededError("no clock probe to " + host + " was answered in time");
-  ClockOffset off = EstimateClockOffset(samples);
+    return std::optional<ClockProbeSample>(ClockProbeSample{t0, t1, WallNowNs()});
+  };
+  StatusOr<ClockOffset> off = MeasureClockOffset(host, probes, deadline, probe);
+  if (!off.ok()) return off;
   std::lock_guard lock(impl_->mu_);
-  impl_->agents_[host].clock = off;
+  impl_->agents_[host].clock = *off;
   impl_->agents_[host].clock_measured = true;
   return off;
 }
@@ -898,43 +653,5 @@ ControlServerStats ControlServer::stats() const {
 }
 
 void ControlServer::Shutdown() { impl_->Shutdown(); }
-
-std::vector<Status> FanOut(const std::vector<std::string>& hosts, int max_in_flight,
-                           const std::function<Status(const std::string& host)>& fn,
-                           Deadline deadline) {
-  std::vector<Status> out(hosts.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < hosts.size(); i = next++) {
-      if (deadline.Expired()) {
-        out[i] = DeadlineExceededError("no time left to send to agent " + hosts[i]);
-        continue;
-      }
-      try {
-        out[i] = fn(hosts[i]);
-      } catch (const std::exception& e) {  // nothing thrown may end the coordinator
-        out[i] = InternalError("agent " + hosts[i] + ": " + e.what());
-      }
-    }
-  };
-  const size_t threads =
-      std::min<size_t>(hosts.size(), static_cast<size_t>(std::max(1, max_in_flight)));
-  if (threads <= 1) {
-    work();
-    return out;
-  }
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  return out;
-}
-
-Status FirstError(const std::vector<Status>& statuses) {
-  for (const Status& st : statuses)
-    if (!st.ok()) return st;
-  return OkStatus();
-}
 
 }  // namespace fl::harness

@@ -20,8 +20,8 @@
 // leases), clock probes on request, and commands; it routes acks back to the waiting Call() and
 // hands telemetry to the telemetry handler.
 //
-// Sessions run on gRPC's callback API (a reactor each, no thread per stream). Writes to an
-// agent go one at a time from a send queue of its own (64 messages at most); heartbeats are
+// Sessions run on gRPC's callback API (a reactor each, no thread per stream: session.h). Writes to
+// an agent go one at a time from a send queue of its own (64 messages at most); heartbeats are
 // queued from a timer thread and never wait on an agent, so an agent that stops reading holds
 // up only itself (its commands fail Unavailable once its queue is full).
 //
@@ -115,22 +115,6 @@ struct ControlServerStats {
   uint64_t lost = 0;
   uint64_t heartbeats = 0;  // heartbeats the agents sent
 };
-
-// How many agents a command fanned out to the fleet is in flight to at once. A call waits for
-// its ack, so the width sets the fan-out's pace: 4096 agents took 2.1-2.2 s at 256 and
-// 1.1-1.3 s at 1024 (bench_coordinator_agents, docs/performance.md).
-inline constexpr int kFanOutWidth = 1024;
-
-// Runs fn(host) for every host, at most max_in_flight at a time (on threads of its own, so
-// that one slow or silent agent holds up only its own call), and returns fn's statuses in the
-// order of hosts. A host whose turn has not come by the deadline is not called
-// (DeadlineExceeded); fn enforces its own deadline once called. fn may run concurrently
-// with itself.
-std::vector<Status> FanOut(const std::vector<std::string>& hosts, int max_in_flight,
-                           const std::function<Status(const std::string& host)>& fn,
-                           Deadline deadline);
-// The first error of FanOut's statuses, in host order, or OK.
-Status FirstError(const std::vector<Status>& statuses);
 
 class ControlServer {
  public:

@@ -73,6 +73,43 @@ TEST_CASE("control: clock offset uses the probe with the shortest round trip", "
   CHECK_FALSE(TokensEqual("abc", "abcd"));
 }
 
+TEST_CASE("control: the clock measurement stops at an unanswered probe or a probe's error",
+          "[unit]") {
+  const Deadline later = Deadline::After(10 * kNsPerSec);
+  std::vector<ClockProbeSample> answers = {
+      {0, kNsPerSec + 9 * kNsPerMs, 20 * kNsPerMs},
+      {100 * kNsPerMs, kNsPerSec + 101 * kNsPerMs, 102 * kNsPerMs},
+  };
+  size_t asked = 0;
+  // Two answers, then silence: the third probe ends the measurement, the fourth is not made.
+  auto two_then_silent = [&](Deadline) -> StatusOr<std::optional<ClockProbeSample>> {
+    if (asked == answers.size()) return std::optional<ClockProbeSample>();
+    return std::optional<ClockProbeSample>(answers.at(asked++));
+  };
+  StatusOr<ClockOffset> off = MeasureClockOffset("h0", 4, later, two_then_silent);
+  REQUIRE(off.ok());
+  CHECK(off->offset_ns == kNsPerSec);
+  CHECK(off->probes == 2);
+
+  auto silent = [](Deadline) -> StatusOr<std::optional<ClockProbeSample>> {
+    return std::optional<ClockProbeSample>();
+  };
+  StatusOr<ClockOffset> none = MeasureClockOffset("h0", 4, later, silent);
+  CHECK(none.status().code() == Code::kDeadlineExceeded);
+  CHECK(none.status().ToString().find("no clock probe to h0") != std::string::npos);
+
+  int calls = 0;
+  auto gone = [&](Deadline) -> StatusOr<std::optional<ClockProbeSample>> {
+    ++calls;
+    return UnavailableError("agent h0 disconnected");
+  };
+  CHECK(MeasureClockOffset("h0", 4, later, gone).status().code() == Code::kUnavailable);
+  CHECK(calls == 1);
+  CHECK(MeasureClockOffset("h0", 4, Deadline::After(0), gone).status().code() ==
+        Code::kDeadlineExceeded);
+  CHECK(calls == 1);
+}
+
 TEST_CASE(
     "control: an agent process registers, reports its fingerprint, syncs its clock and obeys "
     "shutdown",

@@ -14,6 +14,7 @@
 #include "harness/agent/agent_session.h"
 #include "harness/control/auth.h"
 #include "harness/coordinator/control_server.h"
+#include "harness/coordinator/fan_out.h"
 #include "harness/proto/faultline.grpc.pb.h"
 #include "tests/test_util.h"
 
