@@ -12,6 +12,7 @@
 #include "common/narrate.h"
 #include "common/units.h"
 #include "harness/control/auth.h"
+#include "harness/coordinator/fan_out.h"
 #include "reports/store/fingerprint_tags.h"
 
 namespace fl::harness::run {

@@ -10,6 +10,7 @@
 #include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/clock.h"
 #include "common/units.h"
+#include "harness/coordinator/fan_out.h"
 #include "workloads/progress/formats.h"
 #include "workloads/worker_args.h"
 
