@@ -163,6 +163,8 @@ std::string SwitchPortTarget(const std::string& sw, const std::string& port);
 // has switches); else DefaultAgentFor.
 std::string InventoryAgentFor(const Inventory& inventory, const std::string& kind,
                               const std::string& target);
+// "rail1", "rail12": a rail target (NIC k of every host).
+bool IsRailName(std::string_view s);
 // What a host-side fault cannot be on real hosts: pfc_storm other than mode=frames (the stall
 // emulation acts on a switch port). InvalidArgument saying what to use instead.
 Status CheckHostSideFault(const std::string& kind,
@@ -190,7 +192,8 @@ class InventoryLab : public Lab {
   Status CheckFault(const std::string& kind,
                     const std::map<std::string, std::string>& params) const override;
   std::optional<LostAgent> PollLostAgent() override { return std::nullopt; }
-  void StopAgents(Deadline) override {}
+  // Real hosts' agents are not started by the lab: nothing to end.
+  Status StopAgents(Deadline) override { return OkStatus(); }
   Rendezvous RendezvousFor(const LabRun& run) const override;
   Status Teardown() override;
 

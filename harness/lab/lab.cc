@@ -12,8 +12,8 @@
 
 #include <cstdlib>
 
-#include "common/input_file.h"
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "common/unique_fd.h"
 #include "common/yaml_util.h"
 #include "harness/control/certs.h"

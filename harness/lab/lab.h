@@ -149,8 +149,10 @@ class Lab {
   };
   virtual std::vector<LabEvent> TakeEvents() { return {}; }
   // Ends the agents this lab started (after they were asked to shut down): waits up to the
-  // deadline, then ends them by pid (or cancels the Slurm step). Idempotent.
-  virtual void StopAgents(Deadline deadline) = 0;
+  // deadline, then ends them by pid (or cancels the Slurm step). Idempotent. Every agent is
+  // ended either way; the error names those that had to be (did not exit by the deadline) and
+  // a Slurm step still listed after its cancel.
+  [[nodiscard]] virtual Status StopAgents(Deadline deadline) = 0;
 
   virtual Rendezvous RendezvousFor(const LabRun& run) const = 0;
 

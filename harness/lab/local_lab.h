@@ -113,7 +113,7 @@ class LocalLab : public Lab, public injectors::Fabric {
   // switch, prefix, action add|delete, and the nexthop group id or gateway and device), read
   // from rtnetlink in each switch's namespace while this object has the lab up.
   std::vector<LabEvent> TakeEvents() override;
-  void StopAgents(Deadline deadline) override;
+  Status StopAgents(Deadline deadline) override;
   Rendezvous RendezvousFor(const LabRun& run) const override;
 
   // Fabric.

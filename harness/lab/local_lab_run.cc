@@ -160,13 +160,22 @@ std::optional<Lab::LostAgent> LocalLab::PollLostAgent() {
   return std::nullopt;
 }
 
-void LocalLab::StopAgents(Deadline deadline) {
+Status LocalLab::StopAgents(Deadline deadline) {
+  std::string late;
   for (AgentProc& a : agents_) {
     if (a.pid <= 0) continue;
-    if (!WaitExit(a.pid, deadline).ok()) Stop(a.pid, 5 * kNsPerSec);
+    if (!WaitExit(a.pid, deadline).ok()) {
+      ExitStatus e = Stop(a.pid, 5 * kNsPerSec);
+      late += (late.empty() ? "" : ", ") + a.name + " (pid " + std::to_string(a.pid) +
+              (e.term_signal ? ", ended by signal " + std::to_string(e.term_signal)
+                             : ", exit " + std::to_string(e.exit_code)) +
+              ")";
+    }
     a.pid = -1;
   }
   agents_.clear();
+  if (late.empty()) return OkStatus();
+  return DeadlineExceededError("agents that did not exit by the deadline were ended: " + late);
 }
 
 Rendezvous LocalLab::RendezvousFor(const LabRun& run) const {

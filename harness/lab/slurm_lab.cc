@@ -267,7 +267,8 @@ StatusOr<std::unique_ptr<SlurmLab>> SlurmLab::Create(SlurmLabConfig c) {
 SlurmLab::SlurmLab(SlurmLabConfig config) : cfg_(std::move(config)) { RebuildCatalog(); }
 
 SlurmLab::~SlurmLab() {
-  StopAgents(Deadline::After(10 * kNsPerSec));
+  if (Status st = StopAgents(Deadline::After(10 * kNsPerSec)); !st.ok())
+    std::fprintf(stderr, "[agents] %s\n", st.ToUserString().c_str());
   // A destructor cannot return it; Teardown logs what it cannot release.
   if (owns_allocation_) Teardown().IgnoreError();
 }
@@ -311,7 +312,8 @@ StatusOr<RunResult> SlurmLab::Tool(const std::vector<std::string>& argv, Nanos t
 }
 
 StatusOr<std::vector<std::string>> SlurmLab::Hostnames(const std::string& nodelist) const {
-  FL_ASSIGN_OR_RETURN(RunResult r, Tool({"scontrol", "show", "hostnames", nodelist}, kSlurmToolTimeout));
+  FL_ASSIGN_OR_RETURN(RunResult r,
+                      Tool({"scontrol", "show", "hostnames", nodelist}, kSlurmToolTimeout));
   if (r.exit_code != 0)
     return UnavailableError("slurm: scontrol show hostnames " + nodelist + ": " +
                             LastLine(r.err + r.out));
@@ -575,8 +577,8 @@ std::optional<Lab::LostAgent> SlurmLab::PollLostAgent() {
   return lost;
 }
 
-void SlurmLab::CancelSteps() {
-  if (job_id_.empty()) return;
+Status SlurmLab::CancelSteps() {
+  if (job_id_.empty()) return OkStatus();
   auto listed = [&] {
     std::vector<std::string> ids;
     auto r = Tool({"squeue", "-h", "-s", "-j", job_id_, "-o", "%i %j"}, kSlurmToolTimeout);
@@ -589,20 +591,22 @@ void SlurmLab::CancelSteps() {
     return ids;
   };
   std::vector<std::string> steps = listed();
-  if (steps.empty()) return;
+  if (steps.empty()) return OkStatus();
   // Each scancel is checked by the listing after it: the wait below says what is left.
   for (const auto& id : steps) Tool({"scancel", id}, kSlurmToolTimeout).status().IgnoreError();
   if (!WaitUntil([&] { return listed().empty(); }, Deadline::After(kCancelWait), 200 * kNsPerMs))
-    std::fprintf(stderr, "[agents] slurm: step %s of job %s still listed after scancel\n",
-                 step_name_.c_str(), job_id_.c_str());
+    return DeadlineExceededError("slurm: step " + step_name_ + " of job " + job_id_ +
+                                 " still listed after scancel");
+  return OkStatus();
 }
 
-void SlurmLab::StopAgents(Deadline deadline) {
+Status SlurmLab::StopAgents(Deadline deadline) {
   int pid;
   bool reaped;
+  Status result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (srun_pid_ < 0) return;
+    if (srun_pid_ < 0) return OkStatus();
     stopping_ = true;  // PollLostAgent no longer reaps: only this thread waits from here
     pid = srun_pid_;
     reaped = srun_exit_.has_value();
@@ -614,19 +618,23 @@ void SlurmLab::StopAgents(Deadline deadline) {
       ended = *e;
     } else {
       // srun forwards SIGTERM to the tasks and cancels the step; SIGKILL after the grace.
-      std::fprintf(stderr, "[agents] slurm: the agents' step outlived its deadline; ending srun\n");
       ended = Stop(pid, 10 * kNsPerSec, /*group=*/true);
+      result = DeadlineExceededError("slurm: the agents' step outlived its deadline: srun ended (" +
+                                     DescribeExit(ended) + ")");
     }
     std::lock_guard<std::mutex> lock(mu_);
     srun_exit_ = ended;
   }
-  CancelSteps();  // a step whose srun was killed stays until cancelled
+  // A step whose srun was killed stays until cancelled.
+  if (Status c = CancelSteps(); !c.ok() && result.ok()) result = c;
   std::lock_guard<std::mutex> lock(mu_);
   srun_pid_ = -1;
+  return result;
 }
 
 Status SlurmLab::Teardown() {
-  StopAgents(Deadline::After(10 * kNsPerSec));
+  if (Status st = StopAgents(Deadline::After(10 * kNsPerSec)); !st.ok())
+    std::fprintf(stderr, "[agents] %s\n", st.ToUserString().c_str());
   if (job_id_.empty()) return OkStatus();
   if (!owns_allocation_) {  // the caller's allocation stays
     job_id_.clear();

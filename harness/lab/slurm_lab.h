@@ -125,7 +125,7 @@ class SlurmLab : public Lab {
   // (One agent dying alone does not end the step, --kill-on-bad-exit=0: its loss shows as a
   // lapsed session.)
   std::optional<LostAgent> PollLostAgent() override;
-  void StopAgents(Deadline deadline) override;
+  Status StopAgents(Deadline deadline) override;
   Rendezvous RendezvousFor(const LabRun& run) const override;
   Status Teardown() override;
 
@@ -150,7 +150,7 @@ class SlurmLab : public Lab {
   StatusOr<std::string> Allocate(const LabRun& run);
   StatusOr<RunResult> Tool(const std::vector<std::string>& argv, Nanos timeout) const;
   bool JobListed(const std::string& id) const;
-  void CancelSteps();
+  Status CancelSteps();
 
   SlurmLabConfig cfg_;
   std::unique_ptr<harness::StaticFaultCatalog> catalog_;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/narrate.h"
+#include "harness/coordinator/fan_out.h"
 #include "harness/run/agents.h"
 #include "harness/run/fault_book.h"
 #include "harness/run/run_context.h"
@@ -35,7 +36,9 @@ void Teardown(RunContext& run, FaultBook& book, bool keep_run_dir) {
         },
         Deadline::After(15 * kNsPerSec));
   }
-  if (lab) lab->StopAgents(Deadline::After(10 * kNsPerSec));
+  if (lab)
+    if (Status st = lab->StopAgents(Deadline::After(10 * kNsPerSec)); !st.ok())
+      std::fprintf(stderr, "faultline run: stopping the agents: %s\n", st.ToUserString().c_str());
   if (session.server) session.server->Shutdown();
   if (session.rendezvous) session.rendezvous->Stop();
   if (lab) {
@@ -64,25 +67,38 @@ void Teardown(RunContext& run, FaultBook& book, bool keep_run_dir) {
 
 std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
   if (!reports::sql::IsPostgresTarget(db_path) && access(db_path.c_str(), F_OK) != 0) return {};
+  // Whatever it cannot do is said: a dead run left as "running" or its lab left up would
+  // otherwise go unnoticed until the next night finds the machine in use.
+  auto cannot = [&](const std::string& what, const Status& st) {
+    std::fprintf(stderr, "faultline: clean-up of dead runs in %s: cannot %s: %s\n", db_path.c_str(),
+                 what.c_str(), st.ToUserString().c_str());
+  };
   auto store = reports::Store::Open(db_path);
-  if (!store.ok()) return {};
+  if (!store.ok()) {
+    cannot("open the results", store.status());
+    return {};
+  }
   auto marked = (*store)->MarkDeadRunsAborted(run::CoordinatorHost());
-  if (!marked.ok()) return {};
+  if (!marked.ok()) {
+    cannot("mark the runs of dead coordinators aborted", marked.status());
+    return {};
+  }
   for (const auto& id : *marked) {
     std::fprintf(stderr,
                  "faultline: run %s was left running by a coordinator that died: marked aborted\n",
                  id.c_str());
-    auto removed = lab::RemoveLeftoverLab(run::RunIds::Of(id).lab_name);
-    if (!removed.ok() || *removed)
-      std::fprintf(stderr, "faultline: removed its lab %s%s\n",
-                   run::RunIds::Of(id).lab_name.c_str(),
-                   removed.ok() ? "" : (": " + removed.status().ToUserString()).c_str());
+    const run::RunIds ids = run::RunIds::Of(id);
+    auto removed = lab::RemoveLeftoverLab(ids.lab_name);
+    if (!removed.ok())
+      cannot("remove its lab " + ids.lab_name + " (`faultline lab down " + ids.lab_name + "`)",
+             removed.status());
+    else if (*removed)
+      std::fprintf(stderr, "faultline: removed its lab %s\n", ids.lab_name.c_str());
     // Its run directory (token, rendezvous store, sockets) went with nobody either.
     std::error_code ec;
-    std::filesystem::remove_all(run::RunIds::Of(id).run_dir, ec);
+    std::filesystem::remove_all(ids.run_dir, ec);
     if (ec)
-      std::fprintf(stderr, "faultline: could not remove its run directory: %s\n",
-                   ec.message().c_str());
+      cannot("remove its run directory " + ids.run_dir, ErrnoStatus(ec.value(), ec.message()));
   }
   return *marked;
 }

@@ -350,7 +350,7 @@ struct SlurmEnvFixture {
     CHECK(WaitUntil([&] { return !ProcessAlive(slurm.agent_step_pid()); },
                     Deadline::After(15 * kNsPerSec), 50 * kNsPerMs));
     CHECK_FALSE(slurm.PollLostAgent().has_value());
-    slurm.StopAgents(Deadline::After(30 * kNsPerSec));
+    CHECK(slurm.StopAgents(Deadline::After(30 * kNsPerSec)).ok());
     CHECK(slurm.agent_step_pid() == -1);
   }
 };
@@ -444,7 +444,8 @@ TEST_CASE("SlurmLab on a real Slurm: srun killed is a lost agent per node, the s
   CHECK(second->name == "h1");
   CHECK_FALSE(slurm.PollLostAgent().has_value());  // once per agent
   // StopAgents cancels the orphaned step: its agents end (SIGTERM from slurmstepd).
-  slurm.StopAgents(Deadline::After(5 * kNsPerSec));
+  Status stopped = slurm.StopAgents(Deadline::After(5 * kNsPerSec));
+  INFO(stopped.ToString());
   CHECK(WaitUntil([&] { return AgentPids(env.coordinator).empty(); },
                   Deadline::After(20 * kNsPerSec), 50 * kNsPerMs));
   CHECK(slurm.Teardown().ok());
