@@ -34,6 +34,7 @@ struct Config {
   int chunk = 256;
   size_t max_batch = BatchWriter::Options{}.max_batch;
   int64_t unbatched_rows = 2000;
+  int fault_rows = 200;  // per repetition: what one fault's inject or revert record costs
   std::string dir = std::filesystem::temp_directory_path().string();
   std::string postgres;  // a server's URI: PostgreSQL instead of SQLite files
 };
@@ -55,6 +56,7 @@ struct Db {
   std::string path;
   std::string pg_admin, pg_name;  // PostgreSQL: the server's URI and this repetition's database
   std::unique_ptr<Store> store;
+  std::string run_id;
   explicit Db(const Config& c, int rep) {
     const std::string name =
         "fl_bench_store_" + std::to_string(getpid()) + "_" + std::to_string(rep);
@@ -75,6 +77,7 @@ struct Db {
     store = std::move(s).value();
     RunRecord run;
     run.id = RunId();
+    run_id = run.id;
     run.scenario_name = "bench";
     run.start_wall_ns = WallNowNs();
     Check(store->CreateRun(run));
@@ -177,6 +180,43 @@ double Unbatched(const Config& c, int rep) {
   return static_cast<double>(c.unbatched_rows) * 1e9 / static_cast<double>(elapsed);
 }
 
+// The run's fault path (harness/run/fault_book.cc) writes a fault's row when it is injected
+// and again when it is reverted. Per call, in microseconds: Store::PutFault (a synchronous
+// upsert, what FinishInject did until issue 29) and BatchWriter::PushFault (what it does now:
+// the writer thread does the upsert). Appends each call's time to direct and queued.
+void FaultRows(const Config& c, int rep, std::vector<double>& direct, std::vector<double>& queued) {
+  Db db(c, rep);
+  auto w = BatchWriter::Open(db.path);
+  if (!w.ok()) Db::Die(w.status());
+  for (int i = 0; i < c.fault_rows; ++i) {
+    FaultRecord f;
+    f.run_id = db.run_id;
+    f.fault_id = "f" + std::to_string(i);
+    f.kind = "nic_port_flap";
+    f.target = "h0.nic0";
+    f.scheduled_wall_ns = WallNowNs();
+    f.effective_wall_ns = WallNowNs();
+    Nanos t0 = MonoNowNs();
+    Db::Check(db.store->PutFault(f));
+    direct.push_back(static_cast<double>(MonoNowNs() - t0) / 1e3);
+    f.reverted_wall_ns = WallNowNs();
+    f.revert_verified = true;
+    t0 = MonoNowNs();
+    Db::Check((*w)->PushFault(f, Deadline::After(10 * kNsPerSec)));
+    queued.push_back(static_cast<double>(MonoNowNs() - t0) / 1e3);
+  }
+  Db::Check((*w)->Close(Deadline::After(60 * kNsPerSec)));
+  auto faults = db.store->LoadFaults(db.run_id);
+  if (!faults.ok()) Db::Die(faults.status());
+  for (const FaultRecord& f : *faults)
+    if (!f.revert_verified) Db::Die(InternalError("a queued fault row was lost: " + f.fault_id));
+}
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
 int Main(int argc, char** argv) {
   Config c;
   CLI::App app{"Telemetry ingest into the results store, SQLite or PostgreSQL (rows/s)"};
@@ -188,6 +228,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-batch", c.max_batch, "rows per transaction")->check(CLI::PositiveNumber);
   app.add_option("--unbatched-rows", c.unbatched_rows, "rows per unbatched repetition (0: skip)");
+  app.add_option("--fault-rows", c.fault_rows,
+                 "fault rows per repetition, each written directly and queued (0: skip)");
   app.add_option("--dir", c.dir, "directory for the database files");
   app.add_option("--postgres", c.postgres,
                  "a PostgreSQL server's URI: ingest there (a fresh database per repetition)");
@@ -195,7 +237,9 @@ int Main(int argc, char** argv) {
 
   std::vector<double> batched;
   std::vector<double> unbatched;
+  std::vector<double> fault_direct, fault_queued;
   for (int r = 0; r < c.runs; ++r) {
+    if (c.fault_rows > 0) FaultRows(c, r, fault_direct, fault_queued);
     batched.push_back(Batched(c, r));
     if (c.unbatched_rows > 0) unbatched.push_back(Unbatched(c, r));
     std::fprintf(stderr, "run %d: batched %.0f rows/s", r + 1, batched.back());
@@ -213,6 +257,15 @@ int Main(int argc, char** argv) {
                 c.producers, c.chunk, c.max_batch);
   row(mode, c.rows / c.producers * c.producers, batched);
   if (!unbatched.empty()) row("one row per transaction", c.unbatched_rows, unbatched);
+  if (!fault_direct.empty()) {
+    std::printf(
+        "\n| a fault row on the fault path | calls | median us | p99 us | max us |\n"
+        "|---|---|---|---|---|\n");
+    for (auto [name, v] : {std::pair{"Store::PutFault (synchronous upsert)", &fault_direct},
+                           std::pair{"BatchWriter::PushFault (queued)", &fault_queued}})
+      std::printf("| %s | %zu | %.1f | %.1f | %.1f |\n", name, v->size(), Percentile(*v, 0.5),
+                  Percentile(*v, 0.99), *std::max_element(v->begin(), v->end()));
+  }
   return 0;
 }
 

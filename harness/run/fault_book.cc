@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/units.h"
+#include "harness/coordinator/fan_out.h"
 #include "harness/run/job.h"
 #include "reports/metrics/metrics.h"
 
@@ -98,7 +99,7 @@ Status FaultBook::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
   Status st = AckStatus(ack);
   if (!st.ok()) {
     f.failed = true;
-    run_.results.Keep(run_.results.store->PutFault(f.record), "fault record " + f.plan.id);
+    run_.results.PutFault(f.record);
     return st.Prepend("fault " + f.plan.id + " (" + f.plan.kind + " on " + f.plan.target + ")");
   }
   const Nanos off = run_.session.OffsetOf(f.agent);
@@ -109,7 +110,7 @@ Status FaultBook::FinishInject(ActiveFault& f, StatusOr<pb::Ack> ack) {
   if (f.plan.duration_ns > 0)
     f.revert_at_mono =
         MonoNowNs() + f.plan.duration_ns - (WallNowNs() - *f.record.effective_wall_ns);
-  FL_RETURN_IF_ERROR(run_.results.store->PutFault(f.record));
+  run_.results.PutFault(f.record);
   return OkStatus();
 }
 
@@ -175,7 +176,7 @@ Status FaultBook::FinishRevert(ActiveFault& f, StatusOr<pb::Ack> ack) {
   f.record.reverted_wall_ns = st.ok() && ack->effective_wall_ns()
                                   ? ack->effective_wall_ns() - run_.session.OffsetOf(f.agent)
                                   : WallNowNs();
-  run_.results.Keep(run_.results.store->PutFault(f.record), "fault record " + f.plan.id);
+  run_.results.PutFault(f.record);
   if (st.ok())
     say_("[fault] " + f.plan.id + " reverted after " +
              FormatDuration(*f.record.reverted_wall_ns -
@@ -267,7 +268,7 @@ void FaultBook::RevertedFromJournal(const std::string& host,
     f.record.reverted_wall_ns = WallNowNs();
     f.record.revert_verified =
         std::find(reverted.begin(), reverted.end(), f.handle_id) != reverted.end();
-    run_.results.Keep(run_.results.store->PutFault(f.record), "fault record " + f.plan.id);
+    run_.results.PutFault(f.record);
   }
 }
 

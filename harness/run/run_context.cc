@@ -56,6 +56,11 @@ void Results::PushEvent(reports::EventRecord e) {
   if (writer && !writer->Push(std::move(e), Deadline::After(kNsPerSec)).ok()) dropped_telemetry++;
 }
 
+void Results::PutFault(const reports::FaultRecord& f) {
+  Status st = writer ? writer->PushFault(f, Deadline::After(5 * kNsPerSec)) : store->PutFault(f);
+  Keep(st, "fault record " + f.fault_id);
+}
+
 std::vector<std::string> Results::Lost() const {
   std::lock_guard lock(lost_mu_);
   return lost_;

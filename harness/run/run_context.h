@@ -81,6 +81,9 @@ class Results {
   void Keep(const Status& st, const std::string& what);
   // An event row, through the writer (counted as dropped when it would not take it).
   void PushEvent(reports::EventRecord e);
+  // A fault's row, through the writer in order with the rest (no database write on the fault
+  // path); straight to the store before the writer exists. A failure is kept (Keep).
+  void PutFault(const reports::FaultRecord& f);
   std::vector<std::string> Lost() const;
 
  private:

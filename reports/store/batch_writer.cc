@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "reports/store/fault_rows.h"
 #include "reports/store/sql.h"
 #include "reports/store/store.h"
 
@@ -61,8 +62,11 @@ struct BatchWriter::Impl {
     for (const Row& row : rows) {
       Status s = std::visit(
           [&](const auto& r) -> Status {
-            if constexpr (std::is_same_v<std::decay_t<decltype(r)>, NicSampleRecord>)
+            using R = std::decay_t<decltype(r)>;
+            if constexpr (std::is_same_v<R, NicSampleRecord>)
               return nic_inserter->Insert(r);
+            else if constexpr (std::is_same_v<R, FaultRecord>)
+              return UpsertFault(*db, r);
             else
               return inserter->Insert(r);
           },
@@ -203,6 +207,12 @@ Status BatchWriter::PushEvents(std::span<const EventRecord> events, Deadline dea
 
 Status BatchWriter::PushNicSamples(std::span<const NicSampleRecord> nics, Deadline deadline) {
   std::deque<Row> rows(nics.begin(), nics.end());
+  return PushRows(std::move(rows), deadline);
+}
+
+Status BatchWriter::PushFault(FaultRecord fault, Deadline deadline) {
+  std::deque<Row> rows;
+  rows.emplace_back(std::move(fault));
   return PushRows(std::move(rows), deadline);
 }
 

@@ -1,9 +1,9 @@
 // BatchWriter: the single writer of high-rate telemetry (samples, events and NIC counter
-// readings) into the results
-// store. Producers (the coordinator's per-agent stream handlers) Push rows into a bounded
-// queue; one writer thread drains it and inserts up to Options::max_batch rows per
-// transaction on its own SQLite connection (samples as sample blocks, store.h). One transaction per
-// batch instead of per row is what makes ingest fast (docs/store.md, bench/store_ingest.cc).
+// readings) and of the run's fault rows into the results store. Producers (the coordinator's
+// per-agent stream handlers) Push rows into a bounded queue; one writer thread drains it and
+// inserts up to Options::max_batch rows per transaction on its own SQLite connection (samples as
+// sample blocks, store.h). One transaction per batch instead of per row is what makes ingest fast
+// (docs/store.md, bench/store_ingest.cc).
 //
 // Thread-safety: Push, Flush, Stats and Close may be called from any thread concurrently.
 // Ownership: the writer owns its connection and thread; rows are copied in.
@@ -67,6 +67,9 @@ class BatchWriter {
   [[nodiscard]] Status PushSamples(std::span<const SampleRecord> samples, Deadline deadline);
   [[nodiscard]] Status PushEvents(std::span<const EventRecord> events, Deadline deadline);
   [[nodiscard]] Status PushNicSamples(std::span<const NicSampleRecord> nics, Deadline deadline);
+  // A fault's row (inserted, or updated as it is injected and reverted: fault_rows.h), in
+  // order with everything else pushed: the run's fault path does no database write itself.
+  [[nodiscard]] Status PushFault(FaultRecord fault, Deadline deadline);
 
   // Waits until everything pushed before this call is committed. DeadlineExceeded on
   // timeout; the sticky write error if one happened.
@@ -79,7 +82,7 @@ class BatchWriter {
   Stats GetStats() const;
 
  private:
-  using Row = std::variant<SampleRecord, EventRecord, NicSampleRecord>;
+  using Row = std::variant<SampleRecord, EventRecord, NicSampleRecord, FaultRecord>;
   struct Impl;
   explicit BatchWriter(std::unique_ptr<Impl> impl);
   Status PushRows(std::deque<Row>&& rows, Deadline deadline);

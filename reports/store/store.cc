@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "common/log.h"
+#include "reports/store/fault_rows.h"
 #include "reports/store/replace_rows.h"
 #include "reports/store/schema.h"
 
@@ -281,31 +282,7 @@ Status Store::PutHost(const HostRecord& h) {
 
 Status Store::PutFault(const FaultRecord& f) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(
-      auto st,
-      db_->Prepare("INSERT INTO faults (run_id, fault_id, kind, target, params_json, "
-                   "scheduled_wall_ns, requested_wall_ns, effective_wall_ns, reverted_wall_ns, "
-                   "revert_verified, anchor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                   "?11) ON CONFLICT (run_id, fault_id) DO UPDATE SET kind = excluded.kind, "
-                   "target = excluded.target, params_json = excluded.params_json, "
-                   "scheduled_wall_ns = excluded.scheduled_wall_ns, requested_wall_ns = "
-                   "excluded.requested_wall_ns, effective_wall_ns = excluded.effective_wall_ns, "
-                   "reverted_wall_ns = excluded.reverted_wall_ns, revert_verified = "
-                   "excluded.revert_verified, anchor = excluded.anchor"));
-  std::optional<int64_t> verified;
-  if (f.revert_verified) verified = *f.revert_verified ? 1 : 0;
-  st.Bind(1, f.run_id)
-      .Bind(2, f.fault_id)
-      .Bind(3, f.kind)
-      .Bind(4, f.target)
-      .Bind(5, f.params_json)
-      .Bind(6, f.scheduled_wall_ns)
-      .Bind(7, f.requested_wall_ns)
-      .Bind(8, f.effective_wall_ns)
-      .Bind(9, f.reverted_wall_ns)
-      .Bind(10, verified)
-      .Bind(11, f.anchor);
-  return st.Run();
+  return UpsertFault(*db_, f);
 }
 
 template <typename Row>

@@ -139,6 +139,35 @@ TEST_CASE("batch writer: everything pushed is committed by Flush", "[unit]") {
         Code::kFailedPrecondition);
 }
 
+TEST_CASE("batch writer: a fault's rows are written in the order pushed, the last one wins",
+          "[unit]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/r.db";
+  auto store = OpenWithRun(path);
+  auto w = BatchWriter::Open(path);
+  REQUIRE(w.ok());
+  FaultRecord f;
+  f.run_id = "r1";
+  f.fault_id = "f0";
+  f.kind = "nic_port_flap";
+  f.target = "h0.nic0";
+  f.scheduled_wall_ns = kT0;
+  REQUIRE((*w)->PushFault(f, Deadline::After(kNsPerSec)).ok());  // planned
+  f.effective_wall_ns = kT0 + 5 * kNsPerMs;
+  REQUIRE((*w)->PushFault(f, Deadline::After(kNsPerSec)).ok());  // injected
+  REQUIRE((*w)->Push(Sample(0, 1), Deadline::After(kNsPerSec)).ok());
+  f.reverted_wall_ns = kT0 + kNsPerSec;
+  f.revert_verified = true;
+  REQUIRE((*w)->PushFault(f, Deadline::After(kNsPerSec)).ok());  // reverted
+  REQUIRE((*w)->Flush(Deadline::After(10 * kNsPerSec)).ok());
+  auto faults = store->LoadFaults("r1");
+  REQUIRE(faults.ok());
+  REQUIRE(faults->size() == 1);
+  CHECK((*faults)[0] == f);
+  CHECK(SampleCount(path) == 1);
+  CHECK((*w)->GetStats().committed_rows == 4);
+}
+
 TEST_CASE("batch writer: concurrent producers lose and duplicate nothing", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("results.db");
