@@ -35,36 +35,60 @@ Status TooLarge(const std::string& path, InputKind kind, const std::string& size
 
 size_t InputCap(InputKind kind) {
   switch (kind) {
-    case InputKind::kScenario: return 4 * kMiB;
-    case InputKind::kTopology: return 4 * kMiB;
-    case InputKind::kLabFile: return 16 * kMiB;
-    case InputKind::kInventory: return 16 * kMiB;
-    case InputKind::kSuite: return 4 * kMiB;
-    case InputKind::kPolicy: return 1 * kMiB;
-    case InputKind::kSwitchPreset: return 1 * kMiB;
-    case InputKind::kJournal: return 1 * kMiB;
-    case InputKind::kLabState: return 16 * kMiB;
-    case InputKind::kCertificate: return 256 * kKiB;
-    case InputKind::kToken: return 64 * kKiB;
-    case InputKind::kJobOutput: return 64 * kMiB;
+    case InputKind::kScenario:
+      return 4 * kMiB;
+    case InputKind::kTopology:
+      return 4 * kMiB;
+    case InputKind::kLabFile:
+      return 16 * kMiB;
+    case InputKind::kInventory:
+      return 16 * kMiB;
+    case InputKind::kSuite:
+      return 4 * kMiB;
+    case InputKind::kPolicy:
+      return 1 * kMiB;
+    case InputKind::kSwitchPreset:
+      return 1 * kMiB;
+    case InputKind::kJournal:
+      return 1 * kMiB;
+    case InputKind::kLabState:
+      return 16 * kMiB;
+    case InputKind::kCertificate:
+      return 256 * kKiB;
+    case InputKind::kToken:
+      return 64 * kKiB;
+    case InputKind::kJobOutput:
+      return 64 * kMiB;
   }
   return 1 * kMiB;
 }
 
 std::string_view InputKindName(InputKind kind) {
   switch (kind) {
-    case InputKind::kScenario: return "scenario";
-    case InputKind::kTopology: return "topology";
-    case InputKind::kLabFile: return "lab file";
-    case InputKind::kInventory: return "inventory";
-    case InputKind::kSuite: return "suite";
-    case InputKind::kPolicy: return "policy";
-    case InputKind::kSwitchPreset: return "switch preset";
-    case InputKind::kJournal: return "journal entry";
-    case InputKind::kLabState: return "lab state file";
-    case InputKind::kCertificate: return "certificate or key";
-    case InputKind::kToken: return "token file";
-    case InputKind::kJobOutput: return "job output";
+    case InputKind::kScenario:
+      return "scenario";
+    case InputKind::kTopology:
+      return "topology";
+    case InputKind::kLabFile:
+      return "lab file";
+    case InputKind::kInventory:
+      return "inventory";
+    case InputKind::kSuite:
+      return "suite";
+    case InputKind::kPolicy:
+      return "policy";
+    case InputKind::kSwitchPreset:
+      return "switch preset";
+    case InputKind::kJournal:
+      return "journal entry";
+    case InputKind::kLabState:
+      return "lab state file";
+    case InputKind::kCertificate:
+      return "certificate or key";
+    case InputKind::kToken:
+      return "token file";
+    case InputKind::kJobOutput:
+      return "job output";
   }
   return "file";
 }

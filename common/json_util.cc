@@ -1,5 +1,5 @@
-#include "common/input_file.h"
 #include "common/json_util.h"
+#include "common/input_file.h"
 
 #include "common/file_util.h"
 

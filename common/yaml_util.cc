@@ -1,5 +1,5 @@
-#include "common/input_file.h"
 #include "common/yaml_util.h"
+#include "common/input_file.h"
 
 #include <cstdio>
 

@@ -14,8 +14,8 @@
 #include "harness/agent/agent_session.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
-#include "harness/control/clear_dial.h"
 #include "harness/control/certs.h"
+#include "harness/control/clear_dial.h"
 #include "injectors/journal.h"
 
 namespace {
@@ -121,7 +121,7 @@ int AgentMain(int argc, char** argv) {
     }
     if (!local)
       FL_LOG(kWarn, "agent") << "--insecure: no TLS; the token goes in clear to "
-                                << opts.coordinator;
+                             << opts.coordinator;
   }
   if (std::string p = BoundsProblem("--connect-timeout (seconds)", connect_timeout_s, 0.1, 3600.0);
       !p.empty()) {

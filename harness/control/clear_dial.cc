@@ -17,14 +17,13 @@ std::string HostOf(const std::string& host_port) {
   }
   size_t colon = host_port.rfind(':');
   // One colon: host:port. More: a bare IPv6 address.
-  if (colon != std::string::npos && host_port.find(':') == colon)
-    return host_port.substr(0, colon);
+  if (colon != std::string::npos && host_port.find(':') == colon) return host_port.substr(0, colon);
   return host_port;
 }
 
 bool LocalV4(uint32_t addr_host_order) {
-  if ((addr_host_order >> 24) == 127) return true;                 // 127.0.0.0/8
-  return (addr_host_order & 0xFFFE0000u) == 0xC6120000u;           // 198.18.0.0/15
+  if ((addr_host_order >> 24) == 127) return true;        // 127.0.0.0/8
+  return (addr_host_order & 0xFFFE0000u) == 0xC6120000u;  // 198.18.0.0/15
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "common/input_file.h"
 #include "common/file_util.h"
 #include "common/ids.h"
+#include "common/input_file.h"
 #include "common/units.h"
 #include "harness/suite/suite_runner.h"
 #include "reports/compare/run_metrics.h"

@@ -21,8 +21,7 @@ struct TempDir {
     path = tmpl;
   }
   ~TempDir() {
-    for (const char* f : {"/ok.yaml", "/fifo", "/sock", "/big.yaml"})
-      unlink((path + f).c_str());
+    for (const char* f : {"/ok.yaml", "/fifo", "/sock", "/big.yaml"}) unlink((path + f).c_str());
     rmdir(path.c_str());
   }
   std::string path;
@@ -83,10 +82,10 @@ TEST_CASE("input file: a file over its kind's cap is refused with the sizes", "[
 }
 
 TEST_CASE("input file: every kind has a name and a cap", "[unit]") {
-  for (InputKind k : {InputKind::kScenario, InputKind::kTopology, InputKind::kLabFile, InputKind::kInventory,
-                      InputKind::kSuite, InputKind::kPolicy, InputKind::kSwitchPreset,
-                      InputKind::kJournal, InputKind::kLabState, InputKind::kCertificate,
-                      InputKind::kToken, InputKind::kJobOutput}) {
+  for (InputKind k :
+       {InputKind::kScenario, InputKind::kTopology, InputKind::kLabFile, InputKind::kInventory,
+        InputKind::kSuite, InputKind::kPolicy, InputKind::kSwitchPreset, InputKind::kJournal,
+        InputKind::kLabState, InputKind::kCertificate, InputKind::kToken, InputKind::kJobOutput}) {
     CHECK(InputCap(k) >= 64 * 1024);
     CHECK(InputKindName(k) != "file");
   }

@@ -89,9 +89,10 @@ std::string Capture(int listener, Nanos for_ns) {
   return got;
 }
 
-TEST_CASE("agent of no site: no token in clear to an address that is not loopback or a lab's - "
-          "--insecure sends it and says so",
-          "[.root][integration]") {
+TEST_CASE(
+    "agent of no site: no token in clear to an address that is not loopback or a lab's - "
+    "--insecure sends it and says so",
+    "[.root][integration]") {
   TempDir dir("fl_clear");
   Netns ns;
   int port = 0;
@@ -103,9 +104,14 @@ TEST_CASE("agent of no site: no token in clear to an address that is not loopbac
   const std::string coordinator = std::string(kAddr) + ":" + std::to_string(port);
   auto agent = [&](bool insecure, const std::string& log) {
     std::vector<std::string> argv = {std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
-                                     "--coordinator", coordinator, "--token-file",
-                                     dir.path() + "/token", "--host", "h0",
-                                     "--connect-timeout", "3"};
+                                     "--coordinator",
+                                     coordinator,
+                                     "--token-file",
+                                     dir.path() + "/token",
+                                     "--host",
+                                     "h0",
+                                     "--connect-timeout",
+                                     "3"};
     if (insecure) argv.push_back("--insecure");
     ChildProcess::Options o;
     o.out = dir.path() + "/" + log;

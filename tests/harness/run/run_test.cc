@@ -601,9 +601,10 @@ TEST_CASE("faultline run: a bad --lease or a 4e9-firing fault exits 2 and create
 
 // Issue 29: the loaders read endless input (/dev/zero, /dev/urandom) until memory ran out, and
 // a FIFO with no writer forever. Every file from outside is read through ReadInputFile now.
-TEST_CASE("faultline: a device, a FIFO or an endless file as scenario, topology or lab exits 2 "
-          "at once, naming it",
-          "[.root][integration]") {
+TEST_CASE(
+    "faultline: a device, a FIFO or an endless file as scenario, topology or lab exits 2 "
+    "at once, naming it",
+    "[.root][integration]") {
   TempDir dir("fl_run");
   const std::string db = dir.path() + "/r.db";
   const std::string fifo = dir.path() + "/scenario.fifo";
