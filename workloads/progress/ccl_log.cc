@@ -20,7 +20,6 @@ using internal::Trim;
 
 constexpr size_t kMaxDetail = 512;
 
-
 template <size_t N>
 bool ContainsAny(std::string_view s, const std::array<std::string_view, N>& words) {
   for (std::string_view w : words) {

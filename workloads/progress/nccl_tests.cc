@@ -23,7 +23,6 @@ constexpr double kMaxTimeUs = 1e12;
 // Bandwidths past this (GB/s) are garbage, not a result.
 constexpr double kMaxBandwidthGbs = 1e9;
 
-
 // mpirun --tag-output prefixes every line with "[1,0]<stdout>:" (and srun -l with "0: ").
 std::string_view StripLauncherTag(std::string_view line) {
   if (StartsWith(line, "[")) {
