@@ -259,7 +259,9 @@ TEST_CASE("tcp store: a Get ends at its deadline, across several server waits", 
   CHECK_THAT(g.status().message(), Catch::Contains("job/never"));
   CHECK(took >= 440 * kNsPerMs);
   CHECK(took < 3 * kNsPerSec);
-  CHECK(srv->stats().gets >= 4);
+  // More than one kGet: the wait was cut into chunks. Not 4: under ASan on 2 busy cores a
+  // round trip can take most of a 100 ms chunk (CI run of stop 35's tree: 3).
+  CHECK(srv->stats().gets >= 2);
   // A deadline already past still asks once.
   REQUIRE(c.Set("job/now", "1").ok());
   auto now = c.Get("job/now", Deadline::After(0));
