@@ -275,6 +275,35 @@ bool NoRankCgroups(const std::string& lab) {
   return !any;
 }
 
+// Issue 29: two labs at once left an empty faultline cgroup behind. Two runs on two labs of
+// this machine, started together, each with its own fault; whichever ends first, nothing of
+// either is left: no namespace, no cgroup of either lab, no faultline cgroup folder.
+TEST_CASE("faultline run: two runs at once on two labs pass and leave nothing behind",
+          "[.root][integration]") {
+  auto before = Netns();
+  TempDir a("fl_run_a"), b("fl_run_b");
+  std::string sa = WriteScenario(
+      a.path(), WriteLab(a.path()), "3s",
+      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 800ms\n");
+  std::string sb = WriteScenario(
+      b.path(), WriteLab(b.path()), "5s",
+      "  - kind: nic_port_flap\n    target: h1.nic0\n    at: 700ms\n    duration: 800ms\n");
+  Faultline fa({"run", sa, "--db", a.path() + "/r.db"}, a.path());
+  Faultline fb({"run", sb, "--db", b.path() + "/r.db"}, b.path());
+  auto ra = fa.Wait(Deadline::After(180 * kNsPerSec));
+  auto rb = fb.Wait(Deadline::After(180 * kNsPerSec));
+  INFO(fa.err() << "\n---\n" << fb.err());
+  REQUIRE(ra.has_value());
+  REQUIRE(rb.has_value());
+  CHECK(*ra == 0);
+  CHECK(*rb == 0);
+  CHECK(Netns() == before);
+  auto cgroot = injectors::Cgroup2Root();
+  REQUIRE(cgroot.ok());
+  // No other lab of this machine is up while root tests run (they run one at a time).
+  CHECK(access((*cgroot + "/faultline").c_str(), F_OK) != 0);
+}
+
 TEST_CASE(
     "faultline run: SIGKILL of the coordinator leaves nothing applied, the next command marks the "
     "run aborted",
