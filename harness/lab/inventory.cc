@@ -1,24 +1,18 @@
 #include "harness/lab/inventory.h"
 
 #include <arpa/inet.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "common/file_util.h"
 #include "common/input_file.h"
-#include "common/narrate.h"
 #include "common/yaml_util.h"
-#include "harness/control/certs.h"
 #include "harness/lab/lab_catalog.h"
 #include "harness/lab/slurm_lab.h"
 #include "harness/lab/topology.h"
 #include "injectors/injector.h"
-#include "injectors/journal.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/sys.h"
 

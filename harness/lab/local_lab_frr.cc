@@ -3,17 +3,14 @@
 #include "harness/lab/local_lab.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -21,25 +18,19 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <thread>
 #include <utility>
 
 #include "common/file_util.h"
-#include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/log.h"
 #include "common/process.h"
 #include "common/units.h"
 #include "harness/lab/local_lab_internal.h"
-#include "harness/lab/switch_shim.h"
 #include "injectors/journal.h"
-#include "injectors/netlink.h"
-#include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/tc_nft.h"
 
 namespace fl::lab {

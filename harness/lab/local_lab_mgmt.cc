@@ -3,30 +3,20 @@
 #include "harness/lab/local_lab.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <set>
-#include <thread>
 #include <utility>
 
 #include "common/file_util.h"
@@ -37,10 +27,7 @@
 #include "common/units.h"
 #include "harness/lab/local_lab_internal.h"
 #include "harness/lab/switch_shim.h"
-#include "injectors/journal.h"
-#include "injectors/netlink.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
-#include "injectors/tc_nft.h"
 
 namespace fl::lab {
 
