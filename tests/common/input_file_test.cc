@@ -10,36 +10,26 @@
 #include <cstring>
 
 #include "common/file_util.h"
+#include "tests/test_util.h"
 
 namespace fl {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/fl_input_test_XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    for (const char* f : {"/ok.yaml", "/fifo", "/sock", "/big.yaml"}) unlink((path + f).c_str());
-    rmdir(path.c_str());
-  }
-  std::string path;
-};
+using testing::TempDir;
 
 TEST_CASE("input file: a regular file is read whole", "[unit]") {
-  TempDir d;
-  REQUIRE(WriteFileAtomic(d.path + "/ok.yaml", "name: x\n").ok());
-  auto text = ReadInputFile(d.path + "/ok.yaml", InputKind::kScenario);
+  TempDir d("fl_input_test");
+  REQUIRE(WriteFileAtomic(d.path() + "/ok.yaml", "name: x\n").ok());
+  auto text = ReadInputFile(d.path() + "/ok.yaml", InputKind::kScenario);
   REQUIRE(text.ok());
   CHECK(*text == "name: x\n");
-  CHECK(ReadInputFile(d.path + "/missing", InputKind::kScenario).status().code() ==
+  CHECK(ReadInputFile(d.path() + "/missing", InputKind::kScenario).status().code() ==
         Code::kNotFound);
 }
 
 TEST_CASE("input file: devices, FIFOs, sockets and directories are refused, naming them",
           "[unit]") {
-  TempDir d;
+  TempDir d("fl_input_test");
   auto refused = [](const std::string& path, std::string_view what) {
     auto r = ReadInputFile(path, InputKind::kTopology);
     INFO(path << ": " << (r.ok() ? std::string("read") : r.status().ToString()));
@@ -51,15 +41,15 @@ TEST_CASE("input file: devices, FIFOs, sockets and directories are refused, nami
   };
   refused("/dev/zero", "character device");
   refused("/dev/urandom", "character device");
-  refused(d.path, "directory");
+  refused(d.path(), "directory");
   // A FIFO with no writer: refused at once, not waited on.
-  REQUIRE(mkfifo((d.path + "/fifo").c_str(), 0600) == 0);
-  refused(d.path + "/fifo", "FIFO");
+  REQUIRE(mkfifo((d.path() + "/fifo").c_str(), 0600) == 0);
+  refused(d.path() + "/fifo", "FIFO");
   int s = socket(AF_UNIX, SOCK_STREAM, 0);
   REQUIRE(s >= 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  const std::string sock = d.path + "/sock";
+  const std::string sock = d.path() + "/sock";
   std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
   REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   // A socket file cannot be opened; the error still names it.
@@ -70,8 +60,8 @@ TEST_CASE("input file: devices, FIFOs, sockets and directories are refused, nami
 }
 
 TEST_CASE("input file: a file over its kind's cap is refused with the sizes", "[unit]") {
-  TempDir d;
-  const std::string big = d.path + "/big.yaml";
+  TempDir d("fl_input_test");
+  const std::string big = d.path() + "/big.yaml";
   REQUIRE(WriteFileAtomic(big, std::string(InputCap(InputKind::kPolicy) + 1, '#')).ok());
   auto r = ReadInputFile(big, InputKind::kPolicy);
   REQUIRE_FALSE(r.ok());
