@@ -1,6 +1,6 @@
 // The engine's internals (engine.h has the contract; docs/ftccl.md the design), shared by its
 // parts and included by them only:
-//   engine.cc       the public API, Init/Flush/Stop, waits for completions, user ops, the dump
+//   engine_api.cc   the public API, Init/Flush/Stop, waits for completions, user ops, the dump
 //   channel.cc      channel state: connect, handshake, up, fail (requeue), accept, link changes
 //   data_path.cc    chunks on a channel: pulling from the window, writing and reading frames,
 //                   exactly-once apply into posted buffers, acks, arrival actions
