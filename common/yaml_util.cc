@@ -1,6 +1,7 @@
 #include "common/yaml_util.h"
 #include "common/input_file.h"
 
+#include <atomic>
 #include <cstdio>
 
 #include "common/file_util.h"
@@ -13,7 +14,14 @@ StatusOr<YamlDoc> YamlDoc::LoadFile(const std::string& path, InputKind kind) {
   return Parse(text, path);
 }
 
+namespace {
+std::atomic<uint64_t> parse_count{0};
+}  // namespace
+
+uint64_t YamlDoc::ParseCount() { return parse_count.load(std::memory_order_relaxed); }
+
 StatusOr<YamlDoc> YamlDoc::Parse(std::string_view text, std::string name) {
+  parse_count.fetch_add(1, std::memory_order_relaxed);
   try {
     YAML::Node root = YAML::Load(std::string(text));
     return YamlDoc(std::move(name), std::string(text), std::move(root));

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -58,6 +59,9 @@ class YamlDoc {
   static StatusOr<YamlDoc> LoadFile(const std::string& path, InputKind kind);
   // name is what errors call the input (a path, or "<inline>").
   static StatusOr<YamlDoc> Parse(std::string_view text, std::string name);
+  // How many documents this process has parsed (Parse and LoadFile): tests check with it that
+  // a loader parses its file once.
+  static uint64_t ParseCount();
 
   const YAML::Node& root() const { return root_; }
   const std::string& name() const { return name_; }

@@ -14,7 +14,6 @@
 #include "common/input_file.h"
 #include "common/json_util.h"
 #include "common/log.h"
-#include "injectors/injection.h"
 #include "injectors/sys.h"
 
 namespace fl::injectors {
@@ -112,70 +111,6 @@ StatusOr<std::vector<JournalEntry>> FaultJournal::List(std::vector<std::string>*
     entries.push_back(std::move(*e));
   }
   return entries;
-}
-
-namespace {
-
-// Renames a corrupt entry out of the journal's way; returns where it went.
-StatusOr<std::string> MoveAside(const std::string& path) {
-  std::string dest = path + ".corrupt";
-  struct stat st;
-  if (lstat(dest.c_str(), &st) == 0) dest += "." + std::to_string(WallNowNs());
-  if (rename(path.c_str(), dest.c_str()) != 0) return ErrnoStatus(errno, "rename " + path);
-  return dest;
-}
-
-}  // namespace
-
-RecoveryReport FaultJournal::RecoverDead(const InjectorRegistry& registry, bool include_live) {
-  RecoveryReport report;
-  std::vector<std::string> errors;
-  std::vector<CorruptEntry> corrupt;
-  auto entries = List(&errors, &corrupt);
-  for (auto& e : errors) report.failed.push_back(e);
-  for (const auto& c : corrupt) {
-    auto dest = MoveAside(c.path);
-    if (!dest.ok()) {
-      report.failed.push_back(c.error +
-                              "; could not move it aside: " + dest.status().ToUserString());
-      continue;
-    }
-    FL_LOG(kError, "inject") << "corrupt journal entry " << c.error << "; moved aside to " << *dest
-                             << " (the fault it recorded, if any, was not reverted)";
-    report.corrupt.push_back(c.error + "; moved aside to " + *dest);
-  }
-  if (!entries.ok()) {
-    report.failed.push_back(entries.status().ToUserString());
-    return report;
-  }
-  for (auto& e : *entries) {
-    bool mine = e.owner_pid == getpid();
-    if (!include_live && (mine || ProcessAlive(e.owner_pid, e.owner_start))) {
-      report.skipped.push_back(e.handle.id);
-      continue;
-    }
-    auto injector = registry.Create(e.handle.spec.kind);
-    if (!injector.ok()) {
-      report.failed.push_back(e.handle.id + ": " + injector.status().ToUserString());
-      continue;
-    }
-    FL_LOG(kInfo, "inject") << "recovering fault " << e.handle.id << " (" << e.handle.spec.kind
-                            << " on " << e.handle.spec.target << ") left by pid " << e.owner_pid;
-    Status s;
-    try {
-      s = RevertFault(**injector, e.handle, this);
-    } catch (const std::exception& ex) {
-      // A well-formed entry whose injector-specific state confused the injector: reported,
-      // left in place; the next entry is still recovered.
-      s = InternalError(std::string("revert threw: ") + ex.what());
-    }
-    if (s.ok()) {
-      report.reverted.push_back(e.handle.id);
-    } else {
-      report.failed.push_back(e.handle.id + ": " + s.ToUserString());
-    }
-  }
-  return report;
 }
 
 }  // namespace fl::injectors

@@ -4,14 +4,14 @@
 // Rules: an entry is written (fsynced, atomically) before the fault is applied, updated once
 // it is effective, and removed only after its revert has been verified. Each entry names its
 // owner (pid and start time, so a recycled pid is not mistaken for it). A process that finds
-// entries whose owner is dead reverts them (RecoverDead), e.g. `faultline lab recover` or an
+// entries whose owner is dead reverts them (journal_recovery.h RecoverDeadFaults), e.g. `faultline lab recover` or an
 // agent at start-up.
 //
 // Layout: DIR/<fault id>.json, one file per fault. DIR defaults to
 // $FAULTLINE_STATE_DIR/journal, $FAULTLINE_STATE_DIR defaulting to /run/faultline.
 //
 // Bad entries: each entry is checked field by field (ParseJournalEntry: types, ranges, a safe
-// id that matches the file name). RecoverDead renames a corrupt entry to
+// id that matches the file name). RecoverDeadFaults renames a corrupt entry to
 // DIR/<name>.json.corrupt (out of the way of later recoveries, kept for the operator), names
 // it in the report and goes on with the others; nothing in a journal file can throw or abort.
 //
@@ -54,13 +54,6 @@ struct CorruptEntry {
   std::string error;  // "PATH: what is wrong"
 };
 
-struct RecoveryReport {
-  std::vector<std::string> reverted;  // fault ids
-  std::vector<std::string> failed;    // "id: error"
-  std::vector<std::string> skipped;   // live owners
-  // "PATH: error; moved aside to PATH.corrupt" for each entry that could not be parsed.
-  std::vector<std::string> corrupt;
-};
 
 class FaultJournal {
  public:
@@ -75,11 +68,6 @@ class FaultJournal {
   // or, when corrupt is given, there instead. Files that cannot be read go to errors.
   StatusOr<std::vector<JournalEntry>> List(std::vector<std::string>* errors = nullptr,
                                            std::vector<CorruptEntry>* corrupt = nullptr) const;
-
-  // Reverts (and verifies) every entry whose owner is dead, then removes it. With
-  // include_live, entries of live owners are reverted too (for an operator who knows).
-  // Corrupt entries are moved aside (see above) and recovery goes on with the others.
-  RecoveryReport RecoverDead(const InjectorRegistry& registry, bool include_live = false);
 
  private:
   std::string dir_;

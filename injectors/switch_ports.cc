@@ -1,5 +1,6 @@
 // Helpers for injectors acting on switch ports through a SwitchDriver (builtin_internal.h).
 #include "injectors/builtin_internal.h"
+#include "injectors/switch_drivers.h"
 #include "injectors/sys.h"
 
 namespace fl::injectors::internal {

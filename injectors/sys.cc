@@ -29,17 +29,7 @@ std::string JoinArgv(const std::vector<std::string>& argv) {
 
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    const CommandOptions& options) {
-  fl::RunOptions o;
-  o.netns = options.netns;
-  o.stdin_data = options.stdin_data;
-  o.timeout = options.timeout;
-  FL_ASSIGN_OR_RETURN(fl::RunResult r, fl::Run(argv, o));
-  CommandResult result;
-  result.exit_code = r.exit_code;
-  result.term_signal = r.term_signal;
-  result.out = std::move(r.out);
-  result.err = std::move(r.err);
-  return result;
+  return fl::Run(argv, options);
 }
 
 StatusOr<std::string> RunChecked(const std::vector<std::string>& argv,

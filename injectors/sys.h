@@ -23,18 +23,10 @@ namespace fl::injectors {
 // Where named network namespaces live (ip-netns(8) convention).
 inline constexpr const char* kNetnsDir = "/run/netns";
 
-struct CommandOptions {
-  std::string netns;  // empty: the caller's namespace
-  std::string stdin_data;
-  Nanos timeout = 10 * kNsPerSec;
-};
-
-struct CommandResult {
-  int exit_code = -1;  // -1 when killed by a signal
-  int term_signal = 0;
-  std::string out;
-  std::string err;
-};
+// The common process layer's options and result (common/process.h): netns, stdin_data,
+// timeout (10 s by default), and exit_code/term_signal/out/err.
+using CommandOptions = fl::RunOptions;
+using CommandResult = fl::RunResult;
 
 // Runs argv with fl::Run (argv[0] resolved by fl::ResolveTool). A non-zero exit is not an
 // error here: callers decide; use RunChecked when any failure is an error.

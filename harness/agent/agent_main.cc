@@ -12,6 +12,7 @@
 #include "common/yaml_util.h"
 #include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
+#include "harness/lab/open_lab.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"

@@ -10,9 +10,10 @@
 #include "harness/agent/outbound.h"
 #include "harness/agent/rank_supervisor.h"
 #include "harness/agent/telemetry_relay.h"
-#include "harness/lab/lab.h"
+#include "harness/lab/open_lab.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
+#include "injectors/journal_recovery.h"
 
 namespace fl::harness {
 
@@ -46,7 +47,7 @@ class AgentRuntime::Impl {
     ranks_ = std::make_unique<RankSupervisor>(std::move(ro));
     ranks_->KillLeftovers();
     FL_RETURN_IF_ERROR(injectors::RegisterBuiltinInjectors(registry_));
-    injectors::RecoveryReport rec = journal_.RecoverDead(registry_);
+    injectors::RecoveryReport rec = injectors::RecoverDeadFaults(journal_, registry_);
     for (const auto& id : rec.reverted)
       FL_LOG(kWarn, "agent") << "reverted fault " << id << " left by a dead owner";
     for (const auto& f : rec.failed)

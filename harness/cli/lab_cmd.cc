@@ -17,6 +17,7 @@
 #include "harness/lab/local_lab.h"
 #include "injectors/injection.h"
 #include "injectors/journal.h"
+#include "injectors/journal_recovery.h"
 
 namespace fl::harness {
 namespace {
@@ -136,7 +137,7 @@ int LabDown(const std::string& name) {
 int LabRecover(bool include_live) {
   auto registry = Injectors();
   injectors::FaultJournal journal;
-  auto report = journal.RecoverDead(*registry, include_live);
+  auto report = injectors::RecoverDeadFaults(journal, *registry, include_live);
   for (const auto& id : report.reverted) std::printf("reverted %s\n", id.c_str());
   for (const auto& id : report.skipped)
     std::printf("skipped %s (its owner is alive)\n", id.c_str());

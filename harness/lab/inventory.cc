@@ -10,10 +10,10 @@
 #include "common/input_file.h"
 #include "common/yaml_util.h"
 #include "harness/lab/lab_catalog.h"
-#include "harness/lab/slurm_lab.h"
 #include "harness/lab/topology.h"
 #include "injectors/injector.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
+#include "injectors/switch_drivers.h"
 #include "injectors/sys.h"
 
 namespace fl::lab {
@@ -428,6 +428,12 @@ const InventoryHost* Inventory::FindHost(std::string_view name) const {
 StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source,
                                    const InventoryOptions& options) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
+  return ParseInventory(doc, options);
+}
+
+StatusOr<Inventory> ParseInventory(const YamlDoc& doc, const InventoryOptions& options) {
+  const std::string& source = doc.name();
+  const std::string_view text = doc.text();
   const YAML::Node& root = doc.root();
   FL_RETURN_IF_ERROR(doc.ExpectMap(root, "inventory"));
   FL_RETURN_IF_ERROR(doc.CheckKeys(root,
@@ -514,7 +520,7 @@ StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& sou
 
 StatusOr<Inventory> LoadInventory(const std::string& path, const InventoryOptions& options) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path, InputKind::kInventory));
-  return ParseInventory(doc.text(), path, options);
+  return ParseInventory(doc, options);
 }
 
 std::vector<std::string> InventoryFaultKinds() { return HostSideFaultKinds(); }

@@ -74,6 +74,10 @@
 #include "injectors/fabric.h"
 #include "injectors/switch/switch_driver.h"
 
+namespace fl {
+class YamlDoc;
+}  // namespace fl
+
 namespace fl::lab {
 
 struct InventoryNic {
@@ -149,6 +153,8 @@ struct InventoryOptions {
 StatusOr<Inventory> LoadInventory(const std::string& path, const InventoryOptions& options = {});
 StatusOr<Inventory> ParseInventory(std::string_view text, const std::string& source,
                                    const InventoryOptions& options = {});
+// The same over a document already parsed (its name is the source).
+StatusOr<Inventory> ParseInventory(const YamlDoc& doc, const InventoryOptions& options = {});
 
 // Fault kinds a lab of real hosts can take: host-side only without switches; with switches
 // also tor_port_down and tor_uplink_down.

@@ -11,8 +11,9 @@
 // coordinator in them), InventoryLab (inventory.h: real hosts whose agents dial in, started by
 // systemd), SlurmLab (slurm_lab.h: agents started as one srun step on an allocation).
 //
-// OpenLab() reads a lab file (a topology, an inventory, or a scenario's `lab: {slurm: ...}`)
-// and returns the right one; OpenSite() does the same for an agent's flags.
+// The contract knows none of its kinds: open_lab.h is the factory over it (OpenLab reads and
+// parses a lab file once and asks each kind whether the file is its own; OpenSite does the
+// same for an agent's flags).
 //
 // Thread-safety: a Lab is used by the run driver's thread only, except PollLostAgent (any
 // thread, internally locked). A Site allows concurrent const calls; StartRank and Close are
@@ -30,10 +31,6 @@
 #include "harness/scenario/scenario_loader.h"
 #include "injectors/container_runtime.h"
 #include "injectors/fabric.h"
-
-namespace CLI {
-class App;
-}
 
 namespace fl::lab {
 
@@ -165,25 +162,6 @@ class Lab {
 // the host of a rank ("rank5", hosts in rank order), else "fabric" (switch-side targets).
 std::string DefaultAgentFor(const std::string& target, const std::vector<JobHost>& hosts);
 
-// Where a lab comes from: a topology or an inventory file (told apart by their keys), or a
-// scenario's inline `lab: {slurm: {...}}` section.
-struct LabSource {
-  std::string path;        // the file; for an inline section, the scenario's
-  std::string text;        // its text; empty: read from path
-  std::string slurm_yaml;  // or: the inline slurm section, as YAML text
-  std::string where;       // file:line:col of the scenario's lab section, for errors
-};
-
-// Opens the lab (nothing is provisioned): LocalLab for a topology, InventoryLab for an
-// inventory, SlurmLab for an inventory with `launcher: slurm` or an inline slurm section.
-// `lab_name` names a LocalLab's objects. Errors are InvalidArgument "FILE:LINE:COL: ...";
-// nothing outside the process is touched.
-StatusOr<std::unique_ptr<Lab>> OpenLab(const LabSource& source, const std::string& lab_name);
-
-// A lab a dead coordinator left behind on this machine (a LocalLab named lab_name): removed.
-// False when there is none.
-StatusOr<bool> RemoveLeftoverLab(const std::string& lab_name);
-
 // ---- agent side ------------------------------------------------------------------------
 
 class Site {
@@ -229,12 +207,5 @@ struct SiteOptions {
   // run's own token.
   bool tls_by_default() const { return named() && local_lab.empty(); }
 };
-
-// The command-line flags that say where an agent runs (--lab, --inventory, --slurm-nics,
-// --slurm-ranks), added to the agent's CLI11 app.
-void AddSiteFlags(CLI::App& app, SiteOptions* options);
-
-// Opens the site the options name; InvalidArgument when they name none or two.
-StatusOr<std::unique_ptr<Site>> OpenSite(const SiteOptions& options);
 
 }  // namespace fl::lab

@@ -45,3 +45,44 @@ std::vector<std::string> LabFaultCatalog::Targets(const std::string& target_clas
 }
 
 }  // namespace fl::harness
+
+namespace fl::lab {
+
+std::vector<std::string> HostSideFaultKinds() {
+  return injectors::BuiltinInjectors().NamesWhere(
+      [](const injectors::InjectorInfo& i) { return i.host_side(); });
+}
+
+std::unique_ptr<harness::StaticFaultCatalog> HostSideFaultCatalog(
+    const std::vector<std::string>& hosts, const std::vector<std::string>& nic_names,
+    int ranks_per_host) {
+  auto c = std::make_unique<harness::StaticFaultCatalog>();
+  // The classes of harness/coordinator/lab_catalog.cc without the switch-side ones (tor_port,
+  // uplink): these labs have no switch access. First is the default.
+  static const std::set<std::string> kHostClasses = {"nic", "host", "rail", "container", "rank"};
+  for (const auto& kind : HostSideFaultKinds()) {
+    std::vector<std::string> classes;
+    for (const auto& cls : injectors::BuiltinInjectors().Describe(kind)->target_classes)
+      if (kHostClasses.count(cls)) classes.push_back(cls);
+    c->AddKind(kind, std::move(classes));
+  }
+  std::vector<std::string> host, nic, rail, container, rank;
+  int r = 0;
+  for (const auto& h : hosts) {
+    host.push_back(h);
+    for (const auto& n : nic_names) nic.push_back(h + "." + n);
+    for (int g = 0; g < ranks_per_host; ++g) {
+      container.push_back(h + ".rank" + std::to_string(g));
+      rank.push_back("rank" + std::to_string(r++));
+    }
+  }
+  for (size_t i = 0; i < nic_names.size(); ++i) rail.push_back("rail" + std::to_string(i));
+  c->AddTargets("host", std::move(host));
+  c->AddTargets("nic", std::move(nic));
+  c->AddTargets("rail", std::move(rail));
+  c->AddTargets("container", std::move(container));
+  c->AddTargets("rank", std::move(rank));
+  return c;
+}
+
+}  // namespace fl::lab

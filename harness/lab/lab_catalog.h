@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,3 +37,17 @@ class LabFaultCatalog : public FaultCatalog {
 std::vector<std::string> TargetClassesOfKind(const std::string& kind);
 
 }  // namespace fl::harness
+
+namespace fl::lab {
+
+// The host-side fault kinds and their target classes on labs without switch access
+// (inventories, Slurm): nic_port_flap, link_blackhole, packet_loss, bandwidth_throttle,
+// pfc_storm take nic/host/rail, container_kill takes container/rank. Targets: host = the host
+// names, nic = "<host>.<nic>", rail = rail0.., container = "<host>.rank<i>", rank = rank0..
+// (hosts in rank order).
+std::vector<std::string> HostSideFaultKinds();
+std::unique_ptr<harness::StaticFaultCatalog> HostSideFaultCatalog(
+    const std::vector<std::string>& hosts, const std::vector<std::string>& nic_names,
+    int ranks_per_host);
+
+}  // namespace fl::lab

@@ -178,6 +178,15 @@ class LocalLab : public Lab, public injectors::Fabric {
   mutable std::map<std::string, std::shared_ptr<const injectors::SwitchConn>> sw_cache_;
 };
 
+// The site of an agent of host `host` (or "fabric") of the LocalLab named lab_name, which
+// must be up on this machine.
+StatusOr<std::unique_ptr<Site>> OpenLocalSite(const std::string& lab_name,
+                                              const std::string& host);
+
+// A lab a dead coordinator left behind on this machine (a LocalLab named lab_name): removed.
+// False when there is none.
+StatusOr<bool> RemoveLeftoverLocalLab(const std::string& lab_name);
+
 // Tears a lab down when it goes out of scope (tests, benchmarks).
 class LabGuard {
  public:

@@ -15,6 +15,8 @@
 #include "harness/lab/local_lab.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
+#include "injectors/journal_recovery.h"
+#include "injectors/sys.h"
 
 namespace fl::lab {
 
@@ -52,7 +54,39 @@ Status LocalLab::Preflight() const {
   return OkStatus();
 }
 
-StatusOr<bool> RemoveLeftoverLab(const std::string& lab_name) {
+namespace {
+
+// The agent side of a LocalLab host (or of its switch-side "fabric" agent).
+class LocalSite : public Site {
+ public:
+  LocalSite(std::unique_ptr<LocalLab> lab, std::string host)
+      : lab_(std::move(lab)), host_(std::move(host)) {}
+  const std::string& host() const override { return host_; }
+  const injectors::Fabric& fabric() const override { return *lab_; }
+  int ranks() const override { return host_ == "fabric" ? 0 : lab_->topology().gpus_per_host; }
+  StatusOr<injectors::ContainerInfo> StartRank(int local_rank,
+                                               const std::vector<std::string>& argv) override {
+    if (host_ == "fabric") return FailedPreconditionError("the fabric agent runs no ranks");
+    return lab_->StartContainer(host_, local_rank, argv);
+  }
+  std::vector<std::string> WorkerDirs() const override { return {injectors::StateDir()}; }
+  void Close() override {}  // the lab's cgroup folder goes with the lab
+  bool disposable() const override { return true; }
+
+ private:
+  std::unique_ptr<LocalLab> lab_;
+  std::string host_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Site>> OpenLocalSite(const std::string& lab_name,
+                                              const std::string& host) {
+  FL_ASSIGN_OR_RETURN(auto lab, LocalLab::Open(lab_name));
+  return std::unique_ptr<Site>(std::make_unique<LocalSite>(std::move(lab), host));
+}
+
+StatusOr<bool> RemoveLeftoverLocalLab(const std::string& lab_name) {
   auto lab = LocalLab::Open(lab_name);
   if (!lab.ok()) return false;
   FL_RETURN_IF_ERROR((*lab)->Teardown());
@@ -148,7 +182,8 @@ std::optional<Lab::LostAgent> LocalLab::PollLostAgent() {
                                    : "exit " + std::to_string(WEXITSTATUS(status));
     injectors::InjectorRegistry registry("injector");
     if (Status st = injectors::RegisterBuiltinInjectors(registry); st.ok()) {
-      injectors::RecoveryReport rec = injectors::FaultJournal().RecoverDead(registry);
+      injectors::FaultJournal journal;
+      injectors::RecoveryReport rec = injectors::RecoverDeadFaults(journal, registry);
       lost.recovered = true;
       lost.reverted = rec.reverted;
       lost.failed = rec.failed;

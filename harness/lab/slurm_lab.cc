@@ -12,8 +12,10 @@
 #include "common/file_util.h"
 #include "common/narrate.h"
 #include "harness/control/certs.h"
+#include "harness/lab/lab_catalog.h"
 #include "harness/lab/topology.h"
 #include "injectors/injector.h"
+#include "injectors/sys.h"
 
 namespace fl::lab {
 namespace {
@@ -175,6 +177,10 @@ StatusOr<SlurmLabConfig> ParseSlurmSectionNode(const YamlDoc& doc, const YAML::N
 
 StatusOr<SlurmLabConfig> ParseSlurmSection(std::string_view text, const std::string& source) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
+  return ParseSlurmSection(doc);
+}
+
+StatusOr<SlurmLabConfig> ParseSlurmSection(const YamlDoc& doc) {
   const YAML::Node& root = doc.root();
   FL_RETURN_IF_ERROR(doc.ExpectMap(root, "slurm section"));
   if (doc.Has(root, "lab")) {
@@ -187,43 +193,6 @@ StatusOr<SlurmLabConfig> ParseSlurmSection(std::string_view text, const std::str
 }
 
 // ---- the catalog ----------------------------------------------------------------------
-
-std::vector<std::string> HostSideFaultKinds() {
-  return injectors::BuiltinInjectors().NamesWhere(
-      [](const injectors::InjectorInfo& i) { return i.host_side(); });
-}
-
-std::unique_ptr<harness::StaticFaultCatalog> HostSideFaultCatalog(
-    const std::vector<std::string>& hosts, const std::vector<std::string>& nic_names,
-    int ranks_per_host) {
-  auto c = std::make_unique<harness::StaticFaultCatalog>();
-  // The classes of harness/coordinator/lab_catalog.cc without the switch-side ones (tor_port,
-  // uplink): these labs have no switch access. First is the default.
-  static const std::set<std::string> kHostClasses = {"nic", "host", "rail", "container", "rank"};
-  for (const auto& kind : HostSideFaultKinds()) {
-    std::vector<std::string> classes;
-    for (const auto& cls : injectors::BuiltinInjectors().Describe(kind)->target_classes)
-      if (kHostClasses.count(cls)) classes.push_back(cls);
-    c->AddKind(kind, std::move(classes));
-  }
-  std::vector<std::string> host, nic, rail, container, rank;
-  int r = 0;
-  for (const auto& h : hosts) {
-    host.push_back(h);
-    for (const auto& n : nic_names) nic.push_back(h + "." + n);
-    for (int g = 0; g < ranks_per_host; ++g) {
-      container.push_back(h + ".rank" + std::to_string(g));
-      rank.push_back("rank" + std::to_string(r++));
-    }
-  }
-  for (size_t i = 0; i < nic_names.size(); ++i) rail.push_back("rail" + std::to_string(i));
-  c->AddTargets("host", std::move(host));
-  c->AddTargets("nic", std::move(nic));
-  c->AddTargets("rail", std::move(rail));
-  c->AddTargets("container", std::move(container));
-  c->AddTargets("rank", std::move(rank));
-  return c;
-}
 
 // ---- SlurmLab -------------------------------------------------------------------------
 
@@ -653,6 +622,60 @@ Status SlurmLab::Teardown() {
   job_id_.clear();
   owns_allocation_ = false;
   return OkStatus();
+}
+
+// ---- opened from an inventory, and a node's site ----------------------------------------
+
+StatusOr<std::unique_ptr<SlurmLab>> SlurmLabOfInventory(const Inventory& inv) {
+  SlurmLabConfig c;
+  c.source = inv.source;
+  c.text = inv.text;
+  c.name = inv.name;
+  c.node_count = static_cast<int>(inv.hosts.size());
+  c.ranks_per_node = inv.hosts.front().ranks;
+  for (const auto& n : inv.hosts.front().nics) c.nics.push_back({n.name, n.ifname});
+  for (const auto& h : inv.hosts) {
+    c.nodes.push_back(h.name);
+    for (size_t i = 0; i < h.nics.size(); ++i) {
+      if (h.nics[i].ifname != c.nics[i].ifname)
+        return InvalidArgumentError(
+            inv.source +
+            ": launcher: slurm starts every agent with one command line, so every "
+            "host needs the same interface names; " +
+            h.name + "." + h.nics[i].name + " is " + h.nics[i].ifname + ", not " +
+            c.nics[i].ifname);
+      c.nic_addresses[h.name].push_back(h.nics[i].address);
+    }
+  }
+  c.listen = inv.listen;
+  c.token_file = inv.token_file;
+  c.tls_dir = harness::DefaultTlsDir(inv.token_file);
+  c.agent_wait_ns = inv.agent_wait_ns;
+  return SlurmLab::Create(std::move(c));
+}
+
+StatusOr<std::unique_ptr<Site>> OpenSlurmNodeSite(const std::string& host,
+                                                  const std::vector<std::string>& nics, int ranks,
+                                                  const std::string& mgmt) {
+  // Its NICs by interface name, no file on the node: an inventory of one host.
+  Inventory inv;
+  inv.name = "slurm";
+  inv.source = "--slurm-nics";
+  InventoryHost h;
+  h.name = host;
+  h.ranks = ranks;
+  if (h.ranks < 1 || h.ranks > 64)
+    return InvalidArgumentError("--slurm-ranks must be 1..64, not " + std::to_string(h.ranks));
+  for (size_t i = 0; i < nics.size(); ++i) {
+    if (!injectors::IsSafeName(nics[i], 15))
+      return InvalidArgumentError("--slurm-nics: '" + nics[i] + "' is not an interface name");
+    InventoryNic nic;
+    nic.name = "nic" + std::to_string(i);
+    nic.ifname = nics[i];
+    h.nics.push_back(std::move(nic));
+  }
+  inv.hosts.push_back(h);
+  return std::unique_ptr<Site>(std::make_unique<InventorySite>(std::move(inv), host, mgmt));
 }
 
 }  // namespace fl::lab

@@ -81,18 +81,11 @@ struct SlurmLabConfig {
 // "SOURCE:LINE:COL: ..." pointing into text (pass the whole scenario file for positions in
 // it). Relative token_file/tls_dir are resolved beside source.
 StatusOr<SlurmLabConfig> ParseSlurmSection(std::string_view text, const std::string& source);
+// The same over a document already parsed.
+StatusOr<SlurmLabConfig> ParseSlurmSection(const YamlDoc& doc);
 // The same for a section node of an already parsed document (positions in that document).
 StatusOr<SlurmLabConfig> ParseSlurmSectionNode(const YamlDoc& doc, const YAML::Node& section);
 
-// The host-side fault kinds and their target classes on labs without switch access
-// (inventories, Slurm): nic_port_flap, link_blackhole, packet_loss, bandwidth_throttle,
-// pfc_storm take nic/host/rail, container_kill takes container/rank. Targets: host = the host
-// names, nic = "<host>.<nic>", rail = rail0.., container = "<host>.rank<i>", rank = rank0..
-// (hosts in rank order).
-std::vector<std::string> HostSideFaultKinds();
-std::unique_ptr<harness::StaticFaultCatalog> HostSideFaultCatalog(
-    const std::vector<std::string>& hosts, const std::vector<std::string>& nic_names,
-    int ranks_per_host);
 
 class SlurmLab : public Lab {
  public:
@@ -166,5 +159,16 @@ class SlurmLab : public Lab {
   bool stopping_ = false;
   size_t lost_reported_ = 0;
 };
+
+// A SlurmLab over an inventory with `launcher: slurm` (its hosts are the nodes, their NICs by
+// the inventory's addresses); every host needs the same interface names.
+struct Inventory;
+StatusOr<std::unique_ptr<SlurmLab>> SlurmLabOfInventory(const Inventory& inventory);
+
+// The site of an agent that srun started on a node (`--slurm-nics`, `--slurm-ranks`): the
+// node's NICs by interface name (rail order), `mgmt` the interface that is never a target.
+StatusOr<std::unique_ptr<Site>> OpenSlurmNodeSite(const std::string& host,
+                                                  const std::vector<std::string>& nics,
+                                                  int ranks, const std::string& mgmt);
 
 }  // namespace fl::lab

@@ -66,11 +66,17 @@ StatusOr<LinkSpec> GetLink(const YamlDoc& doc, const YAML::Node& map, std::strin
 
 StatusOr<Topology> LoadTopology(const std::string& path) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::LoadFile(path, InputKind::kTopology));
-  return ParseTopology(doc.text(), path);
+  return ParseTopology(doc);
 }
 
 StatusOr<Topology> ParseTopology(std::string_view text, const std::string& source) {
   FL_ASSIGN_OR_RETURN(YamlDoc doc, YamlDoc::Parse(text, source));
+  return ParseTopology(doc);
+}
+
+StatusOr<Topology> ParseTopology(const YamlDoc& doc) {
+  const std::string& source = doc.name();
+  const std::string_view text = doc.text();
   const YAML::Node& r = doc.root();
   FL_RETURN_IF_ERROR(
       doc.CheckKeys(r,

@@ -43,6 +43,10 @@
 
 #include "common/status.h"
 
+namespace fl {
+class YamlDoc;
+}  // namespace fl
+
 namespace fl::lab {
 
 struct LinkSpec {
@@ -82,6 +86,8 @@ struct Topology {
 // Errors are InvalidArgument "FILE:LINE:COL: ..."; nothing outside the process is touched.
 StatusOr<Topology> LoadTopology(const std::string& path);
 StatusOr<Topology> ParseTopology(std::string_view text, const std::string& source);
+// The same over a document already parsed (its name is the source).
+StatusOr<Topology> ParseTopology(const YamlDoc& doc);
 
 // True for a valid lab name: 1-10 characters [a-z0-9].
 bool IsValidLabName(std::string_view name);

@@ -7,6 +7,7 @@
 
 #include "common/narrate.h"
 #include "harness/coordinator/fan_out.h"
+#include "harness/lab/open_lab.h"
 #include "harness/run/agents.h"
 #include "harness/run/fault_book.h"
 #include "harness/run/run_context.h"

@@ -1,5 +1,7 @@
 #include "harness/run/prepare.h"
 
+#include "harness/lab/open_lab.h"
+
 #include "harness/scenario/scenario_loader.h"
 #include "injectors/injector.h"
 

@@ -1,10 +1,7 @@
-// The switch-driver registry and SwitchConn's stored form (see switch_driver.h).
+// SwitchConn's stored form, names of stages and operations, rule names (switch_driver.h).
 #include "injectors/switch/switch_driver.h"
 
-#include <mutex>
-
 #include "common/json_util.h"
-#include "injectors/switch/ssh_template/ssh_template_driver.h"
 
 namespace fl::injectors {
 
@@ -80,57 +77,6 @@ std::string_view SwitchOpName(SwitchOp op) {
       return "pfc_watchdog";
   }
   return "";
-}
-
-namespace {
-
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, SwitchDriverFactory> factories;
-};
-
-Registry& TheRegistry() {
-  // Never destroyed: drivers may be opened at exit. The built-in drivers are registered here,
-  // by a call into their own translation units, so that a static link keeps them.
-  static Registry* r = [] {
-    auto* reg = new Registry;
-    reg->factories["ssh-template"] = OpenSshTemplateDriver;
-    return reg;
-  }();
-  return *r;
-}
-
-}  // namespace
-
-void RegisterSwitchDriver(const std::string& name, SwitchDriverFactory factory) {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> l(r.mu);
-  r.factories[name] = std::move(factory);
-}
-
-std::vector<std::string> SwitchDriverNames() {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> l(r.mu);
-  std::vector<std::string> names;
-  for (const auto& [n, f] : r.factories) names.push_back(n);
-  return names;
-}
-
-StatusOr<std::unique_ptr<SwitchDriver>> OpenSwitchDriver(const SwitchConn& conn) {
-  SwitchDriverFactory f;
-  {
-    Registry& r = TheRegistry();
-    std::lock_guard<std::mutex> l(r.mu);
-    auto it = r.factories.find(conn.driver);
-    if (it == r.factories.end()) {
-      std::string known;
-      for (const auto& [n, fac] : r.factories) known += (known.empty() ? "" : ", ") + n;
-      return InvalidArgumentError(conn.Describe() + ": unknown switch driver '" + conn.driver +
-                                  "' (known: " + known + ")");
-    }
-    f = it->second;
-  }
-  return f(conn);
 }
 
 std::string SwitchRuleName(std::string_view handle_id, size_t index) {

@@ -141,14 +141,6 @@ class SwitchDriver {
                                                         Deadline deadline) = 0;
 };
 
-// A driver for conn (conn.driver names it). Parses what it needs (the preset) and checks it;
-// InvalidArgument "PRESET:LINE:COL: ..." for a bad preset. Never touches the network.
-using SwitchDriverFactory =
-    std::function<StatusOr<std::unique_ptr<SwitchDriver>>(const SwitchConn&)>;
-void RegisterSwitchDriver(const std::string& name, SwitchDriverFactory factory);
-StatusOr<std::unique_ptr<SwitchDriver>> OpenSwitchDriver(const SwitchConn& conn);
-std::vector<std::string> SwitchDriverNames();
-
 // A rule name for a fault's handle id and port index: [A-Za-z0-9_], at most 32 characters.
 std::string SwitchRuleName(std::string_view handle_id, size_t index);
 

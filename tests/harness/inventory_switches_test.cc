@@ -7,7 +7,7 @@
 
 #include "common/file_util.h"
 #include "harness/lab/inventory.h"
-#include "harness/lab/lab.h"
+#include "harness/lab/open_lab.h"
 #include "harness/scenario/scenario_loader.h"
 #include "tests/harness/test_switch_driver.h"
 #include "tests/test_util.h"

@@ -1,11 +1,13 @@
 // Inventory parsing and the site's name resolution ([unit]: nothing outside the process).
 #include "harness/lab/inventory.h"
+#include "harness/lab/open_lab.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
 #include "common/file_util.h"
+#include "common/yaml_util.h"
 #include "harness/scenario/scenario_loader.h"
 #include "tests/test_util.h"
 
@@ -215,6 +217,48 @@ TEST_CASE("OpenLab tells a topology from an inventory - an inventory lab's contr
   auto missing = OpenLab(LabSource{dir.path() + "/none.yaml", "", "", "s.yaml:3:5"}, "check");
   CHECK(missing.status().code() == Code::kInvalidArgument);
   CHECK(missing.status().message().rfind("s.yaml:3:5: ", 0) == 0);
+}
+
+TEST_CASE("OpenLab parses a lab file once, whichever kind claims it", "[unit]") {
+  testing::TempDir dir("fl_openlab_once");
+  const std::string inv_path = dir.path() + "/inv.yaml";
+  REQUIRE(WriteFileAtomic(inv_path, kInv).ok());
+  const std::string slurm_path = dir.path() + "/slurm.yaml";
+  REQUIRE(WriteFileAtomic(slurm_path,
+                          Replace(kInv, "agent_wait: 5s", "agent_wait: 5s\nlauncher: slurm"))
+              .ok());
+  struct Case {
+    LabSource source;
+    std::string kind;
+  };
+  const std::vector<Case> cases = {
+      {{inv_path, "", "", ""}, "inventory"},
+      {{slurm_path, "", "", ""}, "slurm"},
+      {{std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml", "", "", ""}, "local"},
+      {{"s.yaml", "",
+        "slurm: {nodes: [n1, n2], nics: [eth1], coordinator: {listen: 10.0.0.254:0, "
+        "token_file: /t}}\n",
+        ""},
+       "slurm"},
+      // A stored run's scenario with its inline section (a replay).
+      {{"r.yaml",
+        "name: r\nlab:\n  slurm: {nodes: [n1], nics: [eth1], coordinator: {listen: "
+        "10.0.0.254:0, token_file: /t}}\n",
+        "", ""},
+       "slurm"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.source.path);
+    const uint64_t before = YamlDoc::ParseCount();
+    auto lab = OpenLab(c.source, "check");
+    REQUIRE(lab.ok());
+    CHECK((*lab)->kind() == c.kind);
+    CHECK(YamlDoc::ParseCount() - before == 1);
+  }
+  // Every kind says what it is; the last claims whatever the others leave.
+  REQUIRE(LabKinds().size() == 3);
+  CHECK(LabKinds().back().name == "local");
+  for (const LabKind& k : LabKinds()) CHECK(!k.summary.empty());
 }
 
 TEST_CASE("inventory: ranks in docker or podman containers are killed through their engine",

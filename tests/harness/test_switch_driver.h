@@ -7,6 +7,7 @@
 #include <string>
 
 #include "injectors/switch/switch_driver.h"
+#include "injectors/switch_drivers.h"
 
 namespace fl::testing {
 

@@ -15,6 +15,7 @@
 #include "injectors/builtin_internal.h"
 #include "injectors/container_runtime.h"
 #include "injectors/injection.h"
+#include "injectors/journal_recovery.h"
 #include "injectors/netlink.h"
 #include "injectors/pfc.h"
 #include "injectors/sys.h"
@@ -23,6 +24,14 @@
 
 namespace fl::injectors {
 namespace {
+
+// A command's options: in netns (empty: this one), with a timeout.
+CommandOptions Opts(const std::string& netns, Nanos timeout) {
+  CommandOptions o;
+  o.netns = netns;
+  o.timeout = timeout;
+  return o;
+}
 
 using testing::TcpPair;
 using testing::TcpWorks;
@@ -100,7 +109,7 @@ struct HostPair {
   }
   Status Tc(std::vector<std::string> args) const {
     args.insert(args.begin(), "tc");
-    return RunChecked(args, CommandOptions{a, "", 5 * kNsPerSec}).status();
+    return RunChecked(args, Opts(a, 5 * kNsPerSec)).status();
   }
 };
 
@@ -113,7 +122,7 @@ struct Snapshot {
 Snapshot Take(const HostPair& hp) {
   Snapshot s;
   auto nft = [](const std::string& ns) {
-    auto r = RunChecked({"nft", "list", "ruleset"}, CommandOptions{ns, "", 5 * kNsPerSec});
+    auto r = RunChecked({"nft", "list", "ruleset"}, Opts(ns, 5 * kNsPerSec));
     REQUIRE(r.ok());
     return *r;
   };
@@ -445,7 +454,7 @@ TEST_CASE("host side: a SIGKILLed owner's faults are reverted from the journal",
   REQUIRE(entries.ok());
   REQUIRE(entries->size() == 2);
   CHECK(ReadRootQdisc(env.hp.a, "va")->kind == "tbf");
-  RecoveryReport r = env.journal.RecoverDead(env.registry);
+  RecoveryReport r = RecoverDeadFaults(env.journal, env.registry);
   CHECK(r.reverted.size() == 2);
   CHECK(r.failed.empty());
   CHECK(env.journal.List()->empty());
@@ -504,12 +513,8 @@ TEST_CASE("container_kill: a podman container is killed through the podman CLI",
   struct Cleanup {
     std::string podman, name, image;
     ~Cleanup() {
-      RunCommand({podman, "rm", "-f", name}, CommandOptions{"", "", 60 * kNsPerSec})
-          .status()
-          .IgnoreError();
-      RunCommand({podman, "rmi", "-f", image}, CommandOptions{"", "", 60 * kNsPerSec})
-          .status()
-          .IgnoreError();
+      RunCommand({podman, "rm", "-f", name}, Opts("", 60 * kNsPerSec)).status().IgnoreError();
+      RunCommand({podman, "rmi", "-f", image}, Opts("", 60 * kNsPerSec)).status().IgnoreError();
     }
   } cleanup{*podman, name, image};
   fs::create_directories(dir / "bin");
@@ -517,7 +522,7 @@ TEST_CASE("container_kill: a podman container is killed through the podman CLI",
   fs::create_symlink("busybox", dir / "bin" / "sleep");
   const std::string tar = state.path() + "/rootfs.tar";
   REQUIRE(RunChecked({"tar", "-C", dir.string(), "-cf", tar, "."}).ok());
-  CommandOptions slow{"", "", 60 * kNsPerSec};
+  const CommandOptions slow = Opts("", 60 * kNsPerSec);
   REQUIRE(RunChecked({*podman, "import", tar, image}, slow).ok());
   std::vector<std::string> run = {*podman};
   // crun refuses hybrid cgroup hierarchies (as on this lab's machines); runc copes.

@@ -8,6 +8,7 @@
 #include "injectors/injection.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
+#include "injectors/journal_recovery.h"
 #include "injectors/pfc.h"
 #include "tests/injectors/lab_testing.h"
 
@@ -263,7 +264,7 @@ TEST_CASE("journal: entries of a dead owner are recovered but a live owner's are
   mine.id = "fake-mine";
   mine.spec.kind = "fake";
   REQUIRE(journal.Record(mine, "applied").ok());
-  auto report = journal.RecoverDead(reg);
+  auto report = RecoverDeadFaults(journal, reg);
   CHECK(report.reverted == std::vector<std::string>{"fake-dead"});
   CHECK(report.skipped == std::vector<std::string>{"fake-mine"});
   CHECK(report.failed.empty());
@@ -357,7 +358,7 @@ TEST_CASE("journal: a corrupt entry is moved aside and the others are still reco
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].find("fake-bad.json") != std::string::npos);
 
-  auto report = journal.RecoverDead(reg);
+  auto report = RecoverDeadFaults(journal, reg);
   CHECK(report.reverted == std::vector<std::string>{"fake-good"});
   CHECK(reverted == 1);
   CHECK(report.failed.empty());
@@ -369,7 +370,7 @@ TEST_CASE("journal: a corrupt entry is moved aside and the others are still reco
   CHECK(access((bad_path + ".corrupt").c_str(), F_OK) == 0);
   CHECK(journal.List()->empty());
   // A second recovery finds nothing left to do.
-  auto again = journal.RecoverDead(reg);
+  auto again = RecoverDeadFaults(journal, reg);
   CHECK(again.reverted.empty());
   CHECK(again.corrupt.empty());
   CHECK(again.failed.empty());

@@ -18,6 +18,7 @@
 #include "common/process.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/switch/switch_driver.h"
+#include "injectors/switch_drivers.h"
 #include "tests/test_util.h"
 
 namespace fl::injectors {

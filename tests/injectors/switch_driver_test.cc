@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/switch/switch_driver.h"
+#include "injectors/switch_drivers.h"
 
 namespace fl::injectors {
 namespace {

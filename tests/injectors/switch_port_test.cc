@@ -13,6 +13,7 @@
 #include "injectors/injection.h"
 #include "injectors/netlink.h"
 #include "injectors/switch/switch_driver.h"
+#include "injectors/switch_drivers.h"
 #include "injectors/sys.h"
 #include "tests/injectors/lab_testing.h"
 #include "tests/test_util.h"

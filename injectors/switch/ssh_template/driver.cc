@@ -16,7 +16,6 @@
 #include "injectors/switch/ssh_template/internal.h"
 #include "injectors/switch/ssh_template/preset.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
-#include "injectors/sys.h"
 
 namespace fl::injectors {
 namespace ssh_template {
@@ -294,16 +293,16 @@ class SshTemplateDriver : public SwitchDriver {
     }
     auto argv = BuildSshArgv(conn_, known, words);
     if (!argv.ok()) return Status(argv.status()).Prepend(conn_.Describe());
-    CommandOptions o;
+    RunOptions o;
     o.timeout = std::max<Nanos>(d.Remaining(), kNsPerMs);
-    auto res = RunCommand(*argv, o);
+    auto res = Run(*argv, o);
     if (!res.ok()) {
       Status st = res.status();
       if (st.code() == Code::kDeadlineExceeded)
         return DeadlineExceededError(prefix + ": no answer before the deadline");
       return st.Prepend(prefix);
     }
-    const CommandResult& r = *res;
+    const RunResult& r = *res;
     if (r.exit_code == 255)
       return UnavailableError(
           prefix + ": ssh could not reach the switch or log in (exit 255): " + Tail(r.err));

@@ -11,7 +11,7 @@
 // is not a shell (quoting: none); substituted values are restricted to characters that need no
 // quoting either way.
 //
-// Registered under "ssh-template" by the registry itself (switch_driver.cc), so every binary
+// Registered under "ssh-template" by the registry (injectors/switch_drivers.cc), so every binary
 // that can call OpenSwitchDriver has it.
 //
 // Thread-safety: as SwitchDriver. The free functions may be called from any thread.
