@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "common/enum_names.h"
 #include "common/unique_fd.h"
 #include "common/units.h"
 
@@ -63,35 +64,21 @@ size_t InputCap(InputKind kind) {
   return 1 * kMiB;
 }
 
-std::string_view InputKindName(InputKind kind) {
-  switch (kind) {
-    case InputKind::kScenario:
-      return "scenario";
-    case InputKind::kTopology:
-      return "topology";
-    case InputKind::kLabFile:
-      return "lab file";
-    case InputKind::kInventory:
-      return "inventory";
-    case InputKind::kSuite:
-      return "suite";
-    case InputKind::kPolicy:
-      return "policy";
-    case InputKind::kSwitchPreset:
-      return "switch preset";
-    case InputKind::kJournal:
-      return "journal entry";
-    case InputKind::kLabState:
-      return "lab state file";
-    case InputKind::kCertificate:
-      return "certificate or key";
-    case InputKind::kToken:
-      return "token file";
-    case InputKind::kJobOutput:
-      return "job output";
-  }
-  return "file";
-}
+constexpr NamedValue<InputKind> kInputKindNames[] = {
+    {InputKind::kScenario, "scenario"},
+    {InputKind::kTopology, "topology"},
+    {InputKind::kLabFile, "lab file"},
+    {InputKind::kInventory, "inventory"},
+    {InputKind::kSuite, "suite"},
+    {InputKind::kPolicy, "policy"},
+    {InputKind::kSwitchPreset, "switch preset"},
+    {InputKind::kJournal, "journal entry"},
+    {InputKind::kLabState, "lab state file"},
+    {InputKind::kCertificate, "certificate or key"},
+    {InputKind::kToken, "token file"},
+    {InputKind::kJobOutput, "job output"}};
+
+std::string_view InputKindName(InputKind kind) { return NameIn(kInputKindNames, kind, "file"); }
 
 StatusOr<std::string> ReadInputFile(const std::string& path, InputKind kind) {
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "common/enum_names.h"
+
 namespace fl::log {
 namespace {
 
@@ -57,32 +59,17 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
-std::string_view LevelName(Level level) {
-  switch (level) {
-    case Level::kTrace:
-      return "trace";
-    case Level::kDebug:
-      return "debug";
-    case Level::kInfo:
-      return "info";
-    case Level::kWarn:
-      return "warn";
-    case Level::kError:
-      return "error";
-    case Level::kOff:
-      return "off";
-  }
-  return "?";
-}
+constexpr NamedValue<Level> kLevelNames[] = {{Level::kTrace, "trace"}, {Level::kDebug, "debug"},
+                                             {Level::kInfo, "info"},   {Level::kWarn, "warn"},
+                                             {Level::kError, "error"}, {Level::kOff, "off"}};
+
+std::string_view LevelName(Level level) { return NameIn(kLevelNames, level, "?"); }
 
 StatusOr<Level> ParseLevel(std::string_view name) {
-  for (Level l :
-       {Level::kTrace, Level::kDebug, Level::kInfo, Level::kWarn, Level::kError, Level::kOff}) {
-    if (name == LevelName(l)) return l;
-  }
+  if (auto l = ValueIn(kLevelNames, name)) return *l;
   if (name == "warning") return Level::kWarn;
-  return InvalidArgumentError("unknown log level '" + std::string(name) +
-                              "' (expected trace, debug, info, warn, error or off)");
+  return InvalidArgumentError("unknown log level '" + std::string(name) + "' (expected " +
+                              NamesIn(kLevelNames) + ")");
 }
 
 Status Configure(std::string_view spec) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "common/enum_names.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
 
@@ -31,23 +32,14 @@ bool AllDigits(std::string_view v) {
 
 }  // namespace
 
-std::string_view OptionTypeName(OptionType type) {
-  switch (type) {
-    case OptionType::kInt:
-      return "int";
-    case OptionType::kBytes:
-      return "bytes";
-    case OptionType::kDurationMs:
-      return "duration-ms";
-    case OptionType::kBool:
-      return "bool";
-    case OptionType::kEnum:
-      return "enum";
-    case OptionType::kString:
-      return "string";
-  }
-  return "?";
-}
+constexpr NamedValue<OptionType> kOptionTypeNames[] = {{OptionType::kInt, "int"},
+                                                       {OptionType::kBytes, "bytes"},
+                                                       {OptionType::kDurationMs, "duration-ms"},
+                                                       {OptionType::kBool, "bool"},
+                                                       {OptionType::kEnum, "enum"},
+                                                       {OptionType::kString, "string"}};
+
+std::string_view OptionTypeName(OptionType type) { return NameIn(kOptionTypeNames, type, "?"); }
 
 std::string OptionSpec::RangeText() const {
   switch (type) {

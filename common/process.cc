@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/enum_names.h"
 #include "common/file_util.h"
 #include "common/unique_fd.h"
 
@@ -64,25 +65,15 @@ enum ChildStage : int {
   kStageExec,
 };
 
-const char* StageName(int stage) {
-  switch (stage) {
-    case kStageSession:
-      return "setsid/setpgid";
-    case kStageCgroup:
-      return "join cgroup";
-    case kStageNetns:
-      return "enter network namespace";
-    case kStageMount:
-      return "mount /proc";
-    case kStageStdio:
-      return "redirect stdio";
-    case kStageCwd:
-      return "chdir";
-    case kStageExec:
-      return "execve";
-  }
-  return "start";
-}
+constexpr NamedValue<int> kStageNames[] = {{kStageSession, "setsid/setpgid"},
+                                           {kStageCgroup, "join cgroup"},
+                                           {kStageNetns, "enter network namespace"},
+                                           {kStageMount, "mount /proc"},
+                                           {kStageStdio, "redirect stdio"},
+                                           {kStageCwd, "chdir"},
+                                           {kStageExec, "execve"}};
+
+const char* StageName(int stage) { return NameIn(kStageNames, stage, "start").data(); }
 
 // Everything the child needs, prepared before the clone: the child touches only this.
 struct ChildPlan {

@@ -3,31 +3,21 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/enum_names.h"
+
 namespace fl {
 
-std::string_view CodeName(Code code) {
-  switch (code) {
-    case Code::kOk:
-      return "OK";
-    case Code::kInvalidArgument:
-      return "InvalidArgument";
-    case Code::kNotFound:
-      return "NotFound";
-    case Code::kFailedPrecondition:
-      return "FailedPrecondition";
-    case Code::kUnavailable:
-      return "Unavailable";
-    case Code::kDeadlineExceeded:
-      return "DeadlineExceeded";
-    case Code::kDataLoss:
-      return "DataLoss";
-    case Code::kCancelled:
-      return "Cancelled";
-    case Code::kInternal:
-      return "Internal";
-  }
-  return "Unknown";
-}
+constexpr NamedValue<Code> kCodeNames[] = {{Code::kOk, "OK"},
+                                           {Code::kInvalidArgument, "InvalidArgument"},
+                                           {Code::kNotFound, "NotFound"},
+                                           {Code::kFailedPrecondition, "FailedPrecondition"},
+                                           {Code::kUnavailable, "Unavailable"},
+                                           {Code::kDeadlineExceeded, "DeadlineExceeded"},
+                                           {Code::kDataLoss, "DataLoss"},
+                                           {Code::kCancelled, "Cancelled"},
+                                           {Code::kInternal, "Internal"}};
+
+std::string_view CodeName(Code code) { return NameIn(kCodeNames, code, "Unknown"); }
 
 Status& Status::AddTrail(const char* file, int line) {
   // __FILE__ is relative to the repository root (-fmacro-prefix-map in the build).

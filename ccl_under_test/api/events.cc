@@ -2,31 +2,22 @@
 
 #include <cstdio>
 
+#include "common/enum_names.h"
 #include "common/event_kinds.h"
 
 namespace fl::ccl {
 
-std::string_view Name(EventType type) {
-  switch (type) {
-    case EventType::kFaultDetected:
-      return events::kFaultDetected;
-    case EventType::kFailoverDone:
-      return events::kFailoverDone;
-    case EventType::kPathRestored:
-      return events::kPathRestored;
-    case EventType::kCollectiveBegin:
-      return events::kCollectiveBegin;
-    case EventType::kCollectiveEnd:
-      return events::kCollectiveEnd;
-    case EventType::kCommError:
-      return events::kCommError;
-    case EventType::kHangDump:
-      return events::kHangDump;
-    case EventType::kRelayRoute:
-      return events::kRelayRoute;
-  }
-  return "?";
-}
+constexpr NamedValue<EventType> kEventTypeNames[] = {
+    {EventType::kFaultDetected, events::kFaultDetected},
+    {EventType::kFailoverDone, events::kFailoverDone},
+    {EventType::kPathRestored, events::kPathRestored},
+    {EventType::kCollectiveBegin, events::kCollectiveBegin},
+    {EventType::kCollectiveEnd, events::kCollectiveEnd},
+    {EventType::kCommError, events::kCommError},
+    {EventType::kHangDump, events::kHangDump},
+    {EventType::kRelayRoute, events::kRelayRoute}};
+
+std::string_view Name(EventType type) { return NameIn(kEventTypeNames, type, "?"); }
 
 namespace {
 std::string Quote(const std::string& s) {

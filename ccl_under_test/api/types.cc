@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/enum_names.h"
+
 namespace fl::ccl {
 
 size_t SizeOf(DataType type) {
@@ -20,51 +22,25 @@ size_t SizeOf(DataType type) {
   return 0;
 }
 
-std::string_view Name(DataType type) {
-  switch (type) {
-    case DataType::kFloat32:
-      return "float32";
-    case DataType::kFloat16:
-      return "float16";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-  }
-  return "?";
-}
+constexpr NamedValue<DataType> kDataTypeNames[] = {{DataType::kFloat32, "float32"},
+                                                   {DataType::kFloat16, "float16"},
+                                                   {DataType::kBFloat16, "bfloat16"},
+                                                   {DataType::kInt32, "int32"},
+                                                   {DataType::kInt64, "int64"}};
 
-std::string_view Name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kMax:
-      return "max";
-    case ReduceOp::kMin:
-      return "min";
-  }
-  return "?";
-}
+std::string_view Name(DataType type) { return NameIn(kDataTypeNames, type, "?"); }
 
-std::string_view Name(Collective coll) {
-  switch (coll) {
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kReduceScatter:
-      return "reducescatter";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kAllToAll:
-      return "alltoall";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
+constexpr NamedValue<ReduceOp> kReduceOpNames[] = {
+    {ReduceOp::kSum, "sum"}, {ReduceOp::kMax, "max"}, {ReduceOp::kMin, "min"}};
+
+std::string_view Name(ReduceOp op) { return NameIn(kReduceOpNames, op, "?"); }
+
+constexpr NamedValue<Collective> kCollectiveNames[] = {
+    {Collective::kAllReduce, "allreduce"},         {Collective::kAllGather, "allgather"},
+    {Collective::kReduceScatter, "reducescatter"}, {Collective::kBroadcast, "broadcast"},
+    {Collective::kAllToAll, "alltoall"},           {Collective::kBarrier, "barrier"}};
+
+std::string_view Name(Collective coll) { return NameIn(kCollectiveNames, coll, "?"); }
 
 StatusOr<DataType> ParseDataType(std::string_view n) {
   if (n == "float32" || n == "float" || n == "f32") return DataType::kFloat32;

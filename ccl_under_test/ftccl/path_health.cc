@@ -3,20 +3,17 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/enum_names.h"
+
 namespace fl::ccl::ftccl {
 
+constexpr NamedValue<PathVerdict> kPathVerdictCauses[] = {{PathVerdict::kLossy, "path_lossy"},
+                                                          {PathVerdict::kSlow, "path_slow"},
+                                                          {PathVerdict::kStalled, "path_stalled"},
+                                                          {PathVerdict::kHealthy, "healthy"}};
+
 const char* PathVerdictCause(PathVerdict v) {
-  switch (v) {
-    case PathVerdict::kLossy:
-      return "path_lossy";
-    case PathVerdict::kSlow:
-      return "path_slow";
-    case PathVerdict::kStalled:
-      return "path_stalled";
-    case PathVerdict::kHealthy:
-      break;
-  }
-  return "healthy";
+  return NameIn(kPathVerdictCauses, v, "healthy").data();
 }
 
 void PathHealth::Reset(Nanos now) {

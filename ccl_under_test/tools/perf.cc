@@ -15,6 +15,7 @@
 #include "ccl_under_test/ftccl/cuda/cuda_reduce.h"
 #include "ccl_under_test/ftccl/host_reduce.h"
 #include "ccl_under_test/tools/ccl_builtin.h"
+#include "common/enum_names.h"
 #include "common/log.h"
 
 namespace fl::ccl {
@@ -509,39 +510,23 @@ StatusOr<Collective> ParsePerfCollective(std::string_view name) {
   return *c;
 }
 
-std::string_view PerfProgramName(Collective coll) {
-  switch (coll) {
-    case Collective::kAllReduce:
-      return "all_reduce_perf";
-    case Collective::kAllGather:
-      return "all_gather_perf";
-    case Collective::kReduceScatter:
-      return "reduce_scatter_perf";
-    case Collective::kBroadcast:
-      return "broadcast_perf";
-    case Collective::kAllToAll:
-      return "alltoall_perf";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
+constexpr NamedValue<Collective> kPerfPrograms[] = {
+    {Collective::kAllReduce, "all_reduce_perf"},
+    {Collective::kAllGather, "all_gather_perf"},
+    {Collective::kReduceScatter, "reduce_scatter_perf"},
+    {Collective::kBroadcast, "broadcast_perf"},
+    {Collective::kAllToAll, "alltoall_perf"},
+    {Collective::kBarrier, "barrier"}};
 
-std::string_view NcclTestsTypeName(DataType type) {
-  switch (type) {
-    case DataType::kFloat32:
-      return "float";
-    case DataType::kFloat16:
-      return "half";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-  }
-  return "?";
-}
+std::string_view PerfProgramName(Collective coll) { return NameIn(kPerfPrograms, coll, "?"); }
+
+constexpr NamedValue<DataType> kNcclTestsTypes[] = {{DataType::kFloat32, "float"},
+                                                    {DataType::kFloat16, "half"},
+                                                    {DataType::kBFloat16, "bfloat16"},
+                                                    {DataType::kInt32, "int32"},
+                                                    {DataType::kInt64, "int64"}};
+
+std::string_view NcclTestsTypeName(DataType type) { return NameIn(kNcclTestsTypes, type, "?"); }
 
 StatusOr<std::vector<DataType>> ParsePerfTypes(std::string_view name) {
   if (name == "all") {

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "common/enum_names.h"
 #include "common/file_util.h"
 #include "common/input_file.h"
 #include "common/log.h"
@@ -201,23 +202,16 @@ std::string Hint(CertRole role, const std::string& dir, const std::string& name)
 
 }  // namespace
 
-std::string_view CertRoleName(CertRole role) {
-  switch (role) {
-    case CertRole::kCoordinator:
-      return "coordinator";
-    case CertRole::kAgent:
-      return "agent";
-    case CertRole::kFabricAgent:
-      return "fabric-agent";
-  }
-  return "?";
-}
+constexpr NamedValue<CertRole> kCertRoleNames[] = {{CertRole::kCoordinator, "coordinator"},
+                                                   {CertRole::kAgent, "agent"},
+                                                   {CertRole::kFabricAgent, "fabric-agent"}};
+
+std::string_view CertRoleName(CertRole role) { return NameIn(kCertRoleNames, role, "?"); }
 
 StatusOr<CertRole> ParseCertRole(std::string_view name) {
-  for (CertRole r : {CertRole::kCoordinator, CertRole::kAgent, CertRole::kFabricAgent})
-    if (name == CertRoleName(r)) return r;
-  return InvalidArgumentError("unknown certificate role '" + std::string(name) +
-                              "' (coordinator, agent, fabric-agent)");
+  if (auto r = ValueIn(kCertRoleNames, name)) return *r;
+  return InvalidArgumentError("unknown certificate role '" + std::string(name) + "' (" +
+                              NamesIn(kCertRoleNames) + ")");
 }
 
 CertFiles CaFiles(const std::string& dir) { return {dir + "/ca.crt", dir + "/ca.key"}; }

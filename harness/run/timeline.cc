@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/enum_names.h"
+
 namespace fl::harness {
 
 namespace {
@@ -132,34 +134,22 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
   return step;
 }
 
+constexpr NamedValue<TimelineActionKind> kTimelineActionNames[] = {
+    {TimelineActionKind::kBeginSteady, "begin_steady"},
+    {TimelineActionKind::kSendAhead, "send_ahead"},
+    {TimelineActionKind::kArm, "arm"},
+    {TimelineActionKind::kInject, "inject"},
+    {TimelineActionKind::kRevertAhead, "revert_ahead"},
+    {TimelineActionKind::kRevert, "revert"},
+    {TimelineActionKind::kSkip, "skip"},
+    {TimelineActionKind::kRestart, "restart"},
+    {TimelineActionKind::kEndPass, "end_pass"},
+    {TimelineActionKind::kEndHung, "end_hung"},
+    {TimelineActionKind::kEndWarmupTimeout, "end_warmup_timeout"},
+    {TimelineActionKind::kEndInterrupted, "end_interrupted"}};
+
 const char* TimelineActionName(TimelineActionKind kind) {
-  switch (kind) {
-    case TimelineActionKind::kBeginSteady:
-      return "begin_steady";
-    case TimelineActionKind::kSendAhead:
-      return "send_ahead";
-    case TimelineActionKind::kArm:
-      return "arm";
-    case TimelineActionKind::kInject:
-      return "inject";
-    case TimelineActionKind::kRevertAhead:
-      return "revert_ahead";
-    case TimelineActionKind::kRevert:
-      return "revert";
-    case TimelineActionKind::kSkip:
-      return "skip";
-    case TimelineActionKind::kRestart:
-      return "restart";
-    case TimelineActionKind::kEndPass:
-      return "end_pass";
-    case TimelineActionKind::kEndHung:
-      return "end_hung";
-    case TimelineActionKind::kEndWarmupTimeout:
-      return "end_warmup_timeout";
-    case TimelineActionKind::kEndInterrupted:
-      return "end_interrupted";
-  }
-  return "?";
+  return NameIn(kTimelineActionNames, kind, "?").data();
 }
 
 }  // namespace fl::harness

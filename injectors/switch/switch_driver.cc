@@ -1,6 +1,7 @@
 // SwitchConn's stored form, names of stages and operations, rule names (switch_driver.h).
 #include "injectors/switch/switch_driver.h"
 
+#include "common/enum_names.h"
 #include "common/json_util.h"
 
 namespace fl::injectors {
@@ -55,29 +56,14 @@ std::string_view SwitchStageName(SwitchStage s) {
   return s == SwitchStage::kIngress ? "ingress" : "egress";
 }
 
-std::string_view SwitchOpName(SwitchOp op) {
-  switch (op) {
-    case SwitchOp::kPortDown:
-      return "port_down";
-    case SwitchOp::kPortUp:
-      return "port_up";
-    case SwitchOp::kPortState:
-      return "port_state";
-    case SwitchOp::kDropAdd:
-      return "drop_add";
-    case SwitchOp::kDropRemove:
-      return "drop_remove";
-    case SwitchOp::kRateAdd:
-      return "rate_add";
-    case SwitchOp::kRateRemove:
-      return "rate_remove";
-    case SwitchOp::kCounters:
-      return "counters";
-    case SwitchOp::kPfcWatchdog:
-      return "pfc_watchdog";
-  }
-  return "";
-}
+constexpr NamedValue<SwitchOp> kSwitchOpNames[] = {
+    {SwitchOp::kPortDown, "port_down"},      {SwitchOp::kPortUp, "port_up"},
+    {SwitchOp::kPortState, "port_state"},    {SwitchOp::kDropAdd, "drop_add"},
+    {SwitchOp::kDropRemove, "drop_remove"},  {SwitchOp::kRateAdd, "rate_add"},
+    {SwitchOp::kRateRemove, "rate_remove"},  {SwitchOp::kCounters, "counters"},
+    {SwitchOp::kPfcWatchdog, "pfc_watchdog"}};
+
+std::string_view SwitchOpName(SwitchOp op) { return NameIn(kSwitchOpNames, op, ""); }
 
 std::string SwitchRuleName(std::string_view handle_id, size_t index) {
   std::string n = "FL_";

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "common/enum_names.h"
 #include "common/rng.h"
 
 namespace fl::reports::compare {
@@ -50,23 +51,12 @@ std::string Summary(const Comparison& c) {
 
 }  // namespace
 
-std::string_view VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kSame:
-      return "same";
-    case Verdict::kChanged:
-      return "changed";
-    case Verdict::kImproved:
-      return "improved";
-    case Verdict::kRegressed:
-      return "REGRESSED";
-    case Verdict::kInfo:
-      return "info";
-    case Verdict::kMissing:
-      break;
-  }
-  return "missing";
-}
+constexpr NamedValue<Verdict> kVerdictNames[] = {
+    {Verdict::kSame, "same"},         {Verdict::kChanged, "changed"},
+    {Verdict::kImproved, "improved"}, {Verdict::kRegressed, "REGRESSED"},
+    {Verdict::kInfo, "info"},         {Verdict::kMissing, "missing"}};
+
+std::string_view VerdictName(Verdict v) { return NameIn(kVerdictNames, v, "missing"); }
 
 std::string FormatValue(double v) {
   char buf[32];

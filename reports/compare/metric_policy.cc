@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/enum_names.h"
+
 namespace fl::reports::compare {
 namespace {
 
@@ -68,17 +70,11 @@ StatusOr<double> ParseNonNegative(std::string_view s, std::string_view whole) {
 
 }  // namespace
 
-std::string_view DirectionName(Direction d) {
-  switch (d) {
-    case Direction::kLowerIsBetter:
-      return "lower";
-    case Direction::kHigherIsBetter:
-      return "higher";
-    case Direction::kNeutral:
-      break;
-  }
-  return "neutral";
-}
+constexpr NamedValue<Direction> kDirectionNames[] = {{Direction::kLowerIsBetter, "lower"},
+                                                     {Direction::kHigherIsBetter, "higher"},
+                                                     {Direction::kNeutral, "neutral"}};
+
+std::string_view DirectionName(Direction d) { return NameIn(kDirectionNames, d, "neutral"); }
 
 double Tolerance::Allowed(double baseline) const {
   double a = absolute.value_or(0);

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/enum_names.h"
+
 namespace fl::reports {
 
 namespace {
@@ -103,17 +105,11 @@ std::string FormatRanks(const std::vector<StuckRank>& stuck) {
 
 }  // namespace
 
-std::string_view OutcomeName(OutcomeKind kind) {
-  switch (kind) {
-    case OutcomeKind::kSurvived:
-      return "survived";
-    case OutcomeKind::kFailed:
-      return "failed";
-    case OutcomeKind::kHung:
-      return "hung";
-  }
-  return "?";
-}
+constexpr NamedValue<OutcomeKind> kOutcomeNames[] = {{OutcomeKind::kSurvived, "survived"},
+                                                     {OutcomeKind::kFailed, "failed"},
+                                                     {OutcomeKind::kHung, "hung"}};
+
+std::string_view OutcomeName(OutcomeKind kind) { return NameIn(kOutcomeNames, kind, "?"); }
 
 bool NestedIn(const std::map<std::string, std::string>& anchor_of, const std::string& m,
               const std::string& k) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/enum_names.h"
 #include "reports/render/escape.h"
 #include "reports/render/run_view.h"
 
@@ -23,20 +24,13 @@ std::string TagsText(const RunRecord& r) {
   return s;
 }
 
-std::string_view StatusMark(RunStatus s) {
-  switch (s) {
-    case RunStatus::kPassed:
-      return "✅";
-    case RunStatus::kFailed:
-      return "❌";
-    case RunStatus::kRunning:
-      return "⏳";
-    case RunStatus::kAborted:
-    case RunStatus::kError:
-      return "⚠️";
-  }
-  return "";
-}
+constexpr NamedValue<RunStatus> kStatusMarks[] = {{RunStatus::kPassed, "✅"},
+                                                  {RunStatus::kFailed, "❌"},
+                                                  {RunStatus::kRunning, "⏳"},
+                                                  {RunStatus::kAborted, "⚠️"},
+                                                  {RunStatus::kError, "⚠️"}};
+
+std::string_view StatusMark(RunStatus s) { return NameIn(kStatusMarks, s, ""); }
 
 }  // namespace
 
