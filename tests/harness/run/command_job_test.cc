@@ -3,6 +3,7 @@
 // from outside (the line protocol here), its output is kept per rank, and nothing of it
 // survives the run. Root only.
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -303,6 +304,88 @@ TEST_CASE(
     REQUIRE(cm);
     CHECK(std::fabs(*cm - *wm) <= std::max(m.abs_ms, m.rel * *wm));
   }
+}
+
+// A command that waits for the test: rank 2 (host h1) says when the job is in steady state,
+// then fails once the test has frozen h0's agent.
+constexpr const char* kStuck = R"(import os, sys, time
+rank = int(os.environ['RANK'])
+with open(os.environ['FAULTLINE_PROGRESS'], 'a', buffering=1) as p:
+    i = 0
+    while True:
+        time.sleep(0.02)
+        p.write('it=%d bytes=4096 ok=1\n' % i)
+        i += 1
+        if rank == 2 and i == 20:
+            open(sys.argv[1] + '/ready', 'w').close()
+        if rank == 2 and i > 20 and os.path.exists(sys.argv[1] + '/go'):
+            sys.exit(1)
+)";
+
+// The pids of processes whose command line holds every one of needles (NUL-separated words).
+std::vector<int> PidsWhose(const std::vector<std::string>& needles) {
+  std::vector<int> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    auto text = ReadFile(std::string("/proc/") + e->d_name + "/cmdline");
+    if (!text.ok()) continue;
+    bool all = true;
+    for (const auto& n : needles) all = all && text->find(n) != std::string::npos;
+    if (all) out.push_back(std::atoi(e->d_name));
+  }
+  closedir(d);
+  return out;
+}
+
+TEST_CASE(
+    "command job: a host whose ranks will not stop gets no second job - the run fails naming "
+    "the host",
+    "[.root][integration]") {
+  // h0's agent is frozen (SIGSTOP) while its ranks run: when rank 2 on h1 fails, h0 cannot
+  // stop its ranks, so the restart would land a second job on top of the first.
+  TempDir dir("fl_cmdjob");
+  const std::string script = dir.path() + "/stuck.py";
+  REQUIRE(WriteFileAtomic(script, kStuck).ok());
+  const std::string scenario = dir.path() + "/stuck.yaml";
+  REQUIRE(WriteFileAtomic(
+              scenario, "name: cmd_stuck\nseed: 3\nlab: {topology: " + WriteLab(dir.path()) +
+                            "}\njob:\n  command: [/usr/bin/python3, " + script + ", " + dir.path() +
+                            "]\n  duration: 60s\n  warmup_iterations: 5\n"
+                            "restart: {enabled: true, max_restarts: 1}\n")
+              .ok());
+  Faultline f({"run", scenario, "--db", dir.path() + "/r.db"}, dir.path());
+  REQUIRE(WaitUntil([&] { return std::filesystem::exists(dir.path() + "/ready"); },
+                    Deadline::After(60 * kNsPerSec), 20 * kNsPerMs));
+  auto p = f.err().find("[provision] lab ");
+  REQUIRE(p != std::string::npos);
+  const std::string lab = f.err().substr(p + 16, f.err().find(' ', p + 16) - p - 16);
+  // The agent this run's lab started for h0 (argv: ... --host h0 --lab LAB ...).
+  const std::vector<int> agent = PidsWhose(
+      {"faultline-agent", std::string("--host\0h0\0", 10), std::string("--lab\0", 6) + lab});
+  REQUIRE(agent.size() == 1);
+  REQUIRE(kill(agent[0], SIGSTOP) == 0);
+  REQUIRE(WriteFileAtomic(dir.path() + "/go", "").ok());
+  auto rc = f.Wait(Deadline::After(120 * kNsPerSec));
+  kill(agent[0], SIGCONT);  // if the run's clean-up left it (it ends it by pid)
+  INFO(f.err());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 3);
+  CHECK(f.err().find("no restart: the job's ranks did not stop on h0") != std::string::npos);
+  CHECK(f.err().find("did not stop on h1") == std::string::npos);  // h1's stopped
+  reports::RunData data = OnlyRun(dir.path() + "/r.db");
+  int launches = 0, refused = 0;
+  for (const auto& e : data.events) {
+    launches += e.kind == "job_launch";
+    refused += e.kind == "restart_refused";
+  }
+  CHECK(launches == 1);  // no second job
+  CHECK(refused == 1);
+  CHECK(data.run.status != reports::RunStatus::kPassed);
+  CHECK(NamespacesLeft(f.err()) == 0);
+  CHECK(ProcessesWith(script) == 0);
+  CHECK(PidsWhose({"faultline-agent", std::string("--lab\0", 6) + lab}).empty());
 }
 
 }  // namespace
