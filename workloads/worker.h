@@ -29,19 +29,10 @@
 #include "ccl_under_test/api/rendezvous.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "workloads/sample.h"
 #include "workloads/workload.h"
 
 namespace fl::workloads {
-
-struct IterationSample {
-  int rank = 0;
-  uint64_t iteration = 0;
-  Nanos start_wall_ns = 0;
-  Nanos end_wall_ns = 0;
-  uint64_t bytes = 0;
-  bool verified = false;
-  bool mismatch = false;
-};
 
 class TelemetrySink : public ccl::EventSink {
  public:

@@ -1,5 +1,7 @@
 #include "workloads/workload_plugins.h"
 
+#include "common/plugin_list.h"
+
 namespace fl::workloads {
 
 namespace {
@@ -46,29 +48,12 @@ const std::vector<const WorkloadPlugin*>& WorkloadPlugins() {
   return *all;
 }
 
-std::vector<std::string> WorkloadNames() {
-  std::vector<std::string> names;
-  for (const WorkloadPlugin* p : WorkloadPlugins()) names.push_back(p->name);
-  return names;
-}
+std::vector<std::string> WorkloadNames() { return PluginNames(WorkloadPlugins()); }
 
-std::string WorkloadOptionSummary() {
-  std::string s;
-  for (const WorkloadPlugin* p : WorkloadPlugins()) {
-    if (p->options.specs().empty()) continue;
-    std::string names;
-    for (const auto& n : p->options.Names()) names += (names.empty() ? "" : ", ") + n;
-    s += (s.empty() ? "" : "; ") + p->name + ": " + names;
-  }
-  return s.empty() ? "none" : s;
-}
+std::string WorkloadOptionSummary() { return PluginOptionSummary(WorkloadPlugins(), true); }
 
 StatusOr<const WorkloadPlugin*> FindWorkloadPlugin(std::string_view name) {
-  for (const WorkloadPlugin* p : WorkloadPlugins())
-    if (p->name == name) return p;
-  std::string known;
-  for (const auto& n : WorkloadNames()) known += (known.empty() ? "" : ", ") + n;
-  return NotFoundError("unknown workload '" + std::string(name) + "' (known: " + known + ")");
+  return FindPlugin(WorkloadPlugins(), name, "workload");
 }
 
 }  // namespace fl::workloads

@@ -1,6 +1,6 @@
 #include "ccl_under_test/api/events.h"
 
-#include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "common/enum_names.h"
 #include "common/event_kinds.h"
@@ -19,44 +19,16 @@ constexpr NamedValue<EventType> kEventTypeNames[] = {
 
 std::string_view Name(EventType type) { return NameIn(kEventTypeNames, type, "?"); }
 
-namespace {
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-}  // namespace
 
 std::string ToJson(const Event& e) {
-  return "{\"type\":" + Quote(std::string(Name(e.type))) +
-         ",\"wall_ns\":" + std::to_string(e.wall_ns) + ",\"mono_ns\":" + std::to_string(e.mono_ns) +
-         ",\"rank\":" + std::to_string(e.rank) + ",\"peer\":" + std::to_string(e.peer) +
-         ",\"channel\":" + std::to_string(e.channel) + ",\"path\":" + Quote(e.path) +
-         ",\"cause\":" + Quote(e.cause) + ",\"seq\":" + std::to_string(e.seq) +
-         ",\"detail\":" + Quote(e.detail) + "}";
+  // In this order (readers do not care; people reading a log do). Bytes that are not UTF-8
+  // become U+FFFD rather than an exception.
+  const nlohmann::ordered_json j = {{"type", Name(e.type)}, {"wall_ns", e.wall_ns},
+                                    {"mono_ns", e.mono_ns}, {"rank", e.rank},
+                                    {"peer", e.peer},       {"channel", e.channel},
+                                    {"path", e.path},       {"cause", e.cause},
+                                    {"seq", e.seq},         {"detail", e.detail}};
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace fl::ccl

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/plugin_list.h"
+
 // The descriptors of ccls.cmake's table (its one line per CCL), generated at configure time.
 #include "ccl_list_plugins.inc"
 
@@ -18,28 +20,12 @@ const std::vector<const CclPlugin*>& CclPlugins() {
   return *all;
 }
 
-std::vector<std::string> CclNames() {
-  std::vector<std::string> names;
-  for (const CclPlugin* p : CclPlugins()) names.push_back(p->name);
-  return names;
-}
+std::vector<std::string> CclNames() { return PluginNames(CclPlugins()); }
 
-std::string CclOptionSummary() {
-  std::string s;
-  for (const CclPlugin* p : CclPlugins()) {
-    std::string names;
-    for (const auto& n : p->options.Names()) names += (names.empty() ? "" : ", ") + n;
-    s += (s.empty() ? "" : "; ") + p->name + ": " + (names.empty() ? "none" : names);
-  }
-  return s;
-}
+std::string CclOptionSummary() { return PluginOptionSummary(CclPlugins(), false); }
 
 StatusOr<const CclPlugin*> FindCclPlugin(std::string_view name) {
-  for (const CclPlugin* p : CclPlugins())
-    if (p->name == name) return p;
-  std::string known;
-  for (const auto& n : CclNames()) known += (known.empty() ? "" : ", ") + n;
-  return NotFoundError("unknown ccl '" + std::string(name) + "' (known: " + known + ")");
+  return FindPlugin(CclPlugins(), name, "ccl");
 }
 
 }  // namespace fl::ccl

@@ -19,6 +19,7 @@
 #include <variant>
 
 #include "common/status.h"
+#include "workloads/sample.h"
 
 namespace fl::harness {
 
@@ -28,15 +29,8 @@ inline constexpr size_t kMaxEventKindBytes = 64;
 // The end of a rank's log that a rank_exit event carries ("log_tail") for a bad exit.
 inline constexpr size_t kRankLogTailBytes = 4 * 1024;
 
-struct TelemetrySample {
-  int rank = 0;
-  uint64_t iteration = 0;
-  int64_t start_wall_ns = 0;
-  int64_t end_wall_ns = 0;
-  uint64_t bytes = 0;
-  bool verified = false;
-  bool mismatch = false;
-};
+// A sample line is the worker's IterationSample (workloads/sample.h), checked.
+using TelemetrySample = workloads::IterationSample;
 
 struct TelemetryEvent {
   int rank = -1;  // -1: not rank-specific

@@ -91,6 +91,9 @@ class Lab {
   // The file the lab came from, and its text (stored beside the scenario's, reused by replay).
   virtual const std::string& source() const = 0;
   virtual const std::string& text() const = 0;
+  // Whether one run at a time may use it (real hosts: a second run is refused while the
+  // first holds the lab, harness/run/lab_claim.h). A lab each run builds for itself is not.
+  virtual bool exclusive() const { return true; }
 
   // Which fault kinds exist here and the targets of each class. Valid right after OpenLab,
   // before anything is provisioned; a scenario is validated against it.

@@ -97,6 +97,8 @@ class LocalLab : public Lab, public injectors::Fabric {
   // renames the lab to run.lab_name and builds it; the agents are started by the coordinator
   // in the hosts' namespaces (and one fabric agent in the root namespace) and ended by pid.
   std::string_view kind() const override { return "local"; }
+  // Every run builds its own namespaces (named after the run): runs never share one.
+  bool exclusive() const override { return false; }
   const std::string& source() const override { return topology_.source; }
   const std::string& text() const override { return topology_.text; }
   const harness::FaultCatalog& catalog() const override;

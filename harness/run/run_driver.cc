@@ -14,6 +14,7 @@
 #include "harness/run/console.h"
 #include "harness/run/fault_book.h"
 #include "harness/run/job.h"
+#include "harness/run/lab_claim.h"
 #include "harness/run/prepare.h"
 #include "harness/run/run_context.h"
 #include "harness/run/run_record.h"
@@ -211,6 +212,14 @@ int Run(const RunOptions& opts) {
     run.results.store = std::move(*store);
   }
   if (Status st = run.prepared.lab->Preflight(); !st.ok()) return Infra(st);
+  // Before the run is recorded or anything provisioned: a lab another run holds refuses this
+  // one, naming the holder.
+  std::unique_ptr<LabClaim> claim;
+  if (run.prepared.lab->exclusive()) {
+    auto taken = LabClaim::Take(std::string(run.prepared.lab->kind()), run.prepared.lab->name());
+    if (!taken.ok()) return Infra(taken.status());
+    claim = std::move(*taken);
+  }
 
   SignalScope signals;
   {
@@ -218,17 +227,21 @@ int Run(const RunOptions& opts) {
     if (!ids.ok()) return Infra(ids.status());
     run.ids = std::move(*ids);
   }
+  if (claim)
+    if (Status st = claim->SetRun(run.ids.run_id); !st.ok())
+      // Only a refused run's message reads it; the claim itself (the lock) holds.
+      FL_LOG(kWarn, "coord") << st.message();
   {
     auto writer = reports::BatchWriter::Open(opts.db_path);
     if (!writer.ok()) {
       std::fprintf(stderr, "faultline run: %s\n", writer.status().ToUserString().c_str());
       // The run is failing with exit 3 for this very reason, said above; a store that cannot
       // take its final status either leaves it "running", which the next run's clean-up marks.
-      Status finished = run.results.store->FinishRun(
-          run.ids.run_id, reports::RunStatus::kError, WallNowNs(), writer.status().ToUserString());
+      Status finished = run.results.store->FinishRun(run.ids.run_id, reports::RunStatus::kError,
+                                                     WallNowNs(), writer.status().ToUserString());
       if (!finished.ok())
-        FL_LOG(kWarn, "coord") << "run " << run.ids.run_id << " stays 'running': "
-                               << finished.message();
+        FL_LOG(kWarn, "coord") << "run " << run.ids.run_id
+                               << " stays 'running': " << finished.message();
       return kExitInfra;
     }
     run.results.writer = std::move(*writer);

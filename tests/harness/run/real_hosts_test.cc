@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -158,6 +159,56 @@ TEST_CASE(
   auto diff = Diff(before, (*fx)->Snapshot(), {.tolerance = 0.01});
   INFO(FormatDiff(diff) + "\n" + (*slurm)->Logs());
   CHECK(diff.empty());
+}
+
+TEST_CASE(
+    "faultline run --lab INVENTORY: a second run on the lab while the first holds it is "
+    "refused naming the first; the first goes on; no claim is left",
+    "[.root][integration]") {
+  TempDir dir("fl_real_claim");
+  auto fx = InventoryFixture::Create({});
+  REQUIRE(fx.ok());
+  REQUIRE((*fx)->StartAgents().ok());
+  const std::string scenario = dir.path() + "/long.yaml";
+  REQUIRE(
+      WriteFileAtomic(scenario,
+                      "name: real_hosts_long\nseed: 2\nlab: {topology: configs/labs/rail4.yaml}\n"
+                      "job:\n  size: 64KiB\n  duration: 6s\n  warmup_iterations: 5\n")
+          .ok());
+  Faultline first({"run", scenario, "--lab", (*fx)->inventory_path(), "--db", dir.path() + "/a.db",
+                   "--policy", (*fx)->policy_path()},
+                  dir.path(), "first");
+  // The first run has its id once it holds the lab.
+  std::string run_id;
+  REQUIRE(WaitUntil(
+      [&] {
+        const std::string err = first.err();
+        auto p = err.find("faultline run r");
+        if (p == std::string::npos) return false;
+        run_id = err.substr(p + 14, err.find(':', p) - p - 14);
+        return true;
+      },
+      Deadline::After(60 * kNsPerSec), 20 * kNsPerMs));
+  Faultline second({"run", scenario, "--lab", (*fx)->inventory_path(), "--db", dir.path() + "/b.db",
+                    "--policy", (*fx)->policy_path()},
+                   dir.path(), "second");
+  auto rc2 = second.Wait(Deadline::After(60 * kNsPerSec));
+  INFO(second.err());
+  REQUIRE(rc2.has_value());
+  CHECK(*rc2 == 3);
+  CHECK(second.err().find("is in use by run " + run_id + " (pid ") != std::string::npos);
+  auto rc1 = first.Wait(Deadline::After(240 * kNsPerSec));
+  INFO(first.err());
+  REQUIRE(rc1.has_value());
+  CHECK(*rc1 == 0);
+  // The refused run recorded nothing; the first's claim went with it.
+  auto b = reports::Store::Open(dir.path() + "/b.db", {.create = false});
+  if (b.ok()) CHECK((*b)->ListRuns({})->empty());
+  auto inv = ReadFile((*fx)->inventory_path());
+  REQUIRE(inv.ok());
+  const std::string name = inv->substr(6, inv->find('\n') - 6);  // "name: X"
+  CHECK_FALSE(std::filesystem::exists("/run/faultline/claims/inventory-" + name + ".claim"));
+  (*fx)->StopAgents().IgnoreError();
 }
 
 TEST_CASE("faultline suite nightly.yaml --lab INVENTORY runs unchanged against real hosts",
