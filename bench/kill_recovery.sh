@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Faults held by a process that is killed: `faultline run` holds h0.nic0 down
-# (bench/configs/kill_recovery.yaml); the coordinator (kill -9, REPEAT times) or the agent of
-# h0 (kill -9, REPEAT times) is killed while the fault is held, and the time from the kill to
-# the NIC being up again is measured by polling its state every 5 ms. After each kill
-# the script checks that nothing is left: no namespace of that lab, no agent, no nft table.
-# The lease is LEASE seconds (default 2): the goal is every fault back within the lease plus 1 s.
+# Faults held by a process that is killed or cut off: `faultline run` holds h0.nic0 down
+# (bench/configs/kill_recovery.yaml); while the fault is held, REPEAT times each: the
+# coordinator is killed (kill -9), the coordinator is cut off from h0's agent (nft drops the
+# control connection both ways in h0's namespace; nothing is killed), or the agent of h0 is
+# killed (kill -9). From that moment it polls every 5 ms for nic0 up again and for h0's ranks
+# gone (no process left in the cgroups of h0's containers). After each try it checks that
+# nothing is left: no namespace of that lab, no agent, no rank, no nft table.
+# The lease is LEASE seconds (default 2): the goal is the fault reverted and the ranks gone
+# within the lease plus 1 s.
 # Root; run from the repository root after a build.
-#   bench/kill_recovery.sh [REPEAT] [LEASE]
+#   bench/kill_recovery.sh [REPEAT] [LEASE]      (MODES="coordinator cutoff agent" by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${1:-20}
@@ -28,6 +31,14 @@ agent_pids() {
   done
 }
 link_up() { ip -n "$1" -o link show nic0 2>/dev/null | grep -q 'state UP'; }
+# Pids of the ranks of host $2 of lab $1: processes in a cgroup of its containers.
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+rank_pids() {
+  local f
+  for f in $(find "$cg2" -maxdepth 4 -path "*fl-$1*" -name cgroup.procs 2>/dev/null); do
+    case "$f" in *"$2"*) cat "$f" ;; esac
+  done 2>/dev/null
+}
 
 leftovers=0
 one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
@@ -55,20 +66,37 @@ one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
   if [ "$applied" != 1 ] || link_up "$ns"; then
     echo "the fault was not applied in lab $lab" >&2; kill -INT "$coord"; return 1
   fi
+  [ -n "$(rank_pids "$lab" h0)" ] || { echo "no rank of h0 found in lab $lab" >&2; kill -INT "$coord"; return 1; }
   if [ "$who" = coordinator ]; then
     t0=$(now_ms); kill -9 "$coord"
     kill_ns=$(date +%s%N)
+  elif [ "$who" = cutoff ]; then
+    local ctl
+    ctl=$(grep -o 'dial in at [0-9.]*:[0-9]*' "$tmp/err" | head -1 | cut -d' ' -f4)
+    [ -n "$ctl" ] || { echo "no control address in the run's output" >&2; kill -INT "$coord"; return 1; }
+    t0=$(now_ms)
+    ip netns exec "$ns" nft -f - <<NFT
+table ip flcut {
+  chain out { type filter hook output priority 0; ip daddr ${ctl%:*} tcp dport ${ctl#*:} drop; }
+  chain in { type filter hook input priority 0; ip saddr ${ctl%:*} tcp sport ${ctl#*:} drop; }
+}
+NFT
   else
     local a="" d1=$(( $(now_ms) + 10000 ))
     while [ -z "$a" ] && [ "$(now_ms)" -lt "$d1" ]; do a=$(agent_pids "$lab" h0 | head -1); done
     [ -n "$a" ] || { echo "no agent for h0 of $lab" >&2; kill -INT "$coord"; return 1; }
     t0=$(now_ms); kill -9 "$a"
   fi
-  while ! link_up "$ns" && [ "$(now_ms)" -lt $((t0 + 30000)) ]; do sleep 0.005; done
-  t1=$(now_ms)
-  echo $((t1 - t0))
-  # clean up: the coordinator ends the run itself (agent killed), or the agents end on their
-  # lapsed lease and `faultline lab down` removes the lab (coordinator killed)
+  local nic_ms="" rank_ms=""
+  while [ -z "$nic_ms" ] || [ -z "$rank_ms" ]; do
+    [ -z "$nic_ms" ] && link_up "$ns" && nic_ms=$(( $(now_ms) - t0 ))
+    [ -z "$rank_ms" ] && [ -z "$(rank_pids "$lab" h0)" ] && rank_ms=$(( $(now_ms) - t0 ))
+    [ "$(now_ms)" -lt $((t0 + 30000)) ] || break
+    sleep 0.005
+  done
+  echo "${nic_ms:-30000} ${rank_ms:-30000}"
+  # clean up: the coordinator ends the run itself (agent killed or cut off), or the agents end
+  # on their lapsed lease and `faultline lab down` removes the lab (coordinator killed)
   local d0=$(( $(now_ms) + 60000 ))
   while kill -0 "$coord" 2>/dev/null && [ "$(now_ms)" -lt "$d0" ]; do sleep 0.05; done
   if [ "$who" = coordinator ]; then
@@ -82,15 +110,15 @@ one() {  # $1: coordinator|agent; prints the ms from the kill to nic0 up
     "$fl" runs --db "$db" >/dev/null 2>&1 || true
   fi
   if ip netns list 2>/dev/null | grep -q "fl-$lab-" || [ -n "$(agent_pids "$lab")" ] ||
-     nft list tables 2>/dev/null | grep -q "$lab"; then
+     [ -n "$(rank_pids "$lab" h)" ] || nft list tables 2>/dev/null | grep -q "$lab"; then
     echo "left behind by lab $lab" >&2
     leftovers=$((leftovers + 1))
   fi
   rm -f "$db" "$db"-*
 }
 
-stats() {  # $1: label; stdin: one number per line
-  sort -n | awk -v label="$1" -v limit=$(( lease * 1000 + 1000 )) '
+stats() {  # $1: label, $2: column; stdin: lines of "nic_ms rank_ms"
+  awk -v c="$2" '{ print $c }' | sort -n | awk -v label="$1" -v limit=$(( lease * 1000 + 1000 )) '
     { v[NR] = $1; if ($1 > limit) over++ }
     END { printf "%s: n=%d median %d ms, p95 %d ms, max %d ms; over lease+1s: %d\n",
                  label, NR, v[int((NR + 1) / 2)], v[int(NR * 0.95 + 0.5) < 1 ? 1 : int(NR * 0.95 + 0.5)],
@@ -98,17 +126,20 @@ stats() {  # $1: label; stdin: one number per line
 }
 
 : > "$tmp/lost.ms"
-for who in coordinator agent; do
+modes=${MODES:-coordinator cutoff agent}
+for who in $modes; do
   : > "$tmp/$who.ms"
   for i in $(seq "$repeat"); do
     one "$who" >> "$tmp/$who.ms"
-    printf '\r%s kill %d/%d' "$who" "$i" "$repeat" >&2
+    printf '\r%s %d/%d' "$who" "$i" "$repeat" >&2
   done
   echo >&2
 done
-echo "kill -9 while h0.nic0 is held down (lease ${lease}s): time from the kill to nic0 up"
-stats coordinator < "$tmp/coordinator.ms"
-stats agent < "$tmp/agent.ms"
-stats "telemetry lost at a coordinator kill (kill time - newest stored sample)" < "$tmp/lost.ms"
+echo "h0.nic0 held down (lease ${lease}s): time from the kill or cut-off to nic0 up / h0's ranks gone"
+for who in $modes; do
+  stats "$who: NIC up" 1 < "$tmp/$who.ms"
+  stats "$who: ranks gone" 2 < "$tmp/$who.ms"
+done
+echo "telemetry lost at a coordinator kill (kill time - newest stored sample): $(sort -n "$tmp/lost.ms" | awk '{ v[NR] = $1 } END { if (NR) printf "n=%d median %d ms, max %d ms", NR, v[int((NR + 1) / 2)], v[NR] }')"
 echo "runs that left something behind: $leftovers"
 [ "$leftovers" -eq 0 ]

@@ -122,12 +122,22 @@ std::string FormatQuantity(double v, Unit unit) {
   return buf;
 }
 
+namespace {
+
+// v when it is within [lo, hi]; else the bounds problem at node.
+template <typename T>
+StatusOr<T> Bounded(const YamlDoc& doc, const YAML::Node& node, std::string_view what,
+                    StatusOr<T> v, T lo, T hi, Unit unit) {
+  if (!v.ok()) return v.status();
+  if (std::string p = BoundsProblem(what, *v, lo, hi, unit); !p.empty()) return doc.Error(node, p);
+  return v;
+}
+
+}  // namespace
+
 StatusOr<Nanos> YamlDoc::AsDurationIn(const YAML::Node& node, std::string_view what, Nanos lo,
                                       Nanos hi) const {
-  FL_ASSIGN_OR_RETURN(Nanos v, AsDuration(node, what));
-  if (std::string p = BoundsProblem(what, v, lo, hi, Unit::kDuration); !p.empty())
-    return Error(node, p);
-  return v;
+  return Bounded(*this, node, what, AsDuration(node, what), lo, hi, Unit::kDuration);
 }
 
 StatusOr<Nanos> YamlDoc::GetDurationIn(const YAML::Node& map, std::string_view key, Nanos fallback,
@@ -139,18 +149,12 @@ StatusOr<Nanos> YamlDoc::GetDurationIn(const YAML::Node& map, std::string_view k
 
 StatusOr<uint64_t> YamlDoc::AsBytesIn(const YAML::Node& node, std::string_view what, uint64_t lo,
                                       uint64_t hi) const {
-  FL_ASSIGN_OR_RETURN(uint64_t v, AsBytes(node, what));
-  if (std::string p = BoundsProblem(what, v, lo, hi, Unit::kBytes); !p.empty())
-    return Error(node, p);
-  return v;
+  return Bounded(*this, node, what, AsBytes(node, what), lo, hi, Unit::kBytes);
 }
 
 StatusOr<uint64_t> YamlDoc::AsBitRateIn(const YAML::Node& node, std::string_view what, uint64_t lo,
                                         uint64_t hi) const {
-  FL_ASSIGN_OR_RETURN(uint64_t v, AsBitRate(node, what));
-  if (std::string p = BoundsProblem(what, v, lo, hi, Unit::kBitRate); !p.empty())
-    return Error(node, p);
-  return v;
+  return Bounded(*this, node, what, AsBitRate(node, what), lo, hi, Unit::kBitRate);
 }
 
 }  // namespace fl

@@ -371,6 +371,83 @@ TEST_CASE("faultline run: results that cannot be written fail the run with exit 
   CHECK(Netns() == before);
 }
 
+// Whether a rank container of host `host` of the lab has a process left.
+bool HostRanksRunning(const std::string& lab, const std::string& host) {
+  auto cgroot = injectors::Cgroup2Root();
+  if (!cgroot.ok()) return false;
+  const std::string dir = *cgroot + "/faultline/fl-" + lab;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return false;
+  bool any = false;
+  while (dirent* e = readdir(d))
+    if (std::string(e->d_name).rfind(host + ".rank", 0) == 0)
+      any = any || !ReadFile(dir + "/" + e->d_name + "/cgroup.procs").value_or("").empty();
+  closedir(d);
+  return any;
+}
+
+TEST_CASE(
+    "faultline run: the coordinator cut off from an agent holding a fault (the control path "
+    "blackholed, nothing killed): the agent reverts and ends its ranks within the lease plus "
+    "1 s; the run ends with exit 3 naming the host",
+    "[.root][integration]") {
+  TempDir dir("fl_run");
+  std::string scenario = WriteScenario(
+      dir.path(), WriteLab(dir.path()), "120s",
+      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
+  auto before = Netns();
+  std::string db = dir.path() + "/r.db";
+  Faultline f({"run", scenario, "--db", db, "--lease", "2"}, dir.path());
+  std::string run_id;
+  bool applied = WaitFaultApplied(db, &run_id);
+  INFO(f.err());
+  REQUIRE(applied);
+  const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
+  const std::string h0 = "fl-" + lab + "-h0";
+  auto link_up = [&] {
+    std::string cmd = "ip -n " + h0 + " -o link show nic0 | grep -q 'state UP'";
+    return std::system(cmd.c_str()) == 0;
+  };
+  CHECK_FALSE(link_up());
+  REQUIRE(HostRanksRunning(lab, "h0"));
+  // The control connection of h0's agent, dropped both ways in h0's namespace.
+  const std::string err = f.err();
+  auto at = err.find("dial in at ");
+  REQUIRE(at != std::string::npos);
+  const std::string ctl = err.substr(at + 11, err.find_first_of(" \n", at + 11) - at - 11);
+  const std::string addr = ctl.substr(0, ctl.find(':')), port = ctl.substr(ctl.find(':') + 1);
+  const std::string rules = dir.path() + "/cut.nft";
+  REQUIRE(WriteFileAtomic(rules,
+                          "table ip flcut {\n  chain out { type filter hook output priority "
+                          "0; ip daddr " +
+                              addr + " tcp dport " + port +
+                              " drop; }\n  chain in { type filter hook input priority 0; "
+                              "ip saddr " +
+                              addr + " tcp sport " + port + " drop; }\n}\n")
+              .ok());
+  Nanos cut = MonoNowNs();
+  REQUIRE(std::system(("ip netns exec " + h0 + " nft -f " + rules).c_str()) == 0);
+  // The lease is 2 s: the fault reverted and h0's ranks gone within the lease plus 1 s, by
+  // the agent itself (the coordinator cannot reach it).
+  CHECK(WaitUntil(link_up, Deadline::After(4 * kNsPerSec), 10 * kNsPerMs));
+  const Nanos nic_back = MonoNowNs() - cut;
+  CHECK(WaitUntil([&] { return !HostRanksRunning(lab, "h0"); }, Deadline::After(4 * kNsPerSec),
+                  10 * kNsPerMs));
+  const Nanos ranks_gone = MonoNowNs() - cut;
+  std::printf("cut off: nic0 up after %lld ms, h0's ranks gone after %lld ms (lease 2 s)\n",
+              static_cast<long long>(nic_back / kNsPerMs),
+              static_cast<long long>(ranks_gone / kNsPerMs));
+  CHECK(nic_back <= 3 * kNsPerSec);
+  CHECK(ranks_gone <= 3 * kNsPerSec);
+  auto rc = f.Wait(Deadline::After(60 * kNsPerSec));
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 3);
+  CHECK(f.err().find("host h0") != std::string::npos);
+  CHECK(WaitUntil([&] { return Netns() == before; }, Deadline::After(30 * kNsPerSec)));
+  CHECK(WaitUntil([&] { return AgentsOfLab(lab) == 0; }, Deadline::After(20 * kNsPerSec)));
+  CHECK(NoRankCgroups(lab));
+}
+
 TEST_CASE(
     "faultline run: SIGKILL of the agent holding a fault: the coordinator reverts it from the "
     "journal within the lease and ends the run with exit 3 naming the host",
