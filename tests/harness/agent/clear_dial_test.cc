@@ -143,6 +143,55 @@ TEST_CASE(
   close(listener);
 }
 
+TEST_CASE("worker: its first bytes to a TCP rendezvous store prove the token without sending it",
+          "[.root][integration]") {
+  // A fake store with no token of its own greets as the real one does (kHello: version and a
+  // nonce, tcp_store_protocol.h) and records what the worker answers.
+  TempDir dir("fl_clear");
+  Netns ns;
+  int port = 0;
+  int listener = ListenIn(ns.name, &port);
+  REQUIRE(listener >= 0);
+  auto token = CreateTokenFile(dir.path() + "/token");
+  REQUIRE(token.ok());
+  ChildProcess::Options o;
+  o.out = dir.path() + "/worker.log";
+  o.netns = ns.name;
+  ChildProcess worker(
+      {std::string(FL_BUILD_DIR) + "/bin/faultline-worker", "--rank", "0", "--world-size", "2",
+       "--nics", kAddr, "--store", "tcp://" + std::string(kAddr) + ":" + std::to_string(port),
+       "--store-token-file", dir.path() + "/token", "--iterations", "1", "--init-timeout", "5s"},
+      o);
+  std::string got;
+  int c = -1;
+  Deadline d = Deadline::After(10 * kNsPerSec);
+  while (!d.Expired() && got.size() < 69) {
+    if (c < 0) {
+      c = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (c >= 0) {
+        std::string hello = {0, 0, 0, 34, 1 /*kHello*/, 1 /*version*/};
+        hello += std::string(32, '\x5a');  // the server's nonce
+        REQUIRE(write(c, hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()));
+      }
+    }
+    if (c >= 0) {
+      char buf[4096];
+      ssize_t n = read(c, buf, sizeof buf);
+      if (n > 0) got.append(buf, static_cast<size_t>(n));
+    }
+    usleep(5000);
+  }
+  if (c >= 0) close(c);
+  close(listener);
+  INFO(ReadFile(dir.path() + "/worker.log").value_or(""));
+  // One kAuth frame (its nonce and an HMAC: 65 bytes of body) and nothing else before the
+  // server answers; the token is in none of it.
+  REQUIRE(got.size() == 69);
+  CHECK(got.substr(0, 5) == std::string({0, 0, 0, 65, 2 /*kAuth*/}));
+  CHECK(got.find(*token) == std::string::npos);
+  CHECK(got.find(token->substr(0, 8)) == std::string::npos);
+}
+
 TEST_CASE("clear dial: loopback and the lab ranges are local, other addresses are not",
           "[.root][integration]") {
   CHECK(IsLocalOrLabAddress("127.0.0.1:50051"));
