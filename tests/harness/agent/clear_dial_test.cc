@@ -17,6 +17,7 @@
 #include "common/file_util.h"
 #include "common/process.h"
 #include "harness/control/auth.h"
+#include "harness/control/certs.h"
 #include "harness/control/clear_dial.h"
 #include "tests/child_process.h"
 #include "tests/test_util.h"
@@ -139,6 +140,59 @@ TEST_CASE(
     INFO(log);
     CHECK(got.find(*token) != std::string::npos);
     CHECK(log.find("the token goes in clear to " + coordinator) != std::string::npos);
+  }
+  close(listener);
+}
+
+TEST_CASE(
+    "inventory agents (a host's and the fabric agent) open TLS before anything: a server "
+    "without a certificate sees a ClientHello and no token",
+    "[.root][integration]") {
+  TempDir dir("fl_clear");
+  Netns ns;
+  REQUIRE(Run({"ip", "-n", ns.name, "link", "add", "eth9", "type", "veth", "peer", "name", "eth9p"})
+              ->exit_code == 0);
+  int port = 0;
+  int listener = ListenIn(ns.name, &port);
+  REQUIRE(listener >= 0);
+  auto token = CreateTokenFile(dir.path() + "/token");
+  REQUIRE(token.ok());
+  // The TLS material the inventory implies (DefaultTlsDir: "tls" beside the token).
+  const std::string tls = dir.path() + "/tls";
+  REQUIRE(InitLabCa(tls).ok());
+  REQUIRE(IssueCertificate(tls, "h0", {.role = CertRole::kAgent}).ok());
+  REQUIRE(IssueCertificate(tls, "fabric", {.role = CertRole::kFabricAgent}).ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/key", "not a key\n").ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/known_hosts", "\n").ok());
+  const std::string inv = dir.path() + "/inv.yaml";
+  REQUIRE(WriteFileAtomic(inv, "name: clear\ncoordinator: {listen: " + std::string(kAddr) + ":" +
+                                   std::to_string(port) + ", token_file: " + dir.path() +
+                                   "/token}\nswitches:\n  - {name: leaf0, address: 10.213.7.9, "
+                                   "driver: ssh-template, preset: sonic, user: admin, key_file: " +
+                                   dir.path() + "/key, known_hosts: " + dir.path() +
+                                   "/known_hosts}\nhosts:\n  - name: h0\n    ranks: 1\n    nics:\n"
+                                   "      - {name: nic0, ifname: eth9, address: 10.213.8.1, "
+                                   "switch: leaf0, port: Ethernet0}\nfabric_agent: {host: mgmt1}\n")
+              .ok());
+  for (const std::string host : {"h0", "fabric"}) {
+    CAPTURE(host);
+    ChildProcess::Options o;
+    o.out = dir.path() + "/" + host + ".log";
+    o.netns = ns.name;
+    auto agent = std::make_unique<ChildProcess>(
+        std::vector<std::string>{std::string(FL_BUILD_DIR) + "/bin/faultline-agent",
+                                 "--coordinator", std::string(kAddr) + ":" + std::to_string(port),
+                                 "--token-file", dir.path() + "/token", "--inventory", inv,
+                                 "--host", host, "--connect-timeout", "3"},
+        o);
+    const std::string got = Capture(listener, 3 * kNsPerSec);
+    agent.reset();
+    INFO(ReadFile(o.out).value_or(""));
+    REQUIRE(got.size() >= 6);
+    CHECK(got[0] == 0x16);  // a TLS handshake record
+    CHECK(got[5] == 0x01);  // ClientHello
+    CHECK(got.find(*token) == std::string::npos);
+    CHECK(got.find("PRI * HTTP/2") == std::string::npos);  // no plaintext HTTP/2
   }
   close(listener);
 }
