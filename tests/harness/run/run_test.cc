@@ -389,7 +389,7 @@ bool HostRanksRunning(const std::string& lab, const std::string& host) {
 TEST_CASE(
     "faultline run: the coordinator cut off from an agent holding a fault (the control path "
     "blackholed, nothing killed): the agent reverts and ends its ranks within the lease plus "
-    "1 s; the run ends with exit 3 naming the host",
+    "1 s - the run ends with exit 3 naming the host",
     "[.root][integration]") {
   TempDir dir("fl_run");
   std::string scenario = WriteScenario(
