@@ -10,9 +10,14 @@ namespace fl::injectors {
 
 namespace {
 
+struct Entry {
+  SwitchDriverFactory open;
+  bool needs_preset = false;
+};
+
 struct Registry {
   std::mutex mu;
-  std::map<std::string, SwitchDriverFactory> factories;
+  std::map<std::string, Entry> factories;
 };
 
 Registry& TheRegistry() {
@@ -20,7 +25,7 @@ Registry& TheRegistry() {
   // by a call into their own translation units, so that a static link keeps them.
   static Registry* r = [] {
     auto* reg = new Registry;
-    reg->factories["ssh-template"] = OpenSshTemplateDriver;
+    reg->factories["ssh-template"] = {OpenSshTemplateDriver, /*needs_preset=*/true};
     return reg;
   }();
   return *r;
@@ -28,10 +33,17 @@ Registry& TheRegistry() {
 
 }  // namespace
 
-void RegisterSwitchDriver(const std::string& name, SwitchDriverFactory factory) {
+void RegisterSwitchDriver(const std::string& name, SwitchDriverFactory factory, bool needs_preset) {
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> l(r.mu);
-  r.factories[name] = std::move(factory);
+  r.factories[name] = {std::move(factory), needs_preset};
+}
+
+bool SwitchDriverNeedsPreset(const std::string& name) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> l(r.mu);
+  auto it = r.factories.find(name);
+  return it != r.factories.end() && it->second.needs_preset;
 }
 
 std::vector<std::string> SwitchDriverNames() {
@@ -54,7 +66,7 @@ StatusOr<std::unique_ptr<SwitchDriver>> OpenSwitchDriver(const SwitchConn& conn)
       return InvalidArgumentError(conn.Describe() + ": unknown switch driver '" + conn.driver +
                                   "' (known: " + known + ")");
     }
-    f = it->second;
+    f = it->second.open;
   }
   return f(conn);
 }

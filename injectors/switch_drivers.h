@@ -20,7 +20,11 @@ namespace fl::injectors {
 // InvalidArgument "PRESET:LINE:COL: ..." for a bad preset. Never touches the network.
 using SwitchDriverFactory =
     std::function<StatusOr<std::unique_ptr<SwitchDriver>>(const SwitchConn&)>;
-void RegisterSwitchDriver(const std::string& name, SwitchDriverFactory factory);
+// needs_preset: an inventory's switch of this driver must name a preset (ssh-template's
+// command templates); the inventory loader asks SwitchDriverNeedsPreset, not the name.
+void RegisterSwitchDriver(const std::string& name, SwitchDriverFactory factory,
+                          bool needs_preset = false);
+bool SwitchDriverNeedsPreset(const std::string& name);
 StatusOr<std::unique_ptr<SwitchDriver>> OpenSwitchDriver(const SwitchConn& conn);
 std::vector<std::string> SwitchDriverNames();
 

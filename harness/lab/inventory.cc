@@ -192,10 +192,9 @@ Status ParseSwitch(const YamlDoc& doc, const YAML::Node& n, const std::string& s
                                                            kNsPerSec, kMaxConnectTimeout));
   std::string preset;
   FL_ASSIGN_OR_RETURN(preset, doc.GetOr<std::string>(n, "preset", ""));
-  if (!doc.Has(n, "preset") && c.driver == "ssh-template")
-    return doc.Error(n, "switch " + c.name +
-                            ": the ssh-template driver needs 'preset' (sonic, eos, nvue or a "
-                            "file beside this one)");
+  if (!doc.Has(n, "preset") && injectors::SwitchDriverNeedsPreset(c.driver))
+    return doc.Error(n, "switch " + c.name + ": the " + c.driver +
+                            " driver needs 'preset' (sonic, eos, nvue or a file beside this one)");
   if (doc.Has(n, "preset") && !open_drivers) {
     c.preset = preset;  // a host's agent never acts on a switch: its preset is not read
   } else if (doc.Has(n, "preset")) {

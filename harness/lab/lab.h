@@ -94,6 +94,9 @@ class Lab {
   // Whether one run at a time may use it (real hosts: a second run is refused while the
   // first holds the lab, harness/run/lab_claim.h). A lab each run builds for itself is not.
   virtual bool exclusive() const { return true; }
+  // Whether a command job's ranks get the Slurm variables too (SLURM_PROCID, SLURM_NTASKS, ...:
+  // their agents run inside a Slurm step, as a framework's launcher expects there).
+  virtual bool ranks_get_slurm_env() const { return false; }
 
   // Which fault kinds exist here and the targets of each class. Valid right after OpenLab,
   // before anything is provisioned; a scenario is validated against it.

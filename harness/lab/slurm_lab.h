@@ -86,7 +86,6 @@ StatusOr<SlurmLabConfig> ParseSlurmSection(const YamlDoc& doc);
 // The same for a section node of an already parsed document (positions in that document).
 StatusOr<SlurmLabConfig> ParseSlurmSectionNode(const YamlDoc& doc, const YAML::Node& section);
 
-
 class SlurmLab : public Lab {
  public:
   // Checks the config (node names, NICs, numbers); nothing is touched.
@@ -94,6 +93,7 @@ class SlurmLab : public Lab {
   ~SlurmLab() override;  // StopAgents + Teardown when the caller did not
 
   std::string_view kind() const override { return "slurm"; }
+  bool ranks_get_slurm_env() const override { return true; }
   const std::string& name() const override { return cfg_.name; }
   const std::string& source() const override { return cfg_.source; }
   const std::string& text() const override { return cfg_.text; }
@@ -168,7 +168,7 @@ StatusOr<std::unique_ptr<SlurmLab>> SlurmLabOfInventory(const Inventory& invento
 // The site of an agent that srun started on a node (`--slurm-nics`, `--slurm-ranks`): the
 // node's NICs by interface name (rail order), `mgmt` the interface that is never a target.
 StatusOr<std::unique_ptr<Site>> OpenSlurmNodeSite(const std::string& host,
-                                                  const std::vector<std::string>& nics,
-                                                  int ranks, const std::string& mgmt);
+                                                  const std::vector<std::string>& nics, int ranks,
+                                                  const std::string& mgmt);
 
 }  // namespace fl::lab

@@ -90,7 +90,7 @@ Status Job::Launch(int attempt, uint64_t first_iteration) {
     const bool ipv4 =
         !first.nics.empty() && inet_pton(AF_INET, first.nics.front().c_str(), &a) == 1;
     w.master_addr = ipv4 ? first.nics.front() : first.name;
-    w.slurm_env = p.lab->kind() == "slurm";
+    w.slurm_env = p.lab->ranks_get_slurm_env();
     w.command = j.command;
   }
   const std::vector<std::string> args = w.ToArgv();
