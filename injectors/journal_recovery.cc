@@ -3,6 +3,7 @@
 // injection path writes: the journal never calls an injector.
 #include "injectors/journal_recovery.h"
 
+#include <net/if.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,32 @@ StatusOr<std::string> MoveAside(const std::string& path) {
   if (lstat(dest.c_str(), &st) == 0) dest += "." + std::to_string(WallNowNs());
   if (rename(path.c_str(), dest.c_str()) != 0) return ErrnoStatus(errno, "rename " + path);
   return dest;
+}
+
+// Whether the link `ifname` exists in network namespace `netns` ("-": this process's).
+bool LinkExists(const std::string& netns, const std::string& ifname) {
+  if (netns == "-") return if_nametoindex(ifname.c_str()) != 0;
+  if (!NetnsExists(netns)) return false;
+  bool exists = true;  // when the namespace cannot be entered, assume it is there
+  Status st = RunInNetns(netns, [&] {
+    exists = if_nametoindex(ifname.c_str()) != 0;
+    return OkStatus();
+  });
+  return st.ok() ? exists : true;
+}
+
+// Whether every object the fault holds ("group:netns/ifname", injection.h) is gone. A fault
+// that claims none (a container kill, a switch port) is never judged gone here.
+bool ObjectsGone(const FaultHandle& handle) {
+  const std::vector<std::string> objects = ClaimedObjects(handle);
+  if (objects.empty()) return false;
+  for (const std::string& o : objects) {
+    const auto colon = o.find(':');
+    const auto slash = o.find('/', colon == std::string::npos ? 0 : colon + 1);
+    if (colon == std::string::npos || slash == std::string::npos) return false;
+    if (LinkExists(o.substr(colon + 1, slash - colon - 1), o.substr(slash + 1))) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -74,6 +101,18 @@ RecoveryReport RecoverDeadFaults(FaultJournal& journal, const InjectorRegistry& 
     }
     if (s.ok()) {
       report.reverted.push_back(e.handle.id);
+    } else if (ObjectsGone(e.handle)) {
+      // Its namespace or link went (a lab torn down, a NIC removed): what the fault did went
+      // with it. Kept, the entry would fail every later recovery.
+      Status rm = journal.Remove(e.handle.id);
+      FL_LOG(kWarn, "inject") << "fault " << e.handle.id << " (" << e.handle.spec.kind << " on "
+                              << e.handle.spec.target
+                              << "): everything it held is gone, nothing to revert"
+                              << (rm.ok() ? "; journal entry removed" : "; " + rm.message());
+      if (rm.ok())
+        report.gone.push_back(e.handle.id + ": everything it held is gone (" + s.message() + ")");
+      else
+        report.failed.push_back(e.handle.id + ": " + rm.ToUserString());
     } else {
       report.failed.push_back(e.handle.id + ": " + s.ToUserString());
     }

@@ -50,6 +50,8 @@ class AgentRuntime::Impl {
     injectors::RecoveryReport rec = injectors::RecoverDeadFaults(journal_, registry_);
     for (const auto& id : rec.reverted)
       FL_LOG(kWarn, "agent") << "reverted fault " << id << " left by a dead owner";
+    for (const auto& g : rec.gone)
+      FL_LOG(kWarn, "agent") << "removed the journal entry of a dead owner's fault: " << g;
     for (const auto& f : rec.failed)
       FL_LOG(kError, "agent") << "could not revert a dead owner's fault: " << f;
     for (const auto& c : rec.corrupt)

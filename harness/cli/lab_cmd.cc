@@ -139,13 +139,15 @@ int LabRecover(bool include_live) {
   injectors::FaultJournal journal;
   auto report = injectors::RecoverDeadFaults(journal, *registry, include_live);
   for (const auto& id : report.reverted) std::printf("reverted %s\n", id.c_str());
+  for (const auto& g : report.gone) std::printf("removed %s\n", g.c_str());
   for (const auto& id : report.skipped)
     std::printf("skipped %s (its owner is alive)\n", id.c_str());
   for (const auto& e : report.failed)
     std::fprintf(stderr, "faultline: could not revert %s\n", e.c_str());
   for (const auto& e : report.corrupt)
     std::fprintf(stderr, "faultline: corrupt journal entry %s\n", e.c_str());
-  if (report.reverted.empty() && report.failed.empty() && report.corrupt.empty())
+  if (report.reverted.empty() && report.gone.empty() && report.failed.empty() &&
+      report.corrupt.empty())
     std::printf("nothing to recover\n");
   return report.failed.empty() && report.corrupt.empty() ? kExitOk : kExitInfra;
 }

@@ -462,6 +462,42 @@ TEST_CASE("host side: a SIGKILLed owner's faults are reverted from the journal",
   CHECK(TcpWorks(env.hp.a, env.hp.b, kAddrB, 5 * kNsPerSec).ok());
 }
 
+// Issue 29: the journal entry of a fault whose NIC is gone (the link removed after its owner
+// died) failed every later recovery and was never removed. Now its revert fails, recovery
+// finds every object it held gone, and removes the entry, saying so.
+TEST_CASE("host side: a dead owner's fault on a NIC that is gone is removed from the journal",
+          "[.root][integration]") {
+  Env env;
+  auto throttle = env.Make("bandwidth_throttle");
+  pid_t owner = fork();
+  REQUIRE(owner >= 0);
+  if (owner == 0) {
+    auto t = InjectFault(*throttle,
+                         FaultSpec{"bandwidth_throttle", "a.nic0", {{"rate", "10mbit"}}, 0, 1},
+                         env.fabric, &env.journal);
+    if (!t.ok()) _exit(1);
+    kill(getpid(), SIGKILL);
+    _exit(2);
+  }
+  int status = 0;
+  REQUIRE(waitpid(owner, &status, 0) == owner);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(env.journal.List()->size() == 1);
+  // The NIC goes (both ends of the pair), and with it the throttle's qdisc.
+  REQUIRE(RunChecked({"ip", "-n", env.hp.a, "link", "del", "va"}).ok());
+  RecoveryReport r = RecoverDeadFaults(env.journal, env.registry);
+  INFO((r.failed.empty() ? "" : r.failed.front()));
+  CHECK(r.reverted.empty());
+  CHECK(r.failed.empty());
+  REQUIRE(r.gone.size() == 1);
+  CHECK(r.gone.front().find("everything it held is gone") != std::string::npos);
+  CHECK(env.journal.List()->empty());
+  // A second recovery has nothing to do.
+  RecoveryReport again = RecoverDeadFaults(env.journal, env.registry);
+  CHECK(again.gone.empty());
+  CHECK(again.failed.empty());
+}
+
 // Journal entries written before whole qdisc trees were recorded (prior_kind, prior_rate_bps...)
 // still revert: a tbf comes back with its rate.
 TEST_CASE("host side: a journal entry in the older form restores its tbf", "[.root][integration]") {
