@@ -163,7 +163,7 @@ TEST_CASE(
 
 TEST_CASE(
     "faultline run --lab INVENTORY: a second run on the lab while the first holds it is "
-    "refused naming the first; the first goes on; no claim is left",
+    "refused naming the first - the first goes on - no claim is left",
     "[.root][integration]") {
   TempDir dir("fl_real_claim");
   auto fx = InventoryFixture::Create({});
