@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
 
@@ -30,16 +31,18 @@ StatusOr<std::unique_ptr<LabClaim>> LabClaim::Take(const std::string& kind,
     if (fd.get() < 0) return ErrnoStatus(errno, "cannot open " + path);
     if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK) return ErrnoStatus(errno, "cannot lock " + path);
-      std::string holder = ReadFile(path).value_or("");
+      // What the holder wrote, printable and short (the file is ours, but says who holds it).
+      std::string holder = ReadInputFile(path, InputKind::kLabState).value_or("");
+      if (holder.size() > 200) holder.resize(200);
       while (!holder.empty() && holder.back() == '\n') holder.pop_back();
       for (char& c : holder)
-        if (c == '\n') c = ' ';
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = ' ';
       return FailedPreconditionError(
           "lab " + name + " is in use by " + (holder.empty() ? "another run" : holder) +
           ": one run at a time on a lab; wait for it to end (" + path + ")");
     }
-    struct stat held {
-    }, now{};
+    struct stat held = {};
+    struct stat now = {};
     if (fstat(fd.get(), &held) != 0) return ErrnoStatus(errno, "cannot stat " + path);
     if (stat(path.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev)
       continue;  // let go of and removed meanwhile
