@@ -41,7 +41,8 @@ bool LinkExists(const std::string& netns, const std::string& ifname) {
 }
 
 // Whether every object the fault holds ("group:netns/ifname", injection.h) is gone. A fault
-// that claims none (a container kill, a switch port) is never judged gone here.
+// that claims none (a container kill) or a switch's port ("group:switch:NAME/port") is never
+// judged gone here.
 bool ObjectsGone(const FaultHandle& handle) {
   const std::vector<std::string> objects = ClaimedObjects(handle);
   if (objects.empty()) return false;
@@ -49,7 +50,10 @@ bool ObjectsGone(const FaultHandle& handle) {
     const auto colon = o.find(':');
     const auto slash = o.find('/', colon == std::string::npos ? 0 : colon + 1);
     if (colon == std::string::npos || slash == std::string::npos) return false;
-    if (LinkExists(o.substr(colon + 1, slash - colon - 1), o.substr(slash + 1))) return false;
+    const std::string where = o.substr(colon + 1, slash - colon - 1);
+    // A switch's port ("switch:NAME"): not a kernel object here; unreachable is not gone.
+    if (where.rfind("switch:", 0) == 0) return false;
+    if (LinkExists(where, o.substr(slash + 1))) return false;
   }
   return true;
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "common/file_util.h"
 #include "injectors/injection.h"
@@ -270,6 +271,63 @@ TEST_CASE("journal: entries of a dead owner are recovered but a live owner's are
   CHECK(report.failed.empty());
   CHECK(journal.List()->size() == 1);
   REQUIRE(journal.Remove("fake-mine").ok());
+}
+
+// An injector whose revert always fails (the switch or link it needs cannot be reached).
+class UnrevertableInjector : public FakeInjector {
+ public:
+  Status Revert(const FaultHandle&) override { return UnavailableError("cannot reach it"); }
+};
+
+TEST_CASE(
+    "journal: a failed revert removes the entry only when every object it holds is gone, never "
+    "for a switch port",
+    "[unit]") {
+  testing::ScopedStateDir state;
+  FaultJournal journal;
+  InjectorRegistry reg("injector");
+  REQUIRE(reg.Register("stuck",
+                       []() -> StatusOr<std::unique_ptr<Injector>> {
+                         return std::unique_ptr<Injector>(std::make_unique<UnrevertableInjector>());
+                       })
+              .ok());
+  // Entries of a dead owner (a child that has exited), one per kind of object.
+  struct Case {
+    std::string id, object;
+    bool gone;
+  };
+  const std::vector<Case> cases = {
+      {"on-a-gone-netns", "root-qdisc:fl-no-such-netns-" + std::to_string(getpid()) + "/eth0",
+       true},
+      {"on-a-gone-link", "link-admin:-/flnosuch" + std::to_string(getpid() % 10000), true},
+      {"on-lo", "link-admin:-/lo", false},  // still here: the revert's failure stands
+      {"on-a-switch", "link-admin:switch:leaf0/Ethernet12", false},
+  };
+  pid_t child = fork();
+  if (child == 0) {
+    for (const Case& c : cases) {
+      FaultHandle h;
+      h.id = c.id;
+      h.spec.kind = "stuck";
+      ClaimObjects(h, {c.object});
+      if (!journal.Record(h, "applied").ok()) _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  auto report = RecoverDeadFaults(journal, reg);
+  CHECK(report.reverted.empty());
+  std::set<std::string> gone, failed;
+  for (const auto& g : report.gone) gone.insert(g.substr(0, g.find(':')));
+  for (const auto& f : report.failed) failed.insert(f.substr(0, f.find(':')));
+  for (const Case& c : cases) {
+    INFO(c.id);
+    CHECK(gone.count(c.id) == (c.gone ? 1u : 0u));
+    CHECK(failed.count(c.id) == (c.gone ? 0u : 1u));
+  }
+  CHECK(journal.List()->size() == 2);  // lo's and the switch's stay for a later recovery
 }
 
 TEST_CASE("journal: ParseJournalEntry checks every field and never throws", "[unit]") {
