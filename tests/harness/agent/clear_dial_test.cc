@@ -161,8 +161,11 @@ TEST_CASE(
   // The TLS material the inventory implies (DefaultTlsDir: "tls" beside the token).
   const std::string tls = dir.path() + "/tls";
   REQUIRE(InitLabCa(tls).ok());
-  REQUIRE(IssueCertificate(tls, "h0", {.role = CertRole::kAgent}).ok());
-  REQUIRE(IssueCertificate(tls, "fabric", {.role = CertRole::kFabricAgent}).ok());
+  IssueOptions agent, fabric;
+  agent.role = CertRole::kAgent;
+  fabric.role = CertRole::kFabricAgent;
+  REQUIRE(IssueCertificate(tls, "h0", agent).ok());
+  REQUIRE(IssueCertificate(tls, "fabric", fabric).ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/key", "not a key\n").ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/known_hosts", "\n").ok());
   const std::string inv = dir.path() + "/inv.yaml";

@@ -262,6 +262,31 @@ bool WaitFaultApplied(const std::string& db, std::string* run_id) {
       Deadline::After(180 * kNsPerSec), 100 * kNsPerMs);
 }
 
+// A run holding h0.nic0 down (a 60 s flap from 500 ms on) under the given --lease, once its
+// fault is in place: what the tests of a lost coordinator or agent start from.
+struct HeldFault {
+  std::string db;
+  Faultline f;
+  std::string run_id, lab, h0;
+  bool applied = false;
+  HeldFault(const std::string& dir, const std::string& lease)
+      : db(dir + "/r.db"),
+        f({"run",
+           WriteScenario(
+               dir, WriteLab(dir), "120s",
+               "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n"),
+           "--db", db, "--lease", lease},
+          dir) {
+    applied = WaitFaultApplied(db, &run_id) && run_id.size() > 6;
+    if (!applied) return;
+    lab = "fl" + run_id.substr(run_id.size() - 6);
+    h0 = "fl-" + lab + "-h0";
+  }
+  bool LinkUp() const {
+    return std::system(("ip -n " + h0 + " -o link show nic0 | grep -q 'state UP'").c_str()) == 0;
+  }
+};
+
 // Directories of rank containers of a lab under the cgroup2 tree ("...rank...").
 bool NoRankCgroups(const std::string& lab) {
   auto cgroot = injectors::Cgroup2Root();
@@ -309,22 +334,13 @@ TEST_CASE(
     "run aborted",
     "[.root][integration]") {
   TempDir dir("fl_run");
-  std::string scenario = WriteScenario(
-      dir.path(), WriteLab(dir.path()), "120s",
-      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
   auto before = Netns();
-  std::string db = dir.path() + "/r.db";
-  Faultline f({"run", scenario, "--db", db, "--lease", "1"}, dir.path());
-  std::string run_id, lab;
-  bool applied = WaitFaultApplied(db, &run_id);
-  INFO(f.err());
-  REQUIRE(applied);
-  lab = "fl" + run_id.substr(run_id.size() - 6);
-  std::string h0 = "fl-" + lab + "-h0";
-  auto link_up = [&] {
-    std::string cmd = "ip -n " + h0 + " -o link show nic0 | grep -q 'state UP'";
-    return std::system(cmd.c_str()) == 0;
-  };
+  HeldFault held(dir.path(), "1");
+  INFO(held.f.err());
+  REQUIRE(held.applied);
+  Faultline& f = held.f;
+  const std::string &db = held.db, &run_id = held.run_id, &lab = held.lab;
+  auto link_up = [&] { return held.LinkUp(); };
   CHECK_FALSE(link_up());  // the flap holds nic0 down
 
   kill(f.pid(), SIGKILL);
@@ -392,22 +408,13 @@ TEST_CASE(
     "1 s - the run ends with exit 3 naming the host",
     "[.root][integration]") {
   TempDir dir("fl_run");
-  std::string scenario = WriteScenario(
-      dir.path(), WriteLab(dir.path()), "120s",
-      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
   auto before = Netns();
-  std::string db = dir.path() + "/r.db";
-  Faultline f({"run", scenario, "--db", db, "--lease", "2"}, dir.path());
-  std::string run_id;
-  bool applied = WaitFaultApplied(db, &run_id);
-  INFO(f.err());
-  REQUIRE(applied);
-  const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
-  const std::string h0 = "fl-" + lab + "-h0";
-  auto link_up = [&] {
-    std::string cmd = "ip -n " + h0 + " -o link show nic0 | grep -q 'state UP'";
-    return std::system(cmd.c_str()) == 0;
-  };
+  HeldFault held(dir.path(), "2");
+  INFO(held.f.err());
+  REQUIRE(held.applied);
+  Faultline& f = held.f;
+  const std::string &lab = held.lab, &h0 = held.h0;
+  auto link_up = [&] { return held.LinkUp(); };
   CHECK_FALSE(link_up());
   REQUIRE(HostRanksRunning(lab, "h0"));
   // The control connection of h0's agent, dropped both ways in h0's namespace.
@@ -453,22 +460,13 @@ TEST_CASE(
     "journal within the lease and ends the run with exit 3 naming the host",
     "[.root][integration]") {
   TempDir dir("fl_run");
-  std::string scenario = WriteScenario(
-      dir.path(), WriteLab(dir.path()), "120s",
-      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 60s\n");
   auto before = Netns();
-  std::string db = dir.path() + "/r.db";
-  Faultline f({"run", scenario, "--db", db, "--lease", "2"}, dir.path());
-  std::string run_id;
-  bool applied = WaitFaultApplied(db, &run_id);
-  INFO(f.err());
-  REQUIRE(applied);
-  const std::string lab = "fl" + run_id.substr(run_id.size() - 6);
-  const std::string h0 = "fl-" + lab + "-h0";
-  auto link_up = [&] {
-    std::string cmd = "ip -n " + h0 + " -o link show nic0 | grep -q 'state UP'";
-    return std::system(cmd.c_str()) == 0;
-  };
+  HeldFault held(dir.path(), "2");
+  INFO(held.f.err());
+  REQUIRE(held.applied);
+  Faultline& f = held.f;
+  const std::string &db = held.db, &run_id = held.run_id, &lab = held.lab;
+  auto link_up = [&] { return held.LinkUp(); };
   CHECK_FALSE(link_up());
   std::vector<int> agent = AgentPids(lab, "h0");
   REQUIRE(agent.size() == 1);
