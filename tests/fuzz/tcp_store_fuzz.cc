@@ -27,7 +27,11 @@ fl::ccl::TcpStoreServer& Server() {
   static std::unique_ptr<fl::ccl::TcpStoreServer> srv = [] {
     fl::ccl::TcpStoreServer::Options o;
     o.max_wait_ms = 5;  // a kGet from the input must not hold the run up
-    o.auth_timeout = 200 * fl::kNsPerMs;
+    // Not shorter: with 200 ms, a loaded 2-core machine (ASan, two fuzzers, two compilers)
+    // took longer than that between the hello and our kAuth twice in 10^6 inputs, and the
+    // server rightly dropped the connection. Every input ends its connection itself (shutdown
+    // after its bytes), so a long limit holds nothing up.
+    o.auth_timeout = 5 * fl::kNsPerSec;
     o.limits.max_value = 64 * 1024;
     auto s = fl::ccl::TcpStoreServer::Start("127.0.0.1:0", kToken, o);
     FL_FUZZ_CHECK(s.ok());
@@ -61,10 +65,8 @@ int Connect(const std::string& addr) {
   return fd;
 }
 
-// Reads one frame body within 8 s; empty when the connection closed first. Not shorter: a
-// 2 s limit once reported "no reply to a valid kAuth" on a 2-core machine busy with two
-// compilers beside two fuzzers, an input that replays in 3 ms. A real hang is libFuzzer's
-// -timeout (10 s) to find.
+// Reads one frame body within 8 s (beyond the server's auth limit); empty when the connection
+// closed first. A real hang is libFuzzer's -timeout (10 s) to find.
 std::string ReadFrame(int fd, fl::ccl::kv::FrameReader& in) {
   fl::Deadline d = fl::Deadline::After(8 * fl::kNsPerSec);
   while (true) {
