@@ -171,14 +171,16 @@ constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }
 
 StatusOr<int> ReadSchemaVersion(sql::Db& db) {
+  // Count the tables first, then look for schema_version: another process may commit the
+  // first migration between the two queries (each its own statement), and a commit is atomic,
+  // so tables seen there mean schema_version is seen next. The other order read "tables but
+  // no schema_version" from a database being created beside it (CI, stop 35).
+  FL_ASSIGN_OR_RETURN(int64_t tables, db.CountTables());
+  if (tables == 0) return 0;
   FL_ASSIGN_OR_RETURN(bool has_version, db.HasTable("schema_version"));
   if (!has_version) {
-    FL_ASSIGN_OR_RETURN(int64_t tables, db.CountTables());
-    if (tables != 0) {
-      return FailedPreconditionError(db.path() +
-                                     ": not a faultline results database (no schema_version)");
-    }
-    return 0;
+    return FailedPreconditionError(db.path() +
+                                   ": not a faultline results database (no schema_version)");
   }
   auto version = db.QueryInt("SELECT max(version) FROM schema_version");
   if (!version.ok()) return version.status();
