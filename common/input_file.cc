@@ -60,6 +60,8 @@ size_t InputCap(InputKind kind) {
       return 64 * kKiB;
     case InputKind::kJobOutput:
       return 64 * kMiB;
+    case InputKind::kSpool:
+      return 1024 * kMiB;
   }
   return 1 * kMiB;
 }
@@ -76,7 +78,8 @@ constexpr NamedValue<InputKind> kInputKindNames[] = {
     {InputKind::kLabState, "lab state file"},
     {InputKind::kCertificate, "certificate or key"},
     {InputKind::kToken, "token file"},
-    {InputKind::kJobOutput, "job output"}};
+    {InputKind::kJobOutput, "job output"},
+    {InputKind::kSpool, "spool"}};
 
 std::string_view InputKindName(InputKind kind) { return NameIn(kInputKindNames, kind, "file"); }
 

@@ -30,6 +30,7 @@ enum class InputKind {
   kCertificate,   // PEM certificates and keys, OpenSSH public keys
   kToken,         // shared tokens (the agents', the TCP store's)
   kJobOutput,     // a job's captured stdout or stderr
+  kSpool,         // the results writer's spool (reports/store/spool.h)
 };
 
 // The largest file of each kind that is read, in bytes (docs/scenarios.md, "Files faultline
