@@ -1,7 +1,11 @@
 #include "reports/store/batch_writer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -55,6 +59,18 @@ struct BatchWriter::Impl {
   Status close_status;
   std::thread thread;
 
+  // The outage: set while rows wait in the spool. Only the writer thread touches spool and
+  // replayed; the counters below are under mu.
+  bool outage = false;
+  Nanos retry_delay = 0;
+  Nanos next_retry = 0;  // monotonic
+  std::unique_ptr<SpoolWriter> spool;
+  uint64_t replayed = 0;  // rows of the current spool file already in the store
+  uint64_t spooled = 0;
+  uint64_t replayed_total = 0;
+  uint64_t pending = 0;     // in the spool, not in the store
+  std::string spool_shown;  // the spool's path while it holds rows
+
   Status WriteBatch(const std::vector<Row>& rows) {
     // A failed attempt may have left samples buffered: the retry must not write them twice.
     inserter->DiscardSamples();
@@ -67,6 +83,8 @@ struct BatchWriter::Impl {
               return nic_inserter->Insert(r);
             else if constexpr (std::is_same_v<R, FaultRecord>)
               return UpsertFault(*db, r);
+            else if constexpr (std::is_same_v<R, RunEndRecord>)
+              return UpdateRunEnd(*db, r);
             else
               return inserter->Insert(r);
           },
@@ -75,6 +93,60 @@ struct BatchWriter::Impl {
     }
     FL_RETURN_IF_ERROR(inserter->FlushSamples());
     return txn.Commit();
+  }
+
+  // Appends rows to the spool, creating it at the first outage. Writer thread only.
+  Status ToSpool(const std::vector<Row>& rows) {
+    if (!spool) {
+      if (options.spool_path.empty()) return UnavailableError("no spool");
+      SpoolHeader h;
+      h.store = db->path();
+      h.run_id = options.run_id;
+      h.created_wall_ns = WallNowNs();
+      FL_ASSIGN_OR_RETURN(spool,
+                          SpoolWriter::Create(options.spool_path, h, options.spool_max_bytes));
+      replayed = 0;
+    }
+    return spool->Append(rows);
+  }
+
+  // Writes the spool's rows not yet in the store, a batch at a time, marking each; removes the
+  // file once all are in. Writer thread only, without mu.
+  Status Replay() {
+    FL_ASSIGN_OR_RETURN(SpoolContents c, ReadSpool(spool->path()));
+    if (c.rows.size() < spool->rows()) {
+      return DataLossError("the spool " + spool->path() + " holds " +
+                           std::to_string(c.rows.size()) + " rows, not the " +
+                           std::to_string(spool->rows()) + " written to it");
+    }
+    while (replayed < c.rows.size()) {
+      const size_t n = std::min<size_t>(c.rows.size() - replayed, options.max_batch);
+      const auto first = c.rows.begin() + static_cast<std::ptrdiff_t>(replayed);
+      std::vector<Row> rows(first, first + static_cast<std::ptrdiff_t>(n));
+      FL_RETURN_IF_ERROR(WriteBatch(rows));
+      replayed += n;
+      const bool last = replayed == c.rows.size();
+      if (last) {
+        // All in: the file goes before anyone waiting hears of the last rows.
+        const std::string path = spool->path();
+        spool.reset();
+        if (unlink(path.c_str()) != 0)
+          FL_LOG(kWarn, "store") << "cannot remove the replayed spool " << path;
+      } else if (Status m = spool->Mark(replayed); !m.ok()) {
+        FL_LOG(kWarn, "store") << m.message() << " (a later replay of it writes those rows again)";
+      }
+      std::lock_guard lock(mu);
+      committed += n;
+      finished += n;
+      pending -= n;
+      replayed_total += n;
+      if (last) {
+        outage = false;
+        spool_shown.clear();
+      }
+      done_cv.notify_all();
+    }
+    return OkStatus();
   }
 };
 
@@ -118,11 +190,48 @@ void BatchWriter::Loop() {
   std::vector<Row> batch;
   batch.reserve(std::min(m.options.max_batch, m.options.queue_capacity));
   std::unique_lock lock(m.mu);
+  auto retry_due = [&] { return m.outage && MonoNowNs() >= m.next_retry; };
+  // Rows the store did not take: to the spool (pending) or dropped (the sticky error).
+  auto spool_or_drop = [&](const Status& why) {
+    const size_t n = batch.size();
+    Status sp =
+        m.spool || !m.options.spool_path.empty() ? m.ToSpool(batch) : UnavailableError("no spool");
+    lock.lock();
+    if (sp.ok()) {
+      if (!m.outage) {
+        FL_LOG(kWarn, "store") << "the store does not take writes (" << why.message()
+                               << "): rows go to the spool " << m.spool->path() << " until it does";
+        m.outage = true;
+        m.retry_delay = m.options.retry_min;
+        m.next_retry = MonoNowNs() + m.retry_delay;
+      }
+      m.spooled += n;
+      m.pending += n;
+      m.spool_shown = m.spool->path();
+    } else {
+      m.finished += n;
+      m.dropped += n;
+      FL_LOG(kError, "store") << "dropped " << n << " telemetry rows: " << why.ToString()
+                              << (m.options.spool_path.empty() ? "" : "; spool: " + sp.message());
+      if (m.error.ok()) m.error = Status(why).Prepend("writing telemetry");
+    }
+    m.done_cv.notify_all();
+  };
   for (;;) {
-    while (m.queue.empty() && !m.closing && !m.abandon) {
+    while (m.queue.empty() && !m.abandon && !retry_due() && !(m.closing && !m.outage)) {
       m.work_cv.wait_for(lock, std::chrono::nanoseconds(kWaitSlice));
     }
     if (m.abandon) {
+      // The deadline passed: what is queued goes to the spool (a local file, quick) when the
+      // store is out; otherwise it is dropped.
+      if (m.outage && !m.queue.empty()) {
+        batch.assign(std::make_move_iterator(m.queue.begin()),
+                     std::make_move_iterator(m.queue.end()));
+        m.queue.clear();
+        lock.unlock();
+        spool_or_drop(UnavailableError("closing while the store is out"));
+        batch.clear();
+      }
       m.dropped += m.queue.size();
       m.finished += m.queue.size();
       m.queue.clear();
@@ -130,34 +239,51 @@ void BatchWriter::Loop() {
       m.done_cv.notify_all();
       return;
     }
-    if (m.queue.empty()) return;  // closing and drained
+    if (retry_due()) {
+      lock.unlock();
+      Status r = m.Replay();
+      lock.lock();
+      if (r.ok()) {
+        FL_LOG(kInfo, "store") << "the store takes writes again: " << m.replayed_total
+                               << " spooled rows replayed in order";
+      } else {
+        m.retry_delay = std::min(m.retry_delay * 2, m.options.retry_max);
+        m.next_retry = MonoNowNs() + m.retry_delay;
+        FL_LOG(kDebug, "store") << "store still out (" << r.message() << "); next try in "
+                                << m.retry_delay / kNsPerMs << " ms";
+      }
+      continue;
+    }
+    if (m.queue.empty()) {
+      if (m.closing && !m.outage) return;  // closing and drained
+      continue;
+    }
     size_t n = std::min(m.queue.size(), m.options.max_batch);
     for (size_t i = 0; i < n; ++i) {
       batch.push_back(std::move(m.queue.front()));
       m.queue.pop_front();
     }
     m.space_cv.notify_all();
+    const bool out = m.outage;
     lock.unlock();
 
-    Status s = m.WriteBatch(batch);
-    if (!s.ok()) {
+    // While the store is out, rows follow the spooled ones (order is kept).
+    Status s = out ? UnavailableError("the store is out") : m.WriteBatch(batch);
+    if (!out && !s.ok()) {
       FL_LOG(kWarn, "store") << "telemetry batch of " << n
                              << " rows failed, retrying once: " << s.ToString();
       s = m.WriteBatch(batch);
     }
-    batch.clear();
-
-    lock.lock();
-    m.finished += n;
-    ++m.transactions;
     if (s.ok()) {
+      lock.lock();
+      m.finished += n;
       m.committed += n;
+      m.done_cv.notify_all();
     } else {
-      m.dropped += n;
-      FL_LOG(kError, "store") << "dropped " << n << " telemetry rows: " << s.ToString();
-      if (m.error.ok()) m.error = s.Prepend("writing telemetry");
+      spool_or_drop(s);
     }
-    m.done_cv.notify_all();
+    ++m.transactions;
+    batch.clear();
   }
 }
 
@@ -216,12 +342,55 @@ Status BatchWriter::PushFault(FaultRecord fault, Deadline deadline) {
   return PushRows(std::move(rows), deadline);
 }
 
+Status BatchWriter::PushSpooled(std::span<const SpoolRow> rows, Deadline deadline) {
+  std::deque<Row> q(rows.begin(), rows.end());
+  return PushRows(std::move(q), deadline);
+}
+
+StatusOr<SpoolReplay> ReplaySpoolFile(const std::string& spool_path, const std::string& store,
+                                      const std::function<void(uint64_t, uint64_t)>& progress) {
+  FL_ASSIGN_OR_RETURN(SpoolContents c, ReadSpool(spool_path));
+  SpoolReplay out;
+  out.header = c.header;
+  out.rows = c.rows.size();
+  out.skipped = c.replayed;
+  out.torn_tail = c.torn_tail;
+  for (const auto& r : c.rows) out.ended_run |= std::holds_alternative<RunEndRecord>(r);
+  BatchWriter::Options o;  // no spool of its own: a failure here leaves the file as it is
+  FL_ASSIGN_OR_RETURN(auto writer, BatchWriter::Open(store, o));
+  const size_t batch = o.max_batch;
+  for (uint64_t at = c.replayed; at < c.rows.size();) {
+    const size_t n = std::min<size_t>(c.rows.size() - at, batch);
+    const auto first = c.rows.begin() + static_cast<std::ptrdiff_t>(at);
+    FL_RETURN_IF_ERROR(writer->PushSpooled({&*first, n}, Deadline::After(60 * kNsPerSec)));
+    FL_RETURN_IF_ERROR(writer->Flush(Deadline::After(120 * kNsPerSec)));
+    at += n;
+    out.written += n;
+    FL_RETURN_IF_ERROR(AppendSpoolMark(spool_path, at));
+    if (progress) progress(at, c.rows.size());
+  }
+  FL_RETURN_IF_ERROR(writer->Close(Deadline::After(60 * kNsPerSec)));
+  if (unlink(spool_path.c_str()) != 0)
+    return UnavailableError("every row is in " + store + ", but the spool " + spool_path +
+                            " cannot be removed: " + std::strerror(errno));
+  return out;
+}
+
+Status BatchWriter::PushRunEnd(RunEndRecord end, Deadline deadline) {
+  std::deque<Row> rows;
+  rows.emplace_back(std::move(end));
+  return PushRows(std::move(rows), deadline);
+}
+
 Status BatchWriter::Flush(Deadline deadline) {
   Impl& m = *impl_;
   std::unique_lock lock(m.mu);
   uint64_t target = m.pushed;
   m.work_cv.notify_one();
   if (!WaitWithDeadline(m.done_cv, lock, deadline, [&] { return m.finished >= target; })) {
+    if (m.pending > 0)
+      return UnavailableError("the store is out: " + std::to_string(m.pending) +
+                              " rows wait in the spool " + m.spool_shown);
     return DeadlineExceededError("BatchWriter: flush timed out with " +
                                  std::to_string(target - m.finished) + " rows not yet written");
   }
@@ -249,13 +418,23 @@ Status BatchWriter::Close(Deadline deadline) {
   if (m.thread.joinable()) m.thread.join();
   lock.lock();
   m.closed = true;
-  if (!drained) {
+  if (m.pending > 0) {
+    // The file stays: nothing in it is lost.
+    m.close_status =
+        UnavailableError(std::to_string(m.pending) + " rows are kept in the spool " +
+                         m.spool_shown + ": `faultline store replay " + m.spool_shown +
+                         "` writes them once the store (" + m.db->path() + ") is back" +
+                         (m.dropped > dropped_before
+                              ? "; " + std::to_string(m.dropped - dropped_before) + " rows dropped"
+                              : std::string()));
+  } else if (!drained) {
     m.close_status = DeadlineExceededError("BatchWriter: close timed out; " +
                                            std::to_string(m.dropped - dropped_before) +
                                            " queued telemetry rows dropped");
   } else {
     m.close_status = m.error;
   }
+  m.spool.reset();
   m.inserter.reset();
   m.nic_inserter.reset();
   m.db.reset();
@@ -264,8 +443,9 @@ Status BatchWriter::Close(Deadline deadline) {
 
 BatchWriter::Stats BatchWriter::GetStats() const {
   std::lock_guard lock(impl_->mu);
-  return Stats{impl_->pushed, impl_->committed, impl_->dropped, impl_->transactions,
-               impl_->queue.size()};
+  const Impl& m = *impl_;
+  return Stats{m.pushed,  m.committed,      m.dropped, m.transactions, m.queue.size(),
+               m.spooled, m.replayed_total, m.pending, m.spool_shown};
 }
 
 }  // namespace fl::reports

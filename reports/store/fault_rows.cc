@@ -32,4 +32,16 @@ Status UpsertFault(sql::Db& db, const FaultRecord& f) {
   return st.Run();
 }
 
+Status UpdateRunEnd(sql::Db& db, const RunEndRecord& end, bool* changed) {
+  FL_ASSIGN_OR_RETURN(auto st, db.Prepare("UPDATE runs SET status = ?2, end_wall_ns = ?3, "
+                                          "message = ?4 WHERE id = ?1"));
+  st.Bind(1, end.run_id)
+      .Bind(2, RunStatusName(end.status))
+      .Bind(3, end.end_wall_ns)
+      .Bind(4, end.message);
+  FL_RETURN_IF_ERROR(st.Run());
+  if (changed != nullptr) *changed = db.Changes() > 0;
+  return OkStatus();
+}
+
 }  // namespace fl::reports

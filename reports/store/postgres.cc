@@ -214,7 +214,31 @@ class PgDb final : public Db {
     return QueryInt(
         "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()");
   }
-  Status BeginWrite() override { return Exec("BEGIN"); }
+  // A transaction starts on a live connection: one that broke (a server restarted) is reset
+  // first, and BEGIN is tried once more if the connection broke under it. Nothing of a
+  // transaction can be lost this way: no statement of it has run yet.
+  Status BeginWrite() override { return BeginOnLiveConnection(); }
+  Status BeginRead() override { return BeginOnLiveConnection(); }
+  Status BeginOnLiveConnection() {
+    FL_RETURN_IF_ERROR(Revive());
+    Status s = Exec("BEGIN");
+    // Unavailable: the connection's own failure (no SQLSTATE from a server), whatever
+    // PQstatus says yet.
+    if (s.ok() || s.code() != Code::kUnavailable) return s;
+    FL_RETURN_IF_ERROR(Revive(/*force=*/true));
+    return Exec("BEGIN");
+  }
+  // Outside a transaction: resets a broken connection (PQreset; force: one that failed a
+  // statement, whatever its status) and sets the session up again.
+  Status Revive(bool force = false) {
+    if (in_transaction() || (!force && PQstatus(conn_) == CONNECTION_OK)) return OkStatus();
+    PQreset(conn_);
+    if (PQstatus(conn_) != CONNECTION_OK)
+      return UnavailableError(path() + ": " + Trimmed(PQerrorMessage(conn_)));
+    return setup_.empty() ? OkStatus() : Exec(setup_);
+  }
+  bool outside_transaction() const { return !in_transaction(); }
+  void set_setup(std::string sql) { setup_ = std::move(sql); }
   Status LockSchema() override {
     return Exec("SELECT pg_advisory_xact_lock(" + std::to_string(kSchemaLockKey) + ")");
   }
@@ -225,6 +249,7 @@ class PgDb final : public Db {
  private:
   PGconn* conn_;
   int64_t changes_ = 0;
+  std::string setup_;  // the session's SETs, run again after a reset
 };
 
 StatusOr<bool> PgStmt::Step() {
@@ -245,10 +270,23 @@ StatusOr<bool> PgStmt::Step() {
       lengths[i] = static_cast<int>(params_[i]->size());
     }
   }
-  PQclear(res_);
-  res_ = PQexecParams(db_->conn(), sql_.c_str(), static_cast<int>(params_.size()), nullptr,
-                      values.data(), lengths.data(), formats_.data(), 0);
-  ExecStatusType st = PQresultStatus(res_);
+  auto run = [&] {
+    PQclear(res_);
+    res_ = PQexecParams(db_->conn(), sql_.c_str(), static_cast<int>(params_.size()), nullptr,
+                        values.data(), lengths.data(), formats_.data(), 0);
+    return PQresultStatus(res_);
+  };
+  // A statement of its own (no transaction: a read, or one of the store's idempotent updates
+  // and upserts) runs on a live connection, and once more if the connection broke under it.
+  const bool alone = db_->outside_transaction();
+  if (alone) FL_RETURN_IF_ERROR(db_->Revive());
+  ExecStatusType st = run();
+  if (alone && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK &&
+      (PQstatus(db_->conn()) != CONNECTION_OK ||
+       PQresultErrorField(res_, PG_DIAG_SQLSTATE) == nullptr) &&
+      db_->Revive(/*force=*/true).ok()) {
+    st = run();
+  }
   if (st == PGRES_COMMAND_OK) {
     const char* n = PQcmdTuples(res_);
     db_->set_changes(n[0] != '\0' ? std::strtoll(n, nullptr, 10) : 0);
@@ -412,6 +450,7 @@ StatusOr<std::unique_ptr<Db>> OpenPostgres(const std::string& uri, const Db::Opt
                       "; SET bytea_output = 'hex'; SET client_min_messages = warning";
   if (options.read_only) setup += "; SET default_transaction_read_only = on";
   FL_RETURN_IF_ERROR(db->Exec(setup));
+  db->set_setup(std::move(setup));
   return std::unique_ptr<Db>(std::move(db));
 }
 

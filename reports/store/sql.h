@@ -154,6 +154,8 @@ class Db {
   // Starts a write transaction that holds the write lock from the start (SQLite: BEGIN
   // IMMEDIATE; PostgreSQL: BEGIN).
   [[nodiscard]] virtual Status BeginWrite() = 0;
+  // Starts a read transaction (a consistent snapshot); ended with COMMIT.
+  [[nodiscard]] virtual Status BeginRead() { return Exec("BEGIN"); }
   // Inside a write transaction: waits until no other connection is migrating the schema
   // (PostgreSQL: a transaction-scoped advisory lock; SQLite: BEGIN IMMEDIATE already did).
   [[nodiscard]] virtual Status LockSchema() = 0;
@@ -162,6 +164,8 @@ class Db {
 
  protected:
   explicit Db(std::string path) : path_(std::move(path)) {}
+  // Whether a Transaction is open on this connection (a driver may reconnect only outside one).
+  bool in_transaction() const { return txn_depth_ > 0; }
 
  private:
   friend class Transaction;

@@ -244,11 +244,9 @@ Status Store::CreateRun(const RunRecord& run) {
 Status Store::FinishRun(const std::string& run_id, RunStatus status, Nanos end_wall_ns,
                         const std::string& message) {
   std::lock_guard lock(mu_);
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE runs SET status = ?2, end_wall_ns = ?3, "
-                                            "message = ?4 WHERE id = ?1"));
-  st.Bind(1, run_id).Bind(2, RunStatusName(status)).Bind(3, end_wall_ns).Bind(4, message);
-  FL_RETURN_IF_ERROR(st.Run());
-  if (db_->Changes() == 0) return NotFoundError("no run " + run_id + " in " + db_->path());
+  bool changed = false;
+  FL_RETURN_IF_ERROR(UpdateRunEnd(*db_, {run_id, status, end_wall_ns, message}, &changed));
+  if (!changed) return NotFoundError("no run " + run_id + " in " + db_->path());
   return OkStatus();
 }
 
@@ -450,7 +448,7 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   std::lock_guard lock(mu_);
   RunData d;
   // One read transaction: a consistent snapshot even while a writer appends telemetry.
-  FL_RETURN_IF_ERROR(db_->Exec("BEGIN"));
+  FL_RETURN_IF_ERROR(db_->BeginRead());
   struct EndRead {
     sql::Db* db;
     // A read-only transaction: nothing to lose if its COMMIT fails.

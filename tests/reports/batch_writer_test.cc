@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "reports/store/sql.h"
 #include "reports/store/store.h"
+#include "tests/reports/store_with_run.h"
 #include "tests/reports/temp_dir.h"
 
 namespace fl::reports {
@@ -29,14 +30,7 @@ SampleRecord Sample(int rank, int64_t it) {
 }
 
 std::unique_ptr<Store> OpenWithRun(const std::string& path) {
-  auto store = Store::Open(path);
-  REQUIRE(store.ok());
-  RunRecord r;
-  r.id = "r1";
-  r.scenario_name = "s";
-  r.start_wall_ns = kT0;
-  REQUIRE((*store)->CreateRun(r).ok());
-  return std::move(store).value();
+  return testing::OpenWithRun(path, kT0);
 }
 
 int64_t Count(const std::string& path, const std::string& table) {
