@@ -43,6 +43,19 @@ class PgServer {
     for (char c : dir_.path()) host += c == '/' ? std::string("%2F") : std::string(1, c);
     return "postgresql://faultline@" + host + ":5432/" + db;
   }
+  // Stops the server as a crash would (pg_ctl stop -m immediate: no shutdown checkpoint,
+  // every connection cut) and starts it again; true when it did. The data directory stays.
+  bool StopImmediate() {
+    return RunAs({bin_ + "/pg_ctl", "-D", dir_.path() + "/data", "-m", "immediate", "-w", "-t",
+                  "30", "stop"},
+                 dir_.path() + "/pg_ctl_stop.log", true) == 0;
+  }
+  bool StartAgain() {
+    return RunAs({bin_ + "/pg_ctl", "-D", dir_.path() + "/data", "-l", dir_.path() + "/log", "-w",
+                  "-t", "60", "-o", ServerOptions(), "start"},
+                 dir_.path() + "/pg_ctl.log", true) == 0;
+  }
+
   // The server's log, for a failing test's message.
   std::string Log() const { return ReadFile(dir_.path() + "/log").value_or(""); }
   const std::string& dir() const { return dir_.path(); }
@@ -101,17 +114,20 @@ class PgServer {
       *error = "initdb failed: " + ReadFile(dir_.path() + "/initdb.log").value_or("");
       return false;
     }
-    const std::string opts = "-c listen_addresses='' -k " + dir_.path() +
-                             " -p 5432 -c fsync=off -c full_page_writes=off "
-                             "-c synchronous_commit=off -c max_connections=40";
     started_ = true;
     if (RunAs({bin_ + "/pg_ctl", "-D", data, "-l", dir_.path() + "/log", "-w", "-t", "60", "-o",
-               opts, "start"},
+               ServerOptions(), "start"},
               dir_.path() + "/pg_ctl.log", true) != 0) {
       *error = "pg_ctl start failed: " + ReadFile(dir_.path() + "/pg_ctl.log").value_or("") + Log();
       return false;
     }
     return true;
+  }
+
+  std::string ServerOptions() const {
+    return "-c listen_addresses='' -k " + dir_.path() +
+           " -p 5432 -c fsync=off -c full_page_writes=off "
+           "-c max_connections=40";
   }
 
   void Stop() {

@@ -16,6 +16,7 @@ void AddReportCommands(CLI::App& app, int* exit_code);  // harness/cli/report_cm
 void AddSuiteCommands(CLI::App& app, int* exit_code);   // harness/cli/suite_cmd.cc
 void AddCertsCommands(CLI::App& app, int* exit_code);   // harness/cli/certs_cmd.cc
 void AddPluginCommands(CLI::App& app, int* exit_code);  // harness/cli/plugins_cmd.cc
+void AddStoreCommands(CLI::App& app, int* exit_code);   // harness/cli/store_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -82,6 +83,7 @@ int RunCli(int argc, char** argv) {
   AddSuiteCommands(app, &exit_code);
   AddCertsCommands(app, &exit_code);
   AddPluginCommands(app, &exit_code);
+  AddStoreCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -30,14 +30,34 @@ int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Co
     FL_LOG(kWarn, "coord") << bad << " bad telemetry record(s) from agents were dropped";
     run.Event("telemetry_dropped", {{"source", "coordinator"}, {"count", bad}});
   }
-  if (results.writer)
-    results.Keep(results.writer->Flush(Deadline::After(30 * kNsPerSec)), "telemetry rows");
+  if (results.writer) {
+    Status flushed = results.writer->Flush(Deadline::After(30 * kNsPerSec));
+    if (const auto ws = results.writer->GetStats(); ws.spool_pending > 0) {
+      // The store does not take writes: its rows wait in the spool, and a run analysed from
+      // part of them would be judged on what is missing. It ends there, unanalysed.
+      std::fprintf(stderr,
+                   "faultline run: the results store does not take writes (%s); the run is "
+                   "not analysed\n",
+                   flushed.ToUserString().c_str());
+      results.Finish(run_id, reports::RunStatus::kError,
+                     "not analysed: the results store did not take writes at the end of the "
+                     "run; its rows were spooled to " +
+                         ws.spool_path);
+      return kExitInfra;
+    }
+    results.Keep(flushed, "telemetry rows");
+  }
   const uint64_t dropped = results.dropped_telemetry.load() +
                            (results.writer ? results.writer->GetStats().dropped_rows : 0);
   auto data = results.store->LoadRun(run_id);
   if (!data.ok()) {
     std::fprintf(stderr, "faultline run: cannot read the run back: %s\n",
                  data.status().ToUserString().c_str());
+    // Its rows may wait in the spool: the run then ends there too, so that a replay leaves
+    // it with a final status.
+    results.Finish(run_id, reports::RunStatus::kError,
+                   "not analysed: the results store was unreachable at the end of the run (" +
+                       data.status().message() + ")");
     return kExitInfra;
   }
   reports::AnalysisInput in;
@@ -138,8 +158,7 @@ int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Co
       infra_status != reports::RunStatus::kRunning
           ? infra_status
           : (all_passed ? reports::RunStatus::kPassed : reports::RunStatus::kFailed);
-  results.Keep(results.store->FinishRun(run_id, status, WallNowNs(), end_reason),
-               "the run's final status");
+  results.Finish(run_id, status, end_reason);
 
   // The summary is the stored run's, rendered as `faultline report RUN` does (text or JSON):
   // one text summary of a run, whichever command prints it.
@@ -183,8 +202,7 @@ int FinishUnanalysed(RunContext& run, int rc, const std::string& failure) {
   Results& results = run.results;
   if (results.writer)
     results.Keep(results.writer->Flush(Deadline::After(10 * kNsPerSec)), "telemetry rows");
-  results.Keep(results.store->FinishRun(run.ids.run_id, st, WallNowNs(), failure),
-               "the run's final status");
+  results.Finish(run.ids.run_id, st, failure);
   for (const auto& l : results.Lost()) std::fprintf(stderr, "faultline run: lost %s\n", l.c_str());
   return rc;
 }

@@ -52,6 +52,16 @@ void Results::Keep(const Status& st, const std::string& what) {
   lost_.push_back(what + " (" + st.ToUserString() + ")");
 }
 
+void Results::Finish(const std::string& run_id, reports::RunStatus status,
+                     const std::string& message) {
+  if (!writer) {
+    Keep(store->FinishRun(run_id, status, WallNowNs(), message), "the run's final status");
+    return;
+  }
+  Keep(writer->PushRunEnd({run_id, status, WallNowNs(), message}, Deadline::After(5 * kNsPerSec)),
+       "the run's final status");
+}
+
 void Results::PushEvent(reports::EventRecord e) {
   if (writer && !writer->Push(std::move(e), Deadline::After(kNsPerSec)).ok()) dropped_telemetry++;
 }

@@ -84,6 +84,9 @@ class Results {
   // A fault's row, through the writer in order with the rest (no database write on the fault
   // path); straight to the store before the writer exists. A failure is kept (Keep).
   void PutFault(const reports::FaultRecord& f);
+  // The run's final status: through the writer when there is one (in order after its rows,
+  // and spooled with them while the store is out), else straight to the store.
+  void Finish(const std::string& run_id, reports::RunStatus status, const std::string& message);
   std::vector<std::string> Lost() const;
 
  private:

@@ -21,6 +21,7 @@
 #include "harness/run/telemetry_sink.h"
 #include "harness/run/timeline_loop.h"
 #include "harness/scenario/timeout_lint.h"
+#include "injectors/journal.h"
 
 namespace fl::harness {
 
@@ -232,7 +233,11 @@ int Run(const RunOptions& opts) {
       // Only a refused run's message reads it; the claim itself (the lock) holds.
       FL_LOG(kWarn, "coord") << st.message();
   {
-    auto writer = reports::BatchWriter::Open(opts.db_path);
+    // While the store does not take writes, rows wait in the run's spool (docs/store.md).
+    reports::BatchWriter::Options wo;
+    wo.run_id = run.ids.run_id;
+    wo.spool_path = injectors::StateDir() + "/spool/" + run.ids.run_id + ".spool";
+    auto writer = reports::BatchWriter::Open(opts.db_path, wo);
     if (!writer.ok()) {
       std::fprintf(stderr, "faultline run: %s\n", writer.status().ToUserString().c_str());
       // The run is failing with exit 3 for this very reason, said above; a store that cannot
@@ -272,9 +277,15 @@ int Run(const RunOptions& opts) {
     }
     lab.End(opts.keep_run_dir && exit_code != kExitPass);
   }
-  if (Status st = run.results.writer->Close(Deadline::After(30 * kNsPerSec)); !st.ok()) {
-    std::fprintf(stderr, "faultline run: telemetry rows lost at the end: %s\n",
-                 st.ToUserString().c_str());
+  // A store that is out now has had its chance (Analyse waits for it): a short last one.
+  const Nanos close_within =
+      run.results.writer->GetStats().spool_pending > 0 ? 5 * kNsPerSec : 30 * kNsPerSec;
+  if (Status st = run.results.writer->Close(Deadline::After(close_within)); !st.ok()) {
+    const bool spooled = run.results.writer->GetStats().spool_pending > 0;
+    std::fprintf(
+        stderr, "faultline run: %s: %s\n",
+        spooled ? "the results are not all in the store" : "telemetry rows lost at the end",
+        st.ToUserString().c_str());
     if (exit_code == kExitPass || exit_code == kExitExpectation) exit_code = kExitInfra;
   }
   return exit_code;
