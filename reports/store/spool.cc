@@ -43,10 +43,7 @@ uint32_t Crc32(std::string_view s) {
 }
 
 std::string Line(const json& j) {
-  const std::string body = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  char crc[16];
-  std::snprintf(crc, sizeof crc, "%08x ", Crc32(body));
-  return crc + body + "\n";
+  return SpoolRecordLine(j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json Opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
@@ -236,6 +233,15 @@ uint64_t DefaultSpoolMaxBytes() {
     if (n.ok() && *n > 0) return std::min<uint64_t>(*n, InputCap(InputKind::kSpool));
   }
   return kDefaultMax;
+}
+
+std::string SpoolRecordLine(std::string_view body) {
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x ", Crc32(body));
+  std::string line = crc;
+  line.append(body);
+  line += '\n';
+  return line;
 }
 
 std::string SpoolLine(const SpoolRow& row) {

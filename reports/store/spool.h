@@ -99,6 +99,9 @@ class SpoolWriter {
 // One record's line, and the lines of a whole file back (DataLoss "line N: ..." for damage).
 std::string SpoolLine(const SpoolRow& row);
 std::string SpoolHeaderLine(const SpoolHeader& header);
+// The line of any text as a record's body (its checksum in front, a newline after): what the
+// fuzz target uses to get past the checksums to the JSON.
+std::string SpoolRecordLine(std::string_view body);
 [[nodiscard]] StatusOr<SpoolContents> ParseSpool(std::string_view text);
 // Reads a spool file from outside (ReadInputFile, kind spool) and parses it.
 [[nodiscard]] StatusOr<SpoolContents> ReadSpool(const std::string& path);
