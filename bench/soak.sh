@@ -7,22 +7,47 @@
 # (configs/scenarios: nic_flap, blackhole, pfc_storm, container_kill), or a command job (a
 # Python training loop). A random 0.5-6 s after the start, one of these is SIGKILLed: the
 # coordinator, the agent of h0, a rank (a process in a container's cgroup), the fabric agent;
-# a run that ended before the kill is counted as such. The database is a SQLite file (there is
-# no database server to kill: the PostgreSQL kills are issue 29's open part).
+# a run that ended before the kill is counted as such; or the database server: the store is
+# a real PostgreSQL server the soak starts for itself (as nobody, on a unix socket in its
+# temporary directory, no TCP port), whose postmaster is SIGKILLed and started again 1-3 s
+# later (the runs' writers spool meanwhile and replay: docs/store.md).
 # After each run (and, when the coordinator was killed, `faultline runs` as the next command,
 # which marks the run aborted and removes its lab, then the agents' own exit on their lapsed
 # lease) it checks: no namespace, link, nft table, cgroup, process, mount or run directory of
-# that lab or run; the run has a final status (passed, failed, aborted or error). The last
-# lines are the figures; exit 1 when anything was left or a run has no final status.
+# that lab or run, and no spool of it (a spool the run said it kept is replayed with
+# `faultline store replay`, and left behind when that fails); the run has a final status
+# (passed, failed, aborted or error); an analysed run whose database was killed lost no row
+# (its telemetry_dropped metric is 0). The last lines are the figures; exit 1 when anything was
+# left, a run has no final status or lost rows.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100}
 RANDOM=${2:-1}
 fl=build/bin/faultline
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-db="$tmp/soak.db"
+chmod 755 "$tmp"  # the database server runs as nobody
 state=${FAULTLINE_STATE_DIR:-/run/faultline}
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pgbin/initdb" ] || { echo "soak: no PostgreSQL (apt-get install postgresql)" >&2; exit 2; }
+pg="$tmp/pg"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+pg_start() {  # retried: a killed postmaster's backends may hold its shared memory a moment
+  local t
+  for t in $(seq 30); do
+    as_nobody "$pgbin/pg_ctl" -D "$pg/data" -l "$pg/log" -w -t 60 -o \
+      "-c listen_addresses='' -k $pg -p 5432 -c fsync=off -c full_page_writes=off" \
+      start >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  return 1
+}
+mkdir "$pg" && chown 65534:65534 "$pg"
+as_nobody "$pgbin/initdb" -D "$pg/data" -U faultline --auth=trust -E UTF8 --locale=C \
+  --no-sync --no-instructions >/dev/null 2>&1 || { echo "soak: initdb failed" >&2; exit 2; }
+pg_start || { echo "soak: the PostgreSQL server did not start: $(tail -3 "$pg/log")" >&2; exit 2; }
+trap 'as_nobody "$pgbin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+db="postgresql://faultline@${pg//\//%2F}:5432/postgres"
+psql_q() { as_nobody "$pgbin/psql" -X -qtA -h "$pg" -p 5432 -U faultline -d postgres -c "$1" 2>/dev/null; }
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 now_ms() { date +%s%3N; }
 
@@ -46,7 +71,7 @@ rank_pids() {  # of lab $1
 kinds=(nic_port_flap link_blackhole packet_loss bandwidth_throttle pfc_storm tor_port_down
        container_kill)
 shipped=(nic_flap blackhole pfc_storm container_kill)
-victims=(coordinator agent rank fabric)
+victims=(coordinator agent rank fabric database)
 
 scenario() {  # $1: index; prints the scenario path
   local i=$1 p="$tmp/s$i.yaml"
@@ -84,8 +109,8 @@ PY
   echo "$p"
 }
 
-leftovers=0 nostatus=0 ended_first=0
-declare -A killed statuses
+leftovers=0 nostatus=0 ended_first=0 lost=0 replayed=0
+declare -A killed statuses by_victim
 for i in $(seq "$n"); do
   s=$(scenario "$i")
   : > "$tmp/err"
@@ -113,10 +138,15 @@ for i in $(seq "$n"); do
     agent) pid=$(pids_with faultline-agent "--host h0 " "--lab $lab " | head -1) ;;
     fabric) pid=$(pids_with faultline-agent "--host fabric " "--lab $lab " | head -1) ;;
     rank) pid=$(rank_pids "$lab" | head -1) ;;
+    database) kill -0 "$coord" 2>/dev/null && pid=$(head -1 "$pg/data/postmaster.pid" 2>/dev/null) ;;
   esac
   if [ -n "$pid" ]; then
     kill -9 "$pid" 2>/dev/null
     killed[$victim]=$(( ${killed[$victim]:-0} + 1 ))
+    if [ "$victim" = database ]; then
+      sleep "$(( 1 + RANDOM % 3 ))"
+      pg_start || echo "run $i: the database server did not start again" >&2
+    fi
   else
     ended_first=$((ended_first + 1))
     victim=none
@@ -145,22 +175,47 @@ for i in $(seq "$n"); do
   [ -n "$(rank_pids "$lab")" ] && left+=" rank"
   grep -q "$lab" /proc/self/mountinfo && left+=" mount"
   [ -e "$state/runs/$run" ] && left+=" run-dir"
+  spool="$state/spool/$run.spool"
+  if [ -e "$spool" ]; then
+    if grep -q "faultline store replay $spool" "$tmp/err"; then
+      "$fl" store replay "$spool" --db "$db" >/dev/null 2>&1 || left+=" spool"
+      replayed=$((replayed + 1))
+    else
+      left+=" spool"
+    fi
+  fi
   if [ -n "$left" ]; then
     echo "run $i ($s, kill $victim): left behind:$left" >&2
     leftovers=$((leftovers + 1))
     "$fl" lab down "$lab" >/dev/null 2>&1 || true
   fi
-  st=$(sqlite3 "$db" "SELECT status FROM runs WHERE id = '$run'" 2>/dev/null)
+  st=$(psql_q "SELECT status FROM runs WHERE id = '$run'")
+  if [ "$victim" = database ] && { [ "$st" = passed ] || [ "$st" = failed ]; }; then
+    dropped=$(psql_q "SELECT value FROM metrics WHERE run_id = '$run' AND name = 'telemetry_dropped'")
+    if [ "${dropped%.*}" != 0 ]; then
+      echo "run $i ($s, kill $victim): telemetry_dropped '$dropped'" >&2
+      lost=$((lost + 1))
+    fi
+  fi
   case $st in
-    passed|failed|aborted|error) statuses[$st]=$(( ${statuses[$st]:-0} + 1 )) ;;
+    passed|failed|aborted|error)
+      statuses[$st]=$(( ${statuses[$st]:-0} + 1 ))
+      by_victim[$victim]+=" $st" ;;
     *) echo "run $i ($s, kill $victim): status '$st'" >&2; nostatus=$((nostatus + 1)) ;;
   esac
   printf '\rsoak %d/%d' "$i" "$n" >&2
 done
 echo >&2
 echo "soak: $n runs; killed: coordinator ${killed[coordinator]:-0}, agent ${killed[agent]:-0}," \
-     "rank ${killed[rank]:-0}, fabric agent ${killed[fabric]:-0}; ended before the kill $ended_first"
+     "rank ${killed[rank]:-0}, fabric agent ${killed[fabric]:-0}," \
+     "database server ${killed[database]:-0}; ended before the kill $ended_first"
 echo "final status: passed ${statuses[passed]:-0}, failed ${statuses[failed]:-0}," \
      "aborted ${statuses[aborted]:-0}, error ${statuses[error]:-0}; none $nostatus"
-echo "runs that left something behind: $leftovers"
-[ "$leftovers" -eq 0 ] && [ "$nostatus" -eq 0 ]
+for v in coordinator agent rank fabric database none; do
+  [ -n "${by_victim[$v]:-}" ] || continue
+  echo "  kill $v:$(tr ' ' '\n' <<<"${by_victim[$v]}" | sed '/^$/d' | sort | uniq -c |
+    awk '{ printf " %s %s", $2, $1 }')"
+done
+echo "runs that left something behind: $leftovers; spools replayed after the run: $replayed"
+echo "analysed runs whose database was killed that lost rows: $lost"
+[ "$leftovers" -eq 0 ] && [ "$nostatus" -eq 0 ] && [ "$lost" -eq 0 ]
