@@ -362,31 +362,6 @@ TEST_CASE(
   CHECK(WaitUntil([&] { return AgentsOfLab(lab) == 0; }, Deadline::After(20 * kNsPerSec)));
 }
 
-TEST_CASE("faultline run: results that cannot be written fail the run with exit 3 saying what",
-          "[.root][integration]") {
-  // The results file on a 1 MiB tmpfs: the schema and the first rows fit, the telemetry of a
-  // 10 s job does not. Nothing may be lost silently: the run must not end 0 or 1.
-  TempDir dir("fl_run");
-  std::string small = dir.path() + "/small";
-  REQUIRE(MakeDirs(small, 0700).ok());
-  REQUIRE(std::system(("mount -t tmpfs -o size=1m tmpfs " + small).c_str()) == 0);
-  struct Unmount {
-    std::string path;
-    ~Unmount() { std::system(("umount " + path).c_str()); }
-  } unmount{small};
-  std::string scenario = WriteScenario(
-      dir.path(), WriteLab(dir.path()), "10s",
-      "  - kind: nic_port_flap\n    target: h0.nic0\n    at: 500ms\n    duration: 1s\n");
-  auto before = Netns();
-  Faultline f({"run", scenario, "--db", small + "/r.db"}, dir.path());
-  auto rc = f.Wait(Deadline::After(180 * kNsPerSec));
-  REQUIRE(rc.has_value());
-  INFO(f.err());
-  CHECK(*rc == 3);
-  CHECK(f.err().find("lost") != std::string::npos);
-  CHECK(Netns() == before);
-}
-
 // Whether a rank container of host `host` of the lab has a process left.
 bool HostRanksRunning(const std::string& lab, const std::string& host) {
   auto cgroot = injectors::Cgroup2Root();
