@@ -69,6 +69,14 @@ std::string SpoolOf(const std::string& run_id) {
   return injectors::StateDir() + "/spool/" + run_id + ".spool";
 }
 
+// Removes a run's spool at scope exit, so that a test that fails half-way leaves none behind.
+struct SpoolGuard {
+  std::string path;
+  ~SpoolGuard() {
+    if (!path.empty()) unlink(path.c_str());
+  }
+};
+
 TEST_CASE(
     "faultline run: PostgreSQL stopped with -m immediate mid-run and started again - every "
     "row reaches it and the run passes",
@@ -80,10 +88,12 @@ TEST_CASE(
   REQUIRE(server);
   const std::string pg = server->Uri();
   const auto before = Netns();
+  SpoolGuard guard;  // destroyed after the coordinator below has ended
   Faultline f({"run", OutageScenario(dir.path(), "8s"), "--db", pg}, dir.path());
   std::optional<reports::RunData> early;
   REQUIRE(WaitUntil([&] { return (early = RunWithSamples(pg)).has_value(); },
                     Deadline::After(120 * kNsPerSec), 100 * kNsPerMs));
+  guard.path = SpoolOf(early->run.id);
   const size_t samples_then = early->samples.size();
   REQUIRE(server->StopImmediate());
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -145,10 +155,12 @@ TEST_CASE(
   SmallFs fs(dir.path() + "/fs");
   const std::string db = fs.path + "/r.db";
   const auto before = Netns();
+  SpoolGuard guard;  // destroyed after the coordinator below has ended
   Faultline f({"run", OutageScenario(dir.path(), "6s"), "--db", db}, dir.path());
   std::optional<reports::RunData> early;
   REQUIRE(WaitUntil([&] { return (early = RunWithSamples(db)).has_value(); },
                     Deadline::After(120 * kNsPerSec), 100 * kNsPerMs));
+  guard.path = SpoolOf(early->run.id);
   fs.Fill("filler");
   auto rc = f.Wait(Deadline::After(300 * kNsPerSec));
   INFO(f.err());
