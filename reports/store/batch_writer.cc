@@ -309,42 +309,38 @@ Status BatchWriter::PushRows(std::deque<Row>&& rows, Deadline deadline) {
   return OkStatus();
 }
 
-Status BatchWriter::Push(SampleRecord sample, Deadline deadline) {
+Status BatchWriter::PushOne(Row row, Deadline deadline) {
   std::deque<Row> rows;
-  rows.emplace_back(std::move(sample));
+  rows.emplace_back(std::move(row));
   return PushRows(std::move(rows), deadline);
+}
+
+Status BatchWriter::Push(SampleRecord sample, Deadline deadline) {
+  return PushOne(std::move(sample), deadline);
 }
 
 Status BatchWriter::Push(EventRecord event, Deadline deadline) {
-  std::deque<Row> rows;
-  rows.emplace_back(std::move(event));
-  return PushRows(std::move(rows), deadline);
+  return PushOne(std::move(event), deadline);
 }
 
 Status BatchWriter::PushSamples(std::span<const SampleRecord> samples, Deadline deadline) {
-  std::deque<Row> rows(samples.begin(), samples.end());
-  return PushRows(std::move(rows), deadline);
+  return PushRows(std::deque<Row>(samples.begin(), samples.end()), deadline);
 }
 
 Status BatchWriter::PushEvents(std::span<const EventRecord> events, Deadline deadline) {
-  std::deque<Row> rows(events.begin(), events.end());
-  return PushRows(std::move(rows), deadline);
+  return PushRows(std::deque<Row>(events.begin(), events.end()), deadline);
 }
 
 Status BatchWriter::PushNicSamples(std::span<const NicSampleRecord> nics, Deadline deadline) {
-  std::deque<Row> rows(nics.begin(), nics.end());
-  return PushRows(std::move(rows), deadline);
+  return PushRows(std::deque<Row>(nics.begin(), nics.end()), deadline);
 }
 
 Status BatchWriter::PushFault(FaultRecord fault, Deadline deadline) {
-  std::deque<Row> rows;
-  rows.emplace_back(std::move(fault));
-  return PushRows(std::move(rows), deadline);
+  return PushOne(std::move(fault), deadline);
 }
 
 Status BatchWriter::PushSpooled(std::span<const SpoolRow> rows, Deadline deadline) {
-  std::deque<Row> q(rows.begin(), rows.end());
-  return PushRows(std::move(q), deadline);
+  return PushRows(std::deque<Row>(rows.begin(), rows.end()), deadline);
 }
 
 StatusOr<SpoolReplay> ReplaySpoolFile(const std::string& spool_path, const std::string& store,
@@ -377,9 +373,7 @@ StatusOr<SpoolReplay> ReplaySpoolFile(const std::string& spool_path, const std::
 }
 
 Status BatchWriter::PushRunEnd(RunEndRecord end, Deadline deadline) {
-  std::deque<Row> rows;
-  rows.emplace_back(std::move(end));
-  return PushRows(std::move(rows), deadline);
+  return PushOne(std::move(end), deadline);
 }
 
 Status BatchWriter::Flush(Deadline deadline) {

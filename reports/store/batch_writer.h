@@ -112,6 +112,7 @@ class BatchWriter {
   struct Impl;
   explicit BatchWriter(std::unique_ptr<Impl> impl);
   Status PushRows(std::deque<Row>&& rows, Deadline deadline);
+  Status PushOne(Row row, Deadline deadline);
   void Loop();
 
   std::unique_ptr<Impl> impl_;
