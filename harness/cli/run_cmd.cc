@@ -44,7 +44,10 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
       "run a resilience scenario on a lab (the scenario's, or --lab FILE): the local lab of\n"
       "network namespaces, an inventory of real hosts whose agents dial in, or a Slurm\n"
       "allocation. Provision or attach, start or await the agents, launch the job, inject the\n"
-      "scenario's faults on their timeline, measure, judge, revert and tear down");
+      "scenario's faults on their timeline, measure, judge, revert and tear down.\n"
+      "Exit codes: 0 passed, 1 an expectation failed, 2 bad input, 3 infrastructure error (the\n"
+      "lab, an agent, or results the store did not take in time: those wait in\n"
+      "STATE_DIR/spool/RUN.spool, the message names it, for `faultline store replay FILE`)");
   run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")
       ->required();
   auto add_common = [&](CLI::App* c) {
