@@ -113,6 +113,12 @@ struct BatchWriter::Impl {
   // Writes the spool's rows not yet in the store, a batch at a time, marking each; removes the
   // file once all are in. Writer thread only, without mu.
   Status Replay() {
+    {
+      // First ask the store (the write lock, nothing written: a PostgreSQL connection is reset
+      // here), so that a store still out costs no read of a spool that may be large.
+      FL_ASSIGN_OR_RETURN(auto probe, sql::Transaction::Begin(*db));
+      FL_RETURN_IF_ERROR(probe.Commit());
+    }
     FL_ASSIGN_OR_RETURN(SpoolContents c, ReadSpool(spool->path()));
     if (c.rows.size() < spool->rows()) {
       return DataLossError("the spool " + spool->path() + " holds " +
