@@ -10,10 +10,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/ids.h"
 #include "common/log.h"
-#include "reports/store/fault_rows.h"
-#include "reports/store/sql.h"
-#include "reports/store/store.h"
+#include "reports/store/batch_sink.h"
 
 namespace fl::reports {
 
@@ -37,9 +36,7 @@ bool WaitWithDeadline(std::condition_variable& cv, std::unique_lock<std::mutex>&
 
 struct BatchWriter::Impl {
   Options options;
-  std::unique_ptr<sql::Db> db;
-  std::optional<TelemetryInserter> inserter;
-  std::optional<NicSampleInserter> nic_inserter;
+  std::unique_ptr<BatchSink> sink;
 
   std::mutex close_mu;  // serialises Close (only one caller joins the thread)
   mutable std::mutex mu;
@@ -58,6 +55,7 @@ struct BatchWriter::Impl {
   Status error;  // first write error (sticky)
   Status close_status;
   std::thread thread;
+  uint64_t next_batch = 1;  // the number of the writer's next transaction (writer thread)
 
   // The outage: set while rows wait in the spool. Only the writer thread touches spool and
   // replayed; the counters below are under mu.
@@ -71,66 +69,44 @@ struct BatchWriter::Impl {
   uint64_t pending = 0;     // in the spool, not in the store
   std::string spool_shown;  // the spool's path while it holds rows
 
-  Status WriteBatch(const std::vector<Row>& rows) {
-    // A failed attempt may have left samples buffered: the retry must not write them twice.
-    inserter->DiscardSamples();
-    FL_ASSIGN_OR_RETURN(auto txn, sql::Transaction::Begin(*db));
-    for (const Row& row : rows) {
-      Status s = std::visit(
-          [&](const auto& r) -> Status {
-            using R = std::decay_t<decltype(r)>;
-            if constexpr (std::is_same_v<R, NicSampleRecord>)
-              return nic_inserter->Insert(r);
-            else if constexpr (std::is_same_v<R, FaultRecord>)
-              return UpsertFault(*db, r);
-            else if constexpr (std::is_same_v<R, RunEndRecord>)
-              return UpdateRunEnd(*db, r);
-            else
-              return inserter->Insert(r);
-          },
-          row);
-      FL_RETURN_IF_ERROR(s);
-    }
-    FL_RETURN_IF_ERROR(inserter->FlushSamples());
-    return txn.Commit();
-  }
-
-  // Appends rows to the spool, creating it at the first outage. Writer thread only.
-  Status ToSpool(const std::vector<Row>& rows) {
+  // Appends rows, the writer's batch `seq`, to the spool, creating it at the first outage.
+  // Writer thread only.
+  Status ToSpool(const std::vector<Row>& rows, uint64_t seq) {
     if (!spool) {
       if (options.spool_path.empty()) return UnavailableError("no spool");
       SpoolHeader h;
-      h.store = db->path();
+      h.store = sink->path();
       h.run_id = options.run_id;
       h.created_wall_ns = WallNowNs();
+      h.writer = sink->writer();
       FL_ASSIGN_OR_RETURN(spool,
                           SpoolWriter::Create(options.spool_path, h, options.spool_max_bytes));
       replayed = 0;
     }
-    return spool->Append(rows);
+    return spool->Append(rows, seq);
   }
 
   // Writes the spool's rows not yet in the store, a batch at a time, marking each; removes the
-  // file once all are in. Writer thread only, without mu.
+  // file once all are in. Batches the store holds already (a commit whose answer was lost) are
+  // only marked. Writer thread only, without mu.
   Status Replay() {
-    {
-      // First ask the store (the write lock, nothing written: a PostgreSQL connection is reset
-      // here), so that a store still out costs no read of a spool that may be large.
-      FL_ASSIGN_OR_RETURN(auto probe, sql::Transaction::Begin(*db));
-      FL_RETURN_IF_ERROR(probe.Commit());
-    }
+    // First ask the store, so that a store still out costs no read of a spool that may be
+    // large.
+    FL_RETURN_IF_ERROR(sink->Probe());
     FL_ASSIGN_OR_RETURN(SpoolContents c, ReadSpool(spool->path()));
     if (c.rows.size() < spool->rows()) {
       return DataLossError("the spool " + spool->path() + " holds " +
                            std::to_string(c.rows.size()) + " rows, not the " +
                            std::to_string(spool->rows()) + " written to it");
     }
-    while (replayed < c.rows.size()) {
-      const size_t n = std::min<size_t>(c.rows.size() - replayed, options.max_batch);
-      const auto first = c.rows.begin() + static_cast<std::ptrdiff_t>(replayed);
-      std::vector<Row> rows(first, first + static_cast<std::ptrdiff_t>(n));
-      FL_RETURN_IF_ERROR(WriteBatch(rows));
-      replayed += n;
+    FL_ASSIGN_OR_RETURN(uint64_t stored, sink->LastBatch());
+    for (const ReplayStep& step : PlanReplay(c, replayed, stored, options.max_batch)) {
+      const size_t n = step.end - step.begin;
+      if (!step.in_store) {
+        std::span<const Row> rows(c.rows.data() + step.begin, n);
+        FL_RETURN_IF_ERROR(sink->Write(rows, step.first_seq, step.last_seq).status());
+      }
+      replayed = step.end;
       const bool last = replayed == c.rows.size();
       if (last) {
         // All in: the file goes before anyone waiting hears of the last rows.
@@ -139,7 +115,8 @@ struct BatchWriter::Impl {
         if (unlink(path.c_str()) != 0)
           FL_LOG(kWarn, "store") << "cannot remove the replayed spool " << path;
       } else if (Status m = spool->Mark(replayed); !m.ok()) {
-        FL_LOG(kWarn, "store") << m.message() << " (a later replay of it writes those rows again)";
+        FL_LOG(kWarn, "store") << m.message() << " (a later replay of it skips those rows "
+                               << "by their batch numbers)";
       }
       std::lock_guard lock(mu);
       committed += n;
@@ -167,16 +144,8 @@ StatusOr<std::unique_ptr<BatchWriter>> BatchWriter::Open(const std::string& path
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  FL_ASSIGN_OR_RETURN(impl->db, OpenStoreDb(path, /*create=*/true, options.busy_timeout, 0));
-  // Checkpoint the WAL every ~40 MB instead of every 4 MB: fewer stalls inside the writer's
-  // commits during an ingest burst. Readers and other connections are unaffected.
-  if (impl->db->dialect() == sql::Dialect::kSqlite) {
-    FL_RETURN_IF_ERROR(impl->db->Exec("PRAGMA wal_autocheckpoint = 10000"));
-  }
-  FL_ASSIGN_OR_RETURN(auto inserter, TelemetryInserter::Prepare(*impl->db));
-  impl->inserter.emplace(std::move(inserter));
-  FL_ASSIGN_OR_RETURN(auto nic_inserter, NicSampleInserter::Prepare(*impl->db));
-  impl->nic_inserter.emplace(std::move(nic_inserter));
+  FL_ASSIGN_OR_RETURN(impl->sink,
+                      BatchSink::Open(path, options.busy_timeout, RandomHex(8), options.run_id));
   return std::unique_ptr<BatchWriter>(new BatchWriter(std::move(impl)));
 }
 
@@ -198,10 +167,10 @@ void BatchWriter::Loop() {
   std::unique_lock lock(m.mu);
   auto retry_due = [&] { return m.outage && MonoNowNs() >= m.next_retry; };
   // Rows the store did not take: to the spool (pending) or dropped (the sticky error).
-  auto spool_or_drop = [&](const Status& why) {
+  auto spool_or_drop = [&](const Status& why, uint64_t seq) {
     const size_t n = batch.size();
-    Status sp =
-        m.spool || !m.options.spool_path.empty() ? m.ToSpool(batch) : UnavailableError("no spool");
+    Status sp = m.spool || !m.options.spool_path.empty() ? m.ToSpool(batch, seq)
+                                                         : UnavailableError("no spool");
     lock.lock();
     if (sp.ok()) {
       if (!m.outage) {
@@ -235,7 +204,7 @@ void BatchWriter::Loop() {
                      std::make_move_iterator(m.queue.end()));
         m.queue.clear();
         lock.unlock();
-        spool_or_drop(UnavailableError("closing while the store is out"));
+        spool_or_drop(UnavailableError("closing while the store is out"), m.next_batch++);
         batch.clear();
       }
       m.dropped += m.queue.size();
@@ -271,14 +240,16 @@ void BatchWriter::Loop() {
     }
     m.space_cv.notify_all();
     const bool out = m.outage;
+    const uint64_t seq = m.next_batch++;
     lock.unlock();
 
-    // While the store is out, rows follow the spooled ones (order is kept).
-    Status s = out ? UnavailableError("the store is out") : m.WriteBatch(batch);
+    // While the store is out, rows follow the spooled ones (order is kept). The retry skips
+    // the batch when the failed try did commit after all (its number is in the store).
+    Status s = out ? UnavailableError("the store is out") : m.sink->Write(batch, seq, seq).status();
     if (!out && !s.ok()) {
       FL_LOG(kWarn, "store") << "telemetry batch of " << n
                              << " rows failed, retrying once: " << s.ToString();
-      s = m.WriteBatch(batch);
+      s = m.sink->Write(batch, seq, seq).status();
     }
     if (s.ok()) {
       lock.lock();
@@ -286,7 +257,7 @@ void BatchWriter::Loop() {
       m.committed += n;
       m.done_cv.notify_all();
     } else {
-      spool_or_drop(s);
+      spool_or_drop(s, seq);
     }
     ++m.transactions;
     batch.clear();
@@ -345,10 +316,6 @@ Status BatchWriter::PushFault(FaultRecord fault, Deadline deadline) {
   return PushOne(std::move(fault), deadline);
 }
 
-Status BatchWriter::PushSpooled(std::span<const SpoolRow> rows, Deadline deadline) {
-  return PushRows(std::deque<Row>(rows.begin(), rows.end()), deadline);
-}
-
 StatusOr<SpoolReplay> ReplaySpoolFile(const std::string& spool_path, const std::string& store,
                                       const std::function<void(uint64_t, uint64_t)>& progress) {
   FL_ASSIGN_OR_RETURN(SpoolContents c, ReadSpool(spool_path));
@@ -358,20 +325,30 @@ StatusOr<SpoolReplay> ReplaySpoolFile(const std::string& spool_path, const std::
   out.skipped = c.replayed;
   out.torn_tail = c.torn_tail;
   for (const auto& r : c.rows) out.ended_run |= std::holds_alternative<RunEndRecord>(r);
-  BatchWriter::Options o;  // no spool of its own: a failure here leaves the file as it is
-  FL_ASSIGN_OR_RETURN(auto writer, BatchWriter::Open(store, o));
-  const size_t batch = o.max_batch;
-  for (uint64_t at = c.replayed; at < c.rows.size();) {
-    const size_t n = std::min<size_t>(c.rows.size() - at, batch);
-    const auto first = c.rows.begin() + static_cast<std::ptrdiff_t>(at);
-    FL_RETURN_IF_ERROR(writer->PushSpooled({&*first, n}, Deadline::After(60 * kNsPerSec)));
-    FL_RETURN_IF_ERROR(writer->Flush(Deadline::After(120 * kNsPerSec)));
-    at += n;
-    out.written += n;
-    FL_RETURN_IF_ERROR(AppendSpoolMark(spool_path, at));
-    if (progress) progress(at, c.rows.size());
+  // Under the writer's own name: the batches it committed (their answers lost) are skipped.
+  BatchWriter::Options o;
+  FL_ASSIGN_OR_RETURN(auto sink,
+                      BatchSink::Open(store, o.busy_timeout, c.header.writer, c.header.run_id));
+  uint64_t stored = 0;
+  if (!c.header.writer.empty()) {
+    FL_ASSIGN_OR_RETURN(stored, sink->LastBatch());
   }
-  FL_RETURN_IF_ERROR(writer->Close(Deadline::After(60 * kNsPerSec)));
+  for (const ReplayStep& step : PlanReplay(c, c.replayed, stored, o.max_batch)) {
+    const size_t n = step.end - step.begin;
+    if (step.in_store) {
+      out.skipped += n;
+    } else {
+      std::span<const SpoolRow> rows(c.rows.data() + step.begin, n);
+      FL_ASSIGN_OR_RETURN(bool wrote, sink->Write(rows, step.first_seq, step.last_seq));
+      (wrote ? out.written : out.skipped) += n;
+    }
+    FL_RETURN_IF_ERROR(AppendSpoolMark(spool_path, step.end));
+    if (progress) progress(step.end, c.rows.size());
+  }
+  if (!c.header.writer.empty()) {
+    if (Status f = sink->Forget(); !f.ok())
+      FL_LOG(kWarn, "store") << "every row is in; forgetting the writer's batches: " << f.message();
+  }
   if (unlink(spool_path.c_str()) != 0)
     return UnavailableError("every row is in " + store + ", but the spool " + spool_path +
                             " cannot be removed: " + std::strerror(errno));
@@ -423,7 +400,7 @@ Status BatchWriter::Close(Deadline deadline) {
     m.close_status =
         UnavailableError(std::to_string(m.pending) + " rows are kept in the spool " +
                          m.spool_shown + ": `faultline store replay " + m.spool_shown +
-                         "` writes them once the store (" + m.db->path() + ") is back" +
+                         "` writes them once the store (" + m.sink->path() + ") is back" +
                          (m.dropped > dropped_before
                               ? "; " + std::to_string(m.dropped - dropped_before) + " rows dropped"
                               : std::string()));
@@ -433,11 +410,12 @@ Status BatchWriter::Close(Deadline deadline) {
                                            " queued telemetry rows dropped");
   } else {
     m.close_status = m.error;
+    // Nothing of this writer is left to replay: its batch numbers are of no more use.
+    if (Status f = m.sink->Forget(); !f.ok())
+      FL_LOG(kDebug, "store") << "forgetting the writer's batches: " << f.message();
   }
   m.spool.reset();
-  m.inserter.reset();
-  m.nic_inserter.reset();
-  m.db.reset();
+  m.sink.reset();
   return m.close_status;
 }
 

@@ -11,9 +11,10 @@
 // back-pressure reaches the producer instead of memory growing without bound). Flush waits
 // until every row pushed before the call is committed, up to its deadline. Close flushes,
 // then stops the thread; the destructor calls Close with Options::close_timeout.
-// Errors: a failed transaction is retried once (a busy database). With a spool (Options::
-// spool_path) rows that still cannot be written go to it (reports/store/spool.h), and so does
-// every later batch, in order, while the store is out; the writer tries the store again with
+// Errors: a failed transaction is retried once (a busy database); transactions are numbered
+// (batch_sink.h), so a retry or a replay skips one whose COMMIT did go through. With a spool
+// (Options:: spool_path) rows that still cannot be written go to it (reports/store/spool.h), and so
+// does every later batch, in order, while the store is out; the writer tries the store again with
 // back-off (retry_min doubling to retry_max), replays the spool in order when it takes writes,
 // then removes the file and writes to the store again. Rows waiting in the spool are pending,
 // not lost: Flush waits for them to be replayed, and Close, when the store is still out at its
@@ -94,9 +95,6 @@ class BatchWriter {
   // the run too).
   [[nodiscard]] Status PushRunEnd(RunEndRecord end, Deadline deadline);
 
-  // Rows as a spool holds them (a replay), in order.
-  [[nodiscard]] Status PushSpooled(std::span<const SpoolRow> rows, Deadline deadline);
-
   // Waits until everything pushed before this call is committed. DeadlineExceeded on
   // timeout; the sticky write error if one happened.
   [[nodiscard]] Status Flush(Deadline deadline);
@@ -119,12 +117,13 @@ class BatchWriter {
 };
 
 // `faultline store replay`: writes the rows of a spool file that are not in the store yet
-// (after its last mark) into `store`, a batch at a time, marking the file after each, and
-// removes the file once every row is in. progress(done, total) after each batch.
+// (after its last mark, and not in a batch the store holds already) into `store`, a batch at a
+// time, marking the file after each, and removes the file once every row is in.
+// progress(done, total) after each batch.
 struct SpoolReplay {
   SpoolHeader header;
   uint64_t rows = 0;     // rows in the file
-  uint64_t skipped = 0;  // already in the store (marked) before this replay
+  uint64_t skipped = 0;  // already in the store (marked, or their batches committed)
   uint64_t written = 0;
   bool ended_run = false;  // the file held the run's final status
   bool torn_tail = false;

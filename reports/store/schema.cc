@@ -164,7 +164,21 @@ constexpr std::string_view kV6 = R"sql(
 ALTER TABLE faults ADD COLUMN anchor TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
+// Version 7: the last transaction each telemetry writer committed (BatchWriter numbers its
+// transactions and records the number in the same transaction as the rows), so that a batch
+// spooled after a COMMIT whose answer was lost, but which did commit, is not replayed twice
+// (batch_sink.h). A writer's row goes when it closes with nothing left in a spool.
+constexpr std::string_view kV7 = R"sql(
+CREATE TABLE writer_batches (
+  writer TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  last_batch INTEGER NOT NULL,
+  updated_wall_ns INTEGER NOT NULL
+);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4,
+                                                                      kV5, kV6, kV7};
 
 }  // namespace
 

@@ -249,11 +249,13 @@ std::string SpoolLine(const SpoolRow& row) {
 }
 
 std::string SpoolHeaderLine(const SpoolHeader& header) {
-  return Line({{"t", "spool"},
-               {"version", header.version},
-               {"store", header.store},
-               {"run", header.run_id},
-               {"created", header.created_wall_ns}});
+  json j = {{"t", "spool"},
+            {"version", header.version},
+            {"store", header.store},
+            {"run", header.run_id},
+            {"created", header.created_wall_ns}};
+  if (header.version >= 2) j["writer"] = header.writer;
+  return Line(j);
 }
 
 StatusOr<std::unique_ptr<SpoolWriter>> SpoolWriter::Create(const std::string& path,
@@ -297,8 +299,9 @@ Status SpoolWriter::Write(const std::string& text) {
   return OkStatus();
 }
 
-Status SpoolWriter::Append(std::span<const SpoolRow> rows) {
+Status SpoolWriter::Append(std::span<const SpoolRow> rows, uint64_t batch) {
   std::string text;
+  if (batch > 0) text = Line({{"t", "batch"}, {"seq", batch}});
   for (const SpoolRow& r : rows) text += SpoolLine(r);
   FL_RETURN_IF_ERROR(Write(text));
   rows_ += rows.size();
@@ -347,12 +350,13 @@ StatusOr<SpoolContents> ParseSpool(std::string_view text) {
       if (!have_header) {
         if (t != "spool") return where(DataLossError("the first record is not a spool header"));
         out.header.version = Get<int>(*j, "version");
-        if (out.header.version != 1)
+        if (out.header.version != 1 && out.header.version != 2)
           return where(DataLossError("spool version " + std::to_string(out.header.version) +
-                                     " (this build reads version 1)"));
+                                     " (this build reads versions 1 and 2)"));
         out.header.store = Get<std::string>(*j, "store");
         out.header.run_id = Get<std::string>(*j, "run");
         out.header.created_wall_ns = Get<int64_t>(*j, "created");
+        if (out.header.version >= 2) out.header.writer = Get<std::string>(*j, "writer");
         have_header = true;
         continue;
       }
@@ -363,6 +367,14 @@ StatusOr<SpoolContents> ParseSpool(std::string_view text) {
                                      std::to_string(out.rows.size()) + " rows (last mark " +
                                      std::to_string(out.replayed) + ")"));
         out.replayed = n;
+        continue;
+      }
+      if (t == "batch") {
+        const auto seq = Get<uint64_t>(*j, "seq");
+        if (out.header.version < 2 || seq == 0 ||
+            (!out.batches.empty() && seq <= out.batches.back().seq))
+          return where(DataLossError("batch " + std::to_string(seq) + " out of order"));
+        out.batches.push_back({out.rows.size(), seq});
         continue;
       }
       StatusOr<SpoolRow> row = RowOf(*j, t);
@@ -383,6 +395,41 @@ StatusOr<SpoolContents> ReadSpool(const std::string& path) {
   StatusOr<SpoolContents> c = ParseSpool(text);
   if (!c.ok()) return Status(c.status()).Prepend(path);
   return c;
+}
+
+std::vector<ReplayStep> PlanReplay(const SpoolContents& c, uint64_t from, uint64_t stored_seq,
+                                   size_t max_rows) {
+  max_rows = std::max<size_t>(max_rows, 1);
+  // The file as runs of rows, each one batch (or, before the first, unnumbered), from `from` on.
+  std::vector<ReplayStep> runs;
+  const uint64_t n = c.rows.size();
+  const uint64_t numbered = c.batches.empty() ? n : c.batches.front().first_row;
+  for (uint64_t at = from; at < std::min(numbered, n); at += max_rows)
+    runs.push_back({at, std::min<uint64_t>({at + max_rows, numbered, n}), 0, 0, false});
+  for (size_t i = 0; i < c.batches.size(); ++i) {
+    const uint64_t end = i + 1 < c.batches.size() ? c.batches[i + 1].first_row : n;
+    const uint64_t begin = std::max(c.batches[i].first_row, from);
+    if (begin >= end) continue;
+    const uint64_t seq = c.batches[i].seq;
+    runs.push_back({begin, end, seq, seq, seq <= stored_seq});
+  }
+  // Merge neighbours of the same kind: numbered batches within max_rows, stored ones freely.
+  std::vector<ReplayStep> steps;
+  for (const ReplayStep& r : runs) {
+    if (!steps.empty()) {
+      ReplayStep& last = steps.back();
+      const bool both_stored = last.in_store && r.in_store;
+      const bool both_new = !last.in_store && !r.in_store && last.last_seq > 0 && r.first_seq > 0 &&
+                            r.end - last.begin <= max_rows;
+      if (last.end == r.begin && (both_stored || both_new)) {
+        last.end = r.end;
+        last.last_seq = r.last_seq;
+        continue;
+      }
+    }
+    steps.push_back(r);
+  }
+  return steps;
 }
 
 }  // namespace fl::reports

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "common/file_util.h"
+#include "reports/store/batch_sink.h"
 #include "reports/store/batch_writer.h"
 #include "reports/store/sql.h"
 #include "reports/store/store.h"
@@ -61,7 +62,7 @@ TEST_CASE("spool: every kind of row comes back as written - marks - a torn last 
           "[unit]") {
   TempDir dir;
   const std::string path = dir.File("sub/r1.spool");
-  SpoolHeader h{1, "results.db", "r1", kT0};
+  SpoolHeader h{1, "results.db", "r1", kT0, ""};
   auto w = SpoolWriter::Create(path, h, 1 << 20);
   REQUIRE(w.ok());
   const auto rows = EveryKind();
@@ -113,7 +114,7 @@ TEST_CASE("spool: every kind of row comes back as written - marks - a torn last 
 TEST_CASE("spool: an append that would pass the bound is refused whole", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("r1.spool");
-  auto w = SpoolWriter::Create(path, {1, "results.db", "r1", kT0}, 600);
+  auto w = SpoolWriter::Create(path, {1, "results.db", "r1", kT0, ""}, 600);
   REQUIRE(w.ok());
   REQUIRE((*w)->Append(std::vector<SpoolRow>{Sample(0, 0)}).ok());
   const uint64_t before = (*w)->bytes();
@@ -234,6 +235,14 @@ TEST_CASE("batch writer: a store still out at Close keeps the spool - a replay w
     held.Release();
   }
   REQUIRE(access(o.spool_path.c_str(), F_OK) == 0);
+  // The spool names its writer and numbers the writer's transactions (100 rows each here).
+  auto kept = ReadSpool(o.spool_path);
+  REQUIRE(kept.ok());
+  CHECK(kept->header.version == 2);
+  CHECK(kept->header.writer.size() == 16);
+  REQUIRE(kept->batches.size() >= 3);
+  CHECK(kept->batches[0].first_row == 0);
+  CHECK(kept->batches[1].first_row == 100);
   auto before = store->LoadRun("r1");
   REQUIRE(before.ok());
   CHECK(before->samples.empty());
@@ -265,7 +274,7 @@ TEST_CASE("store replay: rows a cut-short replay marked are not written again", 
   std::vector<SpoolRow> rows;
   for (int64_t it = 0; it < 10; ++it) rows.emplace_back(Sample(0, it));
   {
-    auto w = SpoolWriter::Create(spool, {1, path, "r1", kT0}, 1 << 20);
+    auto w = SpoolWriter::Create(spool, {1, path, "r1", kT0, ""}, 1 << 20);
     REQUIRE(w.ok());
     REQUIRE((*w)->Append(rows).ok());
   }
@@ -286,6 +295,156 @@ TEST_CASE("store replay: rows a cut-short replay marked are not written again", 
   REQUIRE(WriteFileAtomic(spool, SpoolLine(Sample(0, 0))).ok());
   CHECK(ReplaySpoolFile(spool, path).status().code() == Code::kDataLoss);
   CHECK(access(spool.c_str(), F_OK) == 0);
+}
+
+TEST_CASE(
+    "spool: the replay's plan keeps batches whole, merges them up to the batch size and "
+    "only marks those the store holds",
+    "[unit]") {
+  SpoolContents c;
+  c.header.writer = "w1";
+  for (int64_t it = 0; it < 12; ++it) c.rows.emplace_back(Sample(0, it));
+  // Rows 0-1 from before batches were numbered (a version 1 writer cannot mix, but the plan
+  // does not care); then batches 4 (rows 2-4), 5 (5-6), 6 (7-10), 8 (11).
+  c.batches = {{2, 4}, {5, 5}, {7, 6}, {11, 8}};
+  using S = ReplayStep;
+  CHECK(PlanReplay(c, 0, 0, 5) ==
+        std::vector<S>{{0, 2, 0, 0, false}, {2, 7, 4, 5, false}, {7, 12, 6, 8, false}});
+  CHECK(PlanReplay(c, 0, 0, 4) == std::vector<S>{{0, 2, 0, 0, false},
+                                                 {2, 5, 4, 4, false},
+                                                 {5, 7, 5, 5, false},
+                                                 {7, 11, 6, 6, false},
+                                                 {11, 12, 8, 8, false}});
+  // The store holds batches up to 5: marked, not written. From a mark inside batch 6 on.
+  CHECK(PlanReplay(c, 0, 5, 5) ==
+        std::vector<S>{{0, 2, 0, 0, false}, {2, 7, 4, 5, true}, {7, 12, 6, 8, false}});
+  CHECK(PlanReplay(c, 8, 5, 100) == std::vector<S>{{8, 12, 6, 8, false}});
+  CHECK(PlanReplay(c, 0, 8, 100) == std::vector<S>{{0, 2, 0, 0, false}, {2, 12, 4, 8, true}});
+  CHECK(PlanReplay(c, 12, 0, 100).empty());
+  // A batch larger than the step size is one step alone; unnumbered rows go max_rows a step.
+  CHECK(PlanReplay(c, 0, 0, 1).size() == 6);
+  CHECK(PlanReplay(c, 0, 0, 1)[2] == S{2, 5, 4, 4, false});
+}
+
+TEST_CASE("spool: batches out of order, or in a version 1 file, are damage", "[unit]") {
+  const std::string h2 = SpoolHeaderLine({2, "results.db", "r1", kT0, "w1"});
+  const std::string b3 = SpoolRecordLine(R"({"t":"batch","seq":3})");
+  const std::string b2 = SpoolRecordLine(R"({"t":"batch","seq":2})");
+  auto ok = ParseSpool(h2 + b2 + SpoolLine(Sample(0, 0)) + b3 + SpoolLine(Sample(0, 1)));
+  REQUIRE(ok.ok());
+  CHECK(ok->header.writer == "w1");
+  CHECK(ok->batches == std::vector<SpoolBatch>{{0, 2}, {1, 3}});
+  CHECK(ParseSpool(h2 + b3 + b2).status().code() == Code::kDataLoss);
+  CHECK(ParseSpool(h2 + b3 + b3).status().code() == Code::kDataLoss);
+  const std::string h1 = SpoolHeaderLine({1, "results.db", "r1", kT0, ""});
+  CHECK_THAT(std::string(ParseSpool(h1 + b2).status().message()), Catch::Contains("line 2"));
+  CHECK(
+      ParseSpool(SpoolRecordLine(R"({"t":"spool","version":3,"store":"x","run":"r1","created":0})"))
+          .status()
+          .code() == Code::kDataLoss);
+}
+
+TEST_CASE("batch sink: a batch the store holds already is not written again", "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("results.db");
+  auto store = OpenWithRun(path);
+  auto sink = BatchSink::Open(path, kNsPerSec, "w1", "r1");
+  REQUIRE(sink.ok());
+  CHECK(*(*sink)->LastBatch() == 0);
+  const std::vector<SpoolRow> rows{Sample(0, 0), Sample(0, 1)};
+  CHECK(*(*sink)->Write(rows, 5, 5) == true);
+  CHECK(*(*sink)->LastBatch() == 5);
+  // The retry of a batch whose COMMIT went through (its answer lost): nothing written.
+  CHECK(*(*sink)->Write(rows, 5, 5) == false);
+  CHECK((*sink)->Write(rows, 4, 6).status().code() == Code::kFailedPrecondition);
+  CHECK(*(*sink)->Write(std::vector<SpoolRow>{Sample(0, 2)}, 6, 6) == true);
+  // Unnumbered rows are always written.
+  CHECK(*(*sink)->Write(std::vector<SpoolRow>{Sample(1, 0)}, 0, 0) == true);
+  auto data = store->LoadRun("r1");
+  REQUIRE(data.ok());
+  CHECK(data->samples.size() == 4);
+  // Another writer's numbers are its own.
+  auto other = BatchSink::Open(path, kNsPerSec, "w2", "r1");
+  REQUIRE(other.ok());
+  CHECK(*(*other)->LastBatch() == 0);
+  REQUIRE((*sink)->Forget().ok());
+  CHECK(*(*sink)->LastBatch() == 0);
+}
+
+TEST_CASE(
+    "store replay: batches that did commit before the spool took them are not written "
+    "twice",
+    "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("results.db");
+  auto store = OpenWithRun(path);
+  // Batches 1 (samples 0-3) and 2 (4-6) committed, but the writer heard an error (the
+  // connection broke as COMMIT was sent) and spooled them with batch 3 (7-9).
+  std::vector<SpoolRow> all;
+  for (int64_t it = 0; it < 10; ++it) all.emplace_back(Sample(0, it));
+  auto rows = [&](size_t a, size_t b) { return std::span<const SpoolRow>(all.data() + a, b - a); };
+  {
+    auto sink = BatchSink::Open(path, kNsPerSec, "w1", "r1");
+    REQUIRE(sink.ok());
+    REQUIRE(*(*sink)->Write(rows(0, 4), 1, 1));
+    REQUIRE(*(*sink)->Write(rows(4, 7), 2, 2));
+  }
+  const std::string spool = dir.File("r1.spool");
+  {
+    auto w = SpoolWriter::Create(spool, {2, path, "r1", kT0, "w1"}, 1 << 20);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->Append(rows(0, 4), 1).ok());
+    REQUIRE((*w)->Append(rows(4, 7), 2).ok());
+    REQUIRE((*w)->Append(rows(7, 10), 3).ok());
+  }
+  auto done = ReplaySpoolFile(spool, path);
+  REQUIRE(done.ok());
+  CHECK(done->rows == 10);
+  CHECK(done->skipped == 7);
+  CHECK(done->written == 3);
+  auto data = store->LoadRun("r1");
+  REQUIRE(data.ok());
+  REQUIRE(data->samples.size() == 10);
+  for (int64_t it = 0; it < 10; ++it) CHECK(data->samples[static_cast<size_t>(it)].iteration == it);
+  // Every row in, the spool gone: the writer's numbers go with it.
+  auto sink = BatchSink::Open(path, kNsPerSec, "w1", "r1");
+  REQUIRE(sink.ok());
+  CHECK(*(*sink)->LastBatch() == 0);
+}
+
+TEST_CASE(
+    "batch writer: a version 6 database gains writer_batches - the writer's numbers go "
+    "at a clean Close",
+    "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("v6.db");
+  {
+    Store::Options v6;
+    v6.schema_version = 6;
+    auto store = Store::Open(path, v6);
+    REQUIRE(store.ok());
+    RunRecord r;
+    r.id = "r1";
+    r.scenario_name = "s";
+    r.start_wall_ns = kT0;
+    REQUIRE((*store)->CreateRun(r).ok());
+    REQUIRE((*store)->InsertSamples(std::vector<SampleRecord>{Sample(0, 0)}).ok());
+  }
+  auto w = BatchWriter::Open(path, {});
+  REQUIRE(w.ok());
+  auto raw = sql::Db::Open(path, {});
+  REQUIRE(raw.ok());
+  CHECK((*raw)->QueryInt("SELECT max(version) FROM schema_version").value() == 7);
+  REQUIRE((*w)->Push(Sample(0, 1), Deadline::After(kNsPerSec)).ok());
+  REQUIRE((*w)->Flush(Deadline::After(10 * kNsPerSec)).ok());
+  CHECK((*raw)->QueryInt("SELECT count(*) FROM writer_batches WHERE last_batch >= 1").value() == 1);
+  REQUIRE((*w)->Close(Deadline::After(10 * kNsPerSec)).ok());
+  CHECK((*raw)->QueryInt("SELECT count(*) FROM writer_batches").value() == 0);
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  auto data = (*store)->LoadRun("r1");
+  REQUIRE(data.ok());
+  CHECK(data->samples.size() == 2);
 }
 
 }  // namespace
