@@ -10,6 +10,7 @@
 #include "harness/lab/open_lab.h"
 #include "harness/run/agents.h"
 #include "harness/run/fault_book.h"
+#include "harness/run/lab_claim.h"
 #include "harness/run/run_context.h"
 #include "harness/run/run_record.h"
 #include "reports/store/sql.h"
@@ -79,6 +80,9 @@ std::vector<std::string> CleanUpDeadRuns(const std::string& db_path) {
     cannot("open the results", store.status());
     return {};
   }
+  // The claim files of coordinators killed -9 (their locks went with them).
+  if (auto stale = run::RemoveStaleClaims(); !stale.ok())
+    cannot("remove the claims of dead runs", stale.status());
   auto marked = (*store)->MarkDeadRunsAborted(run::CoordinatorHost());
   if (!marked.ok()) {
     cannot("mark the runs of dead coordinators aborted", marked.status());

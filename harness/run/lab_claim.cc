@@ -15,14 +15,47 @@
 
 namespace fl::harness::run {
 
+namespace {
+
+std::string ClaimsDir() { return injectors::StateDir() + "/claims"; }
+
+}  // namespace
+
+StatusOr<int> RemoveStaleClaims() {
+  const std::string dir = ClaimsDir();
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return 0;
+    return ErrnoStatus(ec.value(), "cannot read " + dir);
+  }
+  int removed = 0;
+  for (const auto& entry : it) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".claim") continue;
+    UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (fd.get() < 0) continue;  // gone meanwhile, or not a claim we could hold
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // held: a live run's
+    // Locked by us: unless it was replaced meanwhile, nobody holds it and nobody will (a
+    // taker that opened it before our unlink sees the inode change and tries again).
+    struct stat held = {};
+    struct stat now = {};
+    if (fstat(fd.get(), &held) == 0 && stat(path.c_str(), &now) == 0 && now.st_ino == held.st_ino &&
+        now.st_dev == held.st_dev && unlink(path.c_str()) == 0)
+      ++removed;
+  }
+  return removed;
+}
+
 StatusOr<std::unique_ptr<LabClaim>> LabClaim::Take(const std::string& kind,
                                                    const std::string& name) {
   if (!IsSafeName(kind) || !IsSafeName(name))
     return InvalidArgumentError("lab '" + kind + "-" + name + "': not a name a claim can carry");
-  const std::string dir = injectors::StateDir() + "/claims";
+  const std::string dir = ClaimsDir();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return ErrnoStatus(ec.value(), "cannot make " + dir);
+  (void)RemoveStaleClaims();  // best effort: the files of holders killed -9, ours included
   const std::string path = dir + "/" + kind + "-" + name + ".claim";
   // The file may be removed by a holder letting go between our open and our lock: then the
   // lock is on a file nobody else will see, and we try again on the new one.

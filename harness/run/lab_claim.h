@@ -3,8 +3,10 @@
 // machine is refused, naming the run that holds it. The claim is an flock(2) on
 // STATE_DIR/claims/<kind>-<name>.claim ($FAULTLINE_STATE_DIR or /run/faultline), holding
 // "pid P" and, once the run has an id, "run R": the kernel drops it when the holder dies (a
-// kill -9 leaves no stale claim), and the file goes with the claim. Labs that each run
-// builds for itself (the local lab: Lab::exclusive() is false) need no claim.
+// kill -9 leaves no stale claim), and the file goes with the claim. The file of a holder
+// killed -9 stays behind, unlocked: RemoveStaleClaims (run by every Take and by the clean-up
+// after dead runs) removes it. Labs that each run builds for itself (the local lab:
+// Lab::exclusive() is false) need no claim.
 //
 // Thread-safety: a LabClaim is owned by one thread.
 #pragma once
@@ -36,5 +38,9 @@ class LabClaim {
   std::string path_;
   UniqueFd fd_;
 };
+
+// Removes the claim files in STATE_DIR/claims that nobody holds (their holder was killed
+// before it could remove its file); a held one is left alone. Returns how many it removed.
+StatusOr<int> RemoveStaleClaims();
 
 }  // namespace fl::harness::run

@@ -67,12 +67,25 @@ TEST_CASE("lab claim: a holder killed -9 holds nothing", "[unit]") {
   close(ready[0]);
   REQUIRE(b == 'y');
   CHECK_FALSE(LabClaim::Take("inventory", "rack7").ok());
+  auto other = LabClaim::Take("inventory", "rack8");  // a live holder's claim
+  REQUIRE(other.ok());
   kill(child, SIGKILL);
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
+  // Its file stays behind, unlocked: the clean-up removes it and leaves the held one.
+  const std::string stale = dir.path() + "/claims/inventory-rack7.claim";
+  CHECK(std::filesystem::exists(stale));
+  auto removed = RemoveStaleClaims();
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  CHECK_FALSE(std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists((*other)->path()));
   auto after = LabClaim::Take("inventory", "rack7");
   INFO((after.ok() ? "" : after.status().message()));
   CHECK(after.ok());
+  other->reset();
+  after->reset();
+  CHECK(std::filesystem::is_empty(dir.path() + "/claims"));  // nothing left
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "common/file_util.h"
 #include "harness/lab/local_lab.h"
+#include "injectors/journal.h"
 #include "injectors/netlink.h"
 #include "reports/store/store.h"
 #include "tests/harness/run_testing.h"
@@ -284,6 +285,9 @@ TEST_CASE(
   Faultline runs({"runs", "--db", db}, dir.path(), "runs");
   REQUIRE(runs.Wait(Deadline::After(60 * kNsPerSec)) == 0);
   CHECK(runs.err().find("marked aborted") != std::string::npos);
+  // The killed coordinator's lock went with it; its claim file went with that command.
+  CHECK_FALSE(std::filesystem::exists(injectors::StateDir() + "/claims/inventory-" + sw.fx->name() +
+                                      ".claim"));
   sw.Finish();
 }
 
