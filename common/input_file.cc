@@ -62,6 +62,8 @@ size_t InputCap(InputKind kind) {
       return 64 * kMiB;
     case InputKind::kSpool:
       return 1024 * kMiB;
+    case InputKind::kFailureRates:
+      return 1 * kMiB;
   }
   return 1 * kMiB;
 }
@@ -79,7 +81,8 @@ constexpr NamedValue<InputKind> kInputKindNames[] = {
     {InputKind::kCertificate, "certificate or key"},
     {InputKind::kToken, "token file"},
     {InputKind::kJobOutput, "job output"},
-    {InputKind::kSpool, "spool"}};
+    {InputKind::kSpool, "spool"},
+    {InputKind::kFailureRates, "failure rates file"}};
 
 std::string_view InputKindName(InputKind kind) { return NameIn(kInputKindNames, kind, "file"); }
 

@@ -31,6 +31,7 @@ enum class InputKind {
   kToken,         // shared tokens (the agents', the TCP store's)
   kJobOutput,     // a job's captured stdout or stderr
   kSpool,         // the results writer's spool (reports/store/spool.h)
+  kFailureRates,  // `faultline project --failure-rates` (reports/analysis/failure_rates.h)
 };
 
 // The largest file of each kind that is read, in bytes (docs/scenarios.md, "Files faultline

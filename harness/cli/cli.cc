@@ -10,13 +10,14 @@
 
 namespace fl::harness {
 
-void AddLabCommands(CLI::App& app, int* exit_code);     // harness/cli/lab_cmd.cc
-void AddRunCommands(CLI::App& app, int* exit_code);     // harness/cli/run_cmd.cc
-void AddReportCommands(CLI::App& app, int* exit_code);  // harness/cli/report_cmd.cc
-void AddSuiteCommands(CLI::App& app, int* exit_code);   // harness/cli/suite_cmd.cc
-void AddCertsCommands(CLI::App& app, int* exit_code);   // harness/cli/certs_cmd.cc
-void AddPluginCommands(CLI::App& app, int* exit_code);  // harness/cli/plugins_cmd.cc
-void AddStoreCommands(CLI::App& app, int* exit_code);   // harness/cli/store_cmd.cc
+void AddLabCommands(CLI::App& app, int* exit_code);      // harness/cli/lab_cmd.cc
+void AddRunCommands(CLI::App& app, int* exit_code);      // harness/cli/run_cmd.cc
+void AddReportCommands(CLI::App& app, int* exit_code);   // harness/cli/report_cmd.cc
+void AddSuiteCommands(CLI::App& app, int* exit_code);    // harness/cli/suite_cmd.cc
+void AddCertsCommands(CLI::App& app, int* exit_code);    // harness/cli/certs_cmd.cc
+void AddPluginCommands(CLI::App& app, int* exit_code);   // harness/cli/plugins_cmd.cc
+void AddStoreCommands(CLI::App& app, int* exit_code);    // harness/cli/store_cmd.cc
+void AddProjectCommands(CLI::App& app, int* exit_code);  // harness/cli/project_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -48,6 +49,11 @@ void AddDbOption(CLI::App* command, std::string* db) {
                    "coordinators as postgresql://[user[:password]@]host[:port]/dbname\n"
                    "(default: $FAULTLINE_DB, else results.db)")
       ->capture_default_str();
+}
+
+int ErrorExit(const char* cmd, const Status& st) {
+  std::fprintf(stderr, "faultline %s: %s\n", cmd, st.ToUserString().c_str());
+  return st.code() == Code::kInvalidArgument || st.code() == Code::kNotFound ? 2 : 3;
 }
 
 void QuietLogsUnlessAsked() {
@@ -84,6 +90,7 @@ int RunCli(int argc, char** argv) {
   AddCertsCommands(app, &exit_code);
   AddPluginCommands(app, &exit_code);
   AddStoreCommands(app, &exit_code);
+  AddProjectCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+
 namespace CLI {
 class App;
 }
@@ -26,6 +28,10 @@ bool ParseKeyValues(const char* cmd, const char* flag, const std::vector<std::st
 std::string DefaultDb();
 // Adds --db to a command, defaulting *db to DefaultDb().
 void AddDbOption(CLI::App* command, std::string* db);
+// Says "faultline CMD: what is wrong" on stderr and returns the exit code of a store or
+// selection error: 2 (bad input) when the user named something that is not there or is
+// malformed, 3 (infrastructure) otherwise.
+int ErrorExit(const char* cmd, const Status& st);
 // Commands that print their own progress show library logs below warnings only when
 // FAULTLINE_LOG asks for them.
 void QuietLogsUnlessAsked();

@@ -26,13 +26,6 @@ namespace {
 
 namespace cmp = reports::compare;
 
-// Exit code for a store / selection error: bad input when the user named something that is
-// not there, infrastructure otherwise.
-int ErrorExit(const char* cmd, const Status& st) {
-  std::fprintf(stderr, "faultline %s: %s\n", cmd, st.ToUserString().c_str());
-  return st.code() == Code::kInvalidArgument || st.code() == Code::kNotFound ? 2 : 3;
-}
-
 bool WriteOut(const char* cmd, const std::string& path, const std::string& text) {
   Status st = WriteFileAtomic(path, text);
   if (!st.ok()) {

@@ -16,12 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "reports/analysis/stats.h"
 #include "reports/compare/metric_policy.h"
 #include "reports/compare/run_metrics.h"
-#include "reports/compare/stats.h"
 #include "reports/render/escape.h"
 
 namespace fl::reports::compare {
+
+// The statistics (reports/analysis/stats.h) compare is built on.
+using analysis::BootstrapMedianDiff;
+using analysis::BootstrapOptions;
+using analysis::Interval;
+using analysis::Iqr;
+using analysis::Mad;
+using analysis::Median;
+using analysis::Quantile;
 
 enum class Verdict {
   kSame,       // the interval contains zero

@@ -45,6 +45,7 @@ FILE_KINDS = {
 OTHER_KINDS = {
     "configs/switches": "ssh-template switch presets (injectors/switch/ssh_template/)",
     "configs/policies": "agent policies (harness/agent/agent_policy.cc)",
+    "configs/failure_rates": "failure rates of faultline project (reports/analysis/failure_rates.cc)",
 }
 SCHEMA_DIR = "configs/schema"
 EDITOR_PREFIX = "# yaml-language-server: $schema="

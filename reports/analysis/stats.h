@@ -14,7 +14,10 @@
 #include <span>
 #include <vector>
 
-namespace fl::reports::compare {
+namespace fl::reports::analysis {
+
+// The arithmetic mean. REQUIRES: !values.empty().
+double Mean(std::span<const double> values);
 
 // The middle value after sorting; the mean of the two middle values when the count is even.
 // REQUIRES: !values.empty().
@@ -50,4 +53,4 @@ struct BootstrapOptions {
 Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> b,
                              const BootstrapOptions& options);
 
-}  // namespace fl::reports::compare
+}  // namespace fl::reports::analysis

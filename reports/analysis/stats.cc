@@ -1,11 +1,11 @@
-#include "reports/compare/stats.h"
+#include "reports/analysis/stats.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "common/rng.h"
 
-namespace fl::reports::compare {
+namespace fl::reports::analysis {
 namespace {
 
 // Type 7 quantile of already sorted values.
@@ -23,6 +23,12 @@ double SortedMedian(const std::vector<double>& s) {
 }
 
 }  // namespace
+
+double Mean(std::span<const double> values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
 
 double Median(std::span<const double> values) {
   std::vector<double> s(values.begin(), values.end());
@@ -71,4 +77,4 @@ Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> 
   return {SortedQuantile(diffs, alpha), SortedQuantile(diffs, 1 - alpha)};
 }
 
-}  // namespace fl::reports::compare
+}  // namespace fl::reports::analysis

@@ -1,5 +1,5 @@
-// Statistics of reports/compare on samples with known answers.
-#include "reports/compare/stats.h"
+// Statistics of reports/analysis on samples with known answers.
+#include "reports/analysis/stats.h"
 
 #include <catch2/catch.hpp>
 
@@ -7,10 +7,16 @@
 
 #include "common/rng.h"
 
-namespace fl::reports::compare {
+namespace fl::reports::analysis {
 namespace {
 
 using V = std::vector<double>;
+
+TEST_CASE("mean", "[unit]") {
+  CHECK(Mean(V{3, 1, 2}) == 2);
+  CHECK(Mean(V{-1, 1, 10, 2}) == 3);
+  CHECK(Mean(V{7}) == 7);
+}
 
 TEST_CASE("median of odd and even counts", "[unit]") {
   CHECK(Median(V{3, 1, 2}) == 2);
@@ -101,4 +107,4 @@ TEST_CASE("bootstrap is deterministic for a seed and nested by confidence", "[un
 }
 
 }  // namespace
-}  // namespace fl::reports::compare
+}  // namespace fl::reports::analysis
