@@ -64,6 +64,10 @@ size_t InputCap(InputKind kind) {
       return 1024 * kMiB;
     case InputKind::kFailureRates:
       return 1 * kMiB;
+    case InputKind::kAlerts:
+      return 64 * kMiB;
+    case InputKind::kAlertRules:
+      return 4 * kMiB;
   }
   return 1 * kMiB;
 }
@@ -82,7 +86,9 @@ constexpr NamedValue<InputKind> kInputKindNames[] = {
     {InputKind::kToken, "token file"},
     {InputKind::kJobOutput, "job output"},
     {InputKind::kSpool, "spool"},
-    {InputKind::kFailureRates, "failure rates file"}};
+    {InputKind::kFailureRates, "failure rates file"},
+    {InputKind::kAlerts, "alerts file"},
+    {InputKind::kAlertRules, "alert rules file"}};
 
 std::string_view InputKindName(InputKind kind) { return NameIn(kInputKindNames, kind, "file"); }
 

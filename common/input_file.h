@@ -32,6 +32,8 @@ enum class InputKind {
   kJobOutput,     // a job's captured stdout or stderr
   kSpool,         // the results writer's spool (reports/store/spool.h)
   kFailureRates,  // `faultline project --failure-rates` (reports/analysis/failure_rates.h)
+  kAlerts,        // `faultline score --alerts`: detectors' alerts (reports/analysis/alerts.h)
+  kAlertRules,    // `faultline score --rules`: a Prometheus rules file
 };
 
 // The largest file of each kind that is read, in bytes (docs/scenarios.md, "Files faultline

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -137,6 +138,98 @@ std::string FormatBitRate(uint64_t bps) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g %s", v, kNames[i]);
   return buf;
+}
+
+std::string FormatFixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+namespace {
+
+// Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (the method of Howard
+// Hinnant's days_from_civil: 400-year eras of 146,097 days, March-based years).
+int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+}  // namespace
+
+StatusOr<Nanos> ParseWallIso(std::string_view text) {
+  auto bad = [&](const char* why) {
+    return InvalidArgumentError("'" + std::string(text.substr(0, 64)) +
+                                "' is not an RFC 3339 time (" + why + ")");
+  };
+  size_t i = 0;
+  auto digits = [&](size_t n, int64_t* out) {
+    if (i + n > text.size()) return false;
+    int64_t v = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const char c = text[i + k];
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    i += n;
+    *out = v;
+    return true;
+  };
+  auto expect = [&](char a, char b = 0) {
+    if (i < text.size() && (text[i] == a || (b && text[i] == b))) {
+      ++i;
+      return true;
+    }
+    return false;
+  };
+  int64_t y, mo, d, h, mi, sec;
+  if (!digits(4, &y) || !expect('-') || !digits(2, &mo) || !expect('-') || !digits(2, &d))
+    return bad("expected YYYY-MM-DD");
+  if (!expect('T', 't') || !digits(2, &h) || !expect(':') || !digits(2, &mi) || !expect(':') ||
+      !digits(2, &sec))
+    return bad("expected THH:MM:SS after the date");
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (mo < 1 || mo > 12) return bad("month out of range");
+  const int max_day = kDays[mo - 1] + (mo == 2 && IsLeap(y) ? 1 : 0);
+  if (d < 1 || d > max_day) return bad("day out of range");
+  if (h > 23 || mi > 59 || sec > 60) return bad("time of day out of range");
+  if (sec == 60) sec = 59;  // a leap second: the last second of its minute
+  int64_t frac = 0;
+  if (expect('.')) {
+    size_t n = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      if (n < 9) frac = frac * 10 + (text[i] - '0');
+      ++n;
+      ++i;
+    }
+    if (n == 0) return bad("no digits after '.'");
+    for (size_t k = n; k < 9; ++k) frac *= 10;
+  }
+  int64_t offset_min = 0;
+  if (expect('Z', 'z')) {
+  } else if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+    const int sign = text[i] == '-' ? -1 : 1;
+    ++i;
+    int64_t oh, om;
+    if (!digits(2, &oh) || !expect(':') || !digits(2, &om) || oh > 23 || om > 59)
+      return bad("expected an offset +HH:MM");
+    offset_min = sign * (oh * 60 + om);
+  } else {
+    return bad("expected 'Z' or an offset +HH:MM");
+  }
+  if (i != text.size()) return bad("text after the time");
+  const int64_t secs = DaysFromCivil(y, static_cast<int>(mo), static_cast<int>(d)) * 86400 +
+                       h * 3600 + mi * 60 + sec - offset_min * 60;
+  // INT64_MAX ns is 2262-04-11T23:47:16.854775807Z.
+  constexpr int64_t kMaxSecs = INT64_MAX / kNsPerSec - 1;
+  if (secs < 0 || secs > kMaxSecs) return bad("before 1970 or after 2262");
+  return secs * kNsPerSec + frac;
 }
 
 }  // namespace fl

@@ -18,6 +18,7 @@ void AddCertsCommands(CLI::App& app, int* exit_code);    // harness/cli/certs_cm
 void AddPluginCommands(CLI::App& app, int* exit_code);   // harness/cli/plugins_cmd.cc
 void AddStoreCommands(CLI::App& app, int* exit_code);    // harness/cli/store_cmd.cc
 void AddProjectCommands(CLI::App& app, int* exit_code);  // harness/cli/project_cmd.cc
+void AddScoreCommands(CLI::App& app, int* exit_code);    // harness/cli/score_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -91,6 +92,7 @@ int RunCli(int argc, char** argv) {
   AddPluginCommands(app, &exit_code);
   AddStoreCommands(app, &exit_code);
   AddProjectCommands(app, &exit_code);
+  AddScoreCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

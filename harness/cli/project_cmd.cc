@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <memory>
-#include <set>
 
 #include "common/units.h"
 #include "harness/cli/cli.h"
@@ -88,17 +87,12 @@ void AddProjectCommands(CLI::App& app, int* exit_code) {
     }
     std::optional<std::string> scenario;
     if (!a->scenario.empty()) scenario = a->scenario;
-    std::vector<reports::compare::RunMetricSet> runs;
-    std::set<std::string> seen;
-    for (const auto& sel : a->runs) {
-      auto got = (*reader)->Select(sel, scenario);
-      if (!got.ok()) {
-        *exit_code = ErrorExit("project", Status(got.status()).Prepend("--runs " + sel));
-        return;
-      }
-      for (auto& r : *got)
-        if (seen.insert(r.run.id).second) runs.push_back(std::move(r));
+    auto selected = (*reader)->SelectAll(a->runs, scenario);
+    if (!selected.ok()) {
+      *exit_code = ErrorExit("project", selected.status());
+      return;
     }
+    const std::vector<reports::compare::RunMetricSet>& runs = *selected;
     auto measured = reports::compare::LoadMeasuredFaults(**reader, runs);
     if (!measured.ok()) {
       *exit_code = ErrorExit("project", measured.status());

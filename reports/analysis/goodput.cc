@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "common/units.h"
 #include "common/yaml_util.h"
 #include "reports/analysis/stats.h"
 
@@ -45,12 +46,6 @@ std::string Seconds(double s) {
     std::snprintf(buf, sizeof buf, "%.1f days", s / kSecondsPerDay);
   else
     std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
-  return buf;
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
 
@@ -155,15 +150,16 @@ StatusOr<Projection> ProjectGoodput(const FailureRates& rates,
     p.expected_lost_s += c.expected_lost_s;
     total_draws += c.failures_per_job * o.trials;
     if (c.failures_per_job > 1e7)
-      return InvalidArgumentError("class '" + fc.name + "': " + Fixed(c.failures_per_job, 0) +
+      return InvalidArgumentError("class '" + fc.name + "': " + FormatFixed(c.failures_per_job, 0) +
                                   " failures per job is more than the projection takes (1e7)");
     p.classes.push_back(std::move(c));
     draws.push_back(std::move(d));
   }
   if (total_draws > kMaxDraws)
-    return InvalidArgumentError("the simulation would draw about " + Fixed(total_draws, 0) +
-                                " failures (" + Fixed(p.expected_failures, 1) + " per job x " +
-                                std::to_string(o.trials) + " trials): ask for fewer trials");
+    return InvalidArgumentError("the simulation would draw about " + FormatFixed(total_draws, 0) +
+                                " failures (" + FormatFixed(p.expected_failures, 1) +
+                                " per job x " + std::to_string(o.trials) +
+                                " trials): ask for fewer trials");
   for (const auto& [kind, costs] : by_kind)
     if (!kind_used.count(kind))
       p.notes.push_back("measured but in no class of " + rates.source + ": " + kind + " (" +
@@ -221,20 +217,20 @@ std::string RenderProjectionText(const Projection& p) {
         Seconds(c.mean_cost_s) + " (" + Seconds(c.cost_p25_s) + "-" + Seconds(c.cost_p75_s) + ")";
     std::snprintf(line, sizeof line, "  %-14s %-20s %10lld %12s  %-34s %10s %5s%%\n",
                   c.name.c_str(), from.c_str(), static_cast<long long>(c.components),
-                  Fixed(c.failures_per_job, 2).c_str(), cost.c_str(),
-                  Seconds(c.expected_lost_s).c_str(), Fixed(100 * c.share, 1).c_str());
+                  FormatFixed(c.failures_per_job, 2).c_str(), cost.c_str(),
+                  Seconds(c.expected_lost_s).c_str(), FormatFixed(100 * c.share, 1).c_str());
     s += line;
   }
-  s += "expected: " + Fixed(p.expected_failures, 2) + " failures and " +
-       Seconds(p.expected_lost_s) + " lost per job: ETTR " + Fixed(p.expected_ettr, 4) + "\n";
+  s += "expected: " + FormatFixed(p.expected_failures, 2) + " failures and " +
+       Seconds(p.expected_lost_s) + " lost per job: ETTR " + FormatFixed(p.expected_ettr, 4) + "\n";
   s += "simulated (" + std::to_string(o.trials) + " jobs, seed " + std::to_string(o.seed) +
-       "): ETTR median " + Fixed(p.ettr_median, 4) + ", 5% " + Fixed(p.ettr_p5, 4) + ", 95% " +
-       Fixed(p.ettr_p95, 4) + "\n";
+       "): ETTR median " + FormatFixed(p.ettr_median, 4) + ", 5% " + FormatFixed(p.ettr_p5, 4) +
+       ", 95% " + FormatFixed(p.ettr_p95, 4) + "\n";
   if (!p.classes.empty() && p.expected_lost_s > 0) {
     const auto& top = p.classes.front();
     s += "costliest: " + top.name +
          (top.fault_kind.empty() ? std::string() : " (" + top.fault_kind + ")") + ", " +
-         Fixed(100 * top.share, 1) + "% of the lost time\n";
+         FormatFixed(100 * top.share, 1) + "% of the lost time\n";
   }
   for (const auto& n : p.notes) s += "note: " + n + "\n";
   return s;

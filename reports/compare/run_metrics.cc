@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <set>
+
 namespace fl::reports::compare {
 
 std::string MetricKey(const MetricRecord& m) {
@@ -49,6 +51,19 @@ StatusOr<std::vector<VerdictRecord>> RunReader::Verdicts(const std::string& run_
 StatusOr<RunMetricSet> RunReader::Load(const RunRecord& run) {
   FL_ASSIGN_OR_RETURN(auto metrics, Metrics(run.id));
   return ToMetricSet(run, metrics);
+}
+
+StatusOr<std::vector<RunMetricSet>> RunReader::SelectAll(
+    const std::vector<std::string>& selectors, const std::optional<std::string>& scenario) {
+  std::vector<RunMetricSet> runs;
+  std::set<std::string> seen;
+  for (const auto& sel : selectors) {
+    auto got = Select(sel, scenario);
+    if (!got.ok()) return Status(got.status()).Prepend(sel);
+    for (auto& r : *got)
+      if (seen.insert(r.run.id).second) runs.push_back(std::move(r));
+  }
+  return runs;
 }
 
 StatusOr<std::vector<RunMetricSet>> RunReader::Select(const std::string& selector,

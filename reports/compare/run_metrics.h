@@ -56,6 +56,11 @@ class RunReader {
   // NotFound when nothing matches.
   [[nodiscard]] StatusOr<std::vector<RunMetricSet>> Select(
       const std::string& selector, const std::optional<std::string>& scenario = std::nullopt);
+  // Every run any of the selectors names, each once, in the order first named; an error names
+  // its selector ("tag:fw=B: ...").
+  [[nodiscard]] StatusOr<std::vector<RunMetricSet>> SelectAll(
+      const std::vector<std::string>& selectors,
+      const std::optional<std::string>& scenario = std::nullopt);
 
  private:
   explicit RunReader(std::unique_ptr<Store> store) : store_(std::move(store)) {}
