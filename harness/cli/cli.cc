@@ -7,6 +7,7 @@
 
 #include "common/build_info.h"
 #include "common/log.h"
+#include "common/units.h"
 
 namespace fl::harness {
 
@@ -55,6 +56,17 @@ void AddDbOption(CLI::App* command, std::string* db) {
 int ErrorExit(const char* cmd, const Status& st) {
   std::fprintf(stderr, "faultline %s: %s\n", cmd, st.ToUserString().c_str());
   return st.code() == Code::kInvalidArgument || st.code() == Code::kNotFound ? 2 : 3;
+}
+
+StatusOr<Nanos> ParseDurationFlag(const char* flag, const std::string& text) {
+  auto d = ParseDuration(text);
+  if (!d.ok()) return Status(d.status()).Prepend(flag);
+  return *d;
+}
+
+std::optional<std::string> OptionalFlag(const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  return value;
 }
 
 void QuietLogsUnlessAsked() {

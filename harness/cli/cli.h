@@ -3,9 +3,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace CLI {
@@ -32,6 +34,10 @@ void AddDbOption(CLI::App* command, std::string* db);
 // selection error: 2 (bad input) when the user named something that is not there or is
 // malformed, 3 (infrastructure) otherwise.
 int ErrorExit(const char* cmd, const Status& st);
+// A duration flag's value ("1h", "250ms"); InvalidArgument naming the flag.
+StatusOr<Nanos> ParseDurationFlag(const char* flag, const std::string& text);
+// An optional flag's value: unset when empty.
+std::optional<std::string> OptionalFlag(const std::string& value);
 // Commands that print their own progress show library logs below warnings only when
 // FAULTLINE_LOG asks for them.
 void QuietLogsUnlessAsked();

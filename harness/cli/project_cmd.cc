@@ -14,17 +14,45 @@
 
 namespace fl::harness {
 
+namespace {
+
+struct ProjectArgs {
+  std::vector<std::string> runs;
+  std::string db, rates, scenario, checkpoint = "1h", restart = "10min";
+  int64_t gpus = 0;
+  double days = 30;
+  int trials = 10000;
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+Status Project(const ProjectArgs& a) {
+  reports::analysis::ProjectionOptions o;
+  o.cluster_gpus = a.gpus;
+  o.job_days = a.days;
+  o.trials = a.trials;
+  o.seed = a.seed;
+  FL_ASSIGN_OR_RETURN(Nanos checkpoint, ParseDurationFlag("--checkpoint-interval", a.checkpoint));
+  FL_ASSIGN_OR_RETURN(Nanos restart, ParseDurationFlag("--restart-time", a.restart));
+  o.checkpoint_interval_s = static_cast<double>(checkpoint) / kNsPerSec;
+  o.restart_s = static_cast<double>(restart) / kNsPerSec;
+  FL_ASSIGN_OR_RETURN(auto rates, reports::analysis::LoadFailureRates(a.rates));
+  FL_ASSIGN_OR_RETURN(auto reader, reports::compare::RunReader::Open(a.db));
+  FL_ASSIGN_OR_RETURN(auto runs, reader->SelectAll(a.runs, OptionalFlag(a.scenario)));
+  FL_ASSIGN_OR_RETURN(auto measured, reports::compare::LoadMeasuredFaults(*reader, runs));
+  std::fprintf(stderr, "faultline project: %zu run(s), %zu applied fault(s)\n", runs.size(),
+               measured.size());
+  FL_ASSIGN_OR_RETURN(auto p, reports::analysis::ProjectGoodput(rates, measured, o));
+  std::string out = a.json ? reports::analysis::ProjectionJson(p) + "\n"
+                           : reports::analysis::RenderProjectionText(p);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return OkStatus();
+}
+
+}  // namespace
+
 void AddProjectCommands(CLI::App& app, int* exit_code) {
-  struct Args {
-    std::vector<std::string> runs;
-    std::string db, rates, scenario, checkpoint = "1h", restart = "10min";
-    int64_t gpus = 0;
-    double days = 30;
-    int trials = 10000;
-    uint64_t seed = 1;
-    bool json = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<ProjectArgs>();
   auto* c = app.add_subcommand(
       "project",
       "project the goodput of a large job from measured recovery costs: the faults of the\n"
@@ -60,55 +88,8 @@ void AddProjectCommands(CLI::App& app, int* exit_code) {
   c->add_flag("--json", a->json, "print the projection as JSON");
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
-    reports::analysis::ProjectionOptions o;
-    o.cluster_gpus = a->gpus;
-    o.job_days = a->days;
-    o.trials = a->trials;
-    o.seed = a->seed;
-    for (auto [flag, text, out] :
-         {std::tuple{"--checkpoint-interval", &a->checkpoint, &o.checkpoint_interval_s},
-          std::tuple{"--restart-time", &a->restart, &o.restart_s}}) {
-      auto d = ParseDuration(*text);
-      if (!d.ok()) {
-        *exit_code = ErrorExit("project", Status(d.status()).Prepend(flag));
-        return;
-      }
-      *out = static_cast<double>(*d) / kNsPerSec;
-    }
-    auto rates = reports::analysis::LoadFailureRates(a->rates);
-    if (!rates.ok()) {
-      *exit_code = ErrorExit("project", rates.status());
-      return;
-    }
-    auto reader = reports::compare::RunReader::Open(a->db);
-    if (!reader.ok()) {
-      *exit_code = ErrorExit("project", reader.status());
-      return;
-    }
-    std::optional<std::string> scenario;
-    if (!a->scenario.empty()) scenario = a->scenario;
-    auto selected = (*reader)->SelectAll(a->runs, scenario);
-    if (!selected.ok()) {
-      *exit_code = ErrorExit("project", selected.status());
-      return;
-    }
-    const std::vector<reports::compare::RunMetricSet>& runs = *selected;
-    auto measured = reports::compare::LoadMeasuredFaults(**reader, runs);
-    if (!measured.ok()) {
-      *exit_code = ErrorExit("project", measured.status());
-      return;
-    }
-    std::fprintf(stderr, "faultline project: %zu run(s), %zu applied fault(s)\n", runs.size(),
-                 measured->size());
-    auto p = reports::analysis::ProjectGoodput(*rates, *measured, o);
-    if (!p.ok()) {
-      *exit_code = ErrorExit("project", p.status());
-      return;
-    }
-    std::string out = a->json ? reports::analysis::ProjectionJson(*p) + "\n"
-                              : reports::analysis::RenderProjectionText(*p);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    *exit_code = 0;
+    const Status st = Project(*a);
+    *exit_code = st.ok() ? 0 : ErrorExit("project", st);
   });
 }
 

@@ -15,13 +15,46 @@
 
 namespace fl::harness {
 
+namespace {
+
+struct ScoreArgs {
+  std::vector<std::string> runs, alerts, detectors, rules;
+  std::string db, scenario, grace = "60s", skew = "1s";
+  bool json = false;
+};
+
+Status Score(const ScoreArgs& a) {
+  reports::analysis::ScoreOptions o;
+  FL_ASSIGN_OR_RETURN(o.grace_ns, ParseDurationFlag("--grace", a.grace));
+  FL_ASSIGN_OR_RETURN(o.skew_ns, ParseDurationFlag("--skew", a.skew));
+  std::vector<reports::analysis::Alert> alerts;
+  size_t copies = 0;
+  for (const auto& path : a.alerts) {
+    FL_ASSIGN_OR_RETURN(auto set, reports::analysis::LoadAlerts(path));
+    copies += set.copies;
+    alerts.insert(alerts.end(), set.alerts.begin(), set.alerts.end());
+  }
+  std::vector<std::string> known = a.detectors;
+  for (const auto& path : a.rules) {
+    FL_ASSIGN_OR_RETURN(auto names, reports::analysis::LoadAlertRuleNames(path));
+    known.insert(known.end(), names.begin(), names.end());
+  }
+  FL_ASSIGN_OR_RETURN(auto reader, reports::compare::RunReader::Open(a.db));
+  FL_ASSIGN_OR_RETURN(auto runs, reader->SelectAll(a.runs, OptionalFlag(a.scenario)));
+  FL_ASSIGN_OR_RETURN(auto truth, reports::compare::LoadTruth(*reader, runs));
+  std::fprintf(stderr, "faultline score: %zu run(s); %zu alert(s) read, %zu distinct\n",
+               runs.size(), copies, alerts.size());
+  auto report = reports::analysis::ScoreDetectors(truth, alerts, known, o);
+  std::string out = a.json ? reports::analysis::ScoreJson(report) + "\n"
+                           : reports::analysis::RenderScoreText(report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return OkStatus();
+}
+
+}  // namespace
+
 void AddScoreCommands(CLI::App& app, int* exit_code) {
-  struct Args {
-    std::vector<std::string> runs, alerts, detectors, rules;
-    std::string db, scenario, grace = "60s", skew = "1s";
-    bool json = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<ScoreArgs>();
   auto* c = app.add_subcommand(
       "score",
       "score detectors against the faults the selected runs injected: each alert (from\n"
@@ -49,61 +82,8 @@ void AddScoreCommands(CLI::App& app, int* exit_code) {
   c->add_flag("--json", a->json, "print the scores as JSON");
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
-    reports::analysis::ScoreOptions o;
-    for (auto [flag, text, out] : {std::tuple{"--grace", &a->grace, &o.grace_ns},
-                                   std::tuple{"--skew", &a->skew, &o.skew_ns}}) {
-      auto d = ParseDuration(*text);
-      if (!d.ok()) {
-        *exit_code = ErrorExit("score", Status(d.status()).Prepend(flag));
-        return;
-      }
-      *out = *d;
-    }
-    std::vector<reports::analysis::Alert> alerts;
-    size_t copies = 0;
-    for (const auto& path : a->alerts) {
-      auto set = reports::analysis::LoadAlerts(path);
-      if (!set.ok()) {
-        *exit_code = ErrorExit("score", set.status());
-        return;
-      }
-      copies += set->copies;
-      alerts.insert(alerts.end(), set->alerts.begin(), set->alerts.end());
-    }
-    std::vector<std::string> known = a->detectors;
-    for (const auto& path : a->rules) {
-      auto names = reports::analysis::LoadAlertRuleNames(path);
-      if (!names.ok()) {
-        *exit_code = ErrorExit("score", names.status());
-        return;
-      }
-      known.insert(known.end(), names->begin(), names->end());
-    }
-    auto reader = reports::compare::RunReader::Open(a->db);
-    if (!reader.ok()) {
-      *exit_code = ErrorExit("score", reader.status());
-      return;
-    }
-    std::optional<std::string> scenario;
-    if (!a->scenario.empty()) scenario = a->scenario;
-    auto selected = (*reader)->SelectAll(a->runs, scenario);
-    if (!selected.ok()) {
-      *exit_code = ErrorExit("score", selected.status());
-      return;
-    }
-    const std::vector<reports::compare::RunMetricSet>& runs = *selected;
-    auto truth = reports::compare::LoadTruth(**reader, runs);
-    if (!truth.ok()) {
-      *exit_code = ErrorExit("score", truth.status());
-      return;
-    }
-    std::fprintf(stderr, "faultline score: %zu run(s); %zu alert(s) read, %zu distinct\n",
-                 runs.size(), copies, alerts.size());
-    auto report = reports::analysis::ScoreDetectors(*truth, alerts, known, o);
-    std::string out = a->json ? reports::analysis::ScoreJson(report) + "\n"
-                              : reports::analysis::RenderScoreText(report);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    *exit_code = 0;
+    const Status st = Score(*a);
+    *exit_code = st.ok() ? 0 : ErrorExit("score", st);
   });
 }
 
