@@ -35,4 +35,16 @@ std::string NewRunId(Nanos wall_ns) {
   return buf + RandomHex(3);
 }
 
+std::vector<std::string_view> TargetParts(std::string_view target) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= target.size(); ++i) {
+    if (i == target.size() || target[i] == '.' || target[i] == '/' || target[i] == ':') {
+      if (i > start) out.push_back(target.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
 }  // namespace fl

@@ -90,6 +90,7 @@ StatusOr<NicCounters> ParseLinkStats(std::span<const uint8_t> msg) {
   const uint8_t* stats64 = nullptr;
   const uint8_t* stats32 = nullptr;
   size_t stats64_len = 0, stats32_len = 0;
+  std::optional<uint32_t> carrier_changes;  // the ledger's kernel layer (reports/metrics/ledger.h)
   while (at < end) {
     if (static_cast<size_t>(end - at) < sizeof(rtattr))
       return DataLossError("RTM_NEWLINK: truncated attribute header");
@@ -105,11 +106,14 @@ StatusOr<NicCounters> ParseLinkStats(std::span<const uint8_t> msg) {
     } else if ((a.rta_type & NLA_TYPE_MASK) == IFLA_STATS) {
       stats32 = data;
       stats32_len = len;
+    } else if ((a.rta_type & NLA_TYPE_MASK) == IFLA_CARRIER_CHANGES && len >= sizeof(uint32_t)) {
+      carrier_changes = LoadPrefix<uint32_t>(data, len);
     }
     at += std::min<size_t>(Align(a.rta_len), static_cast<size_t>(end - at));
   }
   // The eight counters we keep are the first eight fields of both structs.
   NicCounters c;
+  if (carrier_changes) c.extra["carrier_changes"] = *carrier_changes;
   auto fill = [&c](const auto& s) {
     c.rx_packets = s.rx_packets;
     c.tx_packets = s.tx_packets;

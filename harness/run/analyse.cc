@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "ccl_under_test/tools/ccl_plugins.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "harness/run/job.h"
@@ -13,6 +14,15 @@
 #include "reports/render/markdown.h"
 
 namespace fl::harness::run {
+
+reports::FaultTraits LedgerTraits(std::string_view kind) {
+  reports::FaultTraits t;
+  if (const auto* info = injectors::BuiltinInjectors().Describe(kind)) {
+    t.switch_side = info->side == injectors::FaultSide::kSwitch;
+    t.instantaneous = info->instantaneous;
+  }
+  return t;
+}
 
 int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Console& console) {
   // Only a run whose job ran to its end is analysed: its status comes from the verdicts.
@@ -92,6 +102,19 @@ int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Co
   rows.push_back({"", std::nullopt, "telemetry_dropped", static_cast<double>(dropped), "rows"});
   for (auto& r : rows) r.run_id = run_id;
   results.Keep(results.store->ReplaceMetrics(run_id, rows), "metrics");
+  // The detection ledger: when each layer noticed each fault (reports/metrics/ledger.h).
+  reports::LedgerInput li;
+  li.faults = data->faults;
+  li.events = data->events;
+  li.nics = data->nics;
+  li.gap_factor = ao.gap_factor;
+  if (p.scenario.job.command.empty()) {
+    auto plugin = ccl::FindCclPlugin(p.scenario.job.ccl);
+    li.ccl_reports_health = plugin.ok() && (*plugin)->fails_over;
+  }
+  li.traits = LedgerTraits;
+  std::vector<reports::DetectionRecord> ledger = reports::ComputeLedger(li, *metrics);
+  results.Keep(results.store->ReplaceDetections(run_id, ledger), "detection ledger");
   std::vector<reports::VerdictRecord> verdicts =
       reports::EvaluateExpectations(*metrics, p.scenario.expect);
   // A planned fault that never fired (the job ended first) tested nothing: say so, and fail.
@@ -168,6 +191,7 @@ int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Co
   view.run.message = end_reason;
   view.metrics = rows;
   view.verdicts = verdicts;
+  view.detections = ledger;
   for (const auto& note : metrics->absent_notes) {
     reports::EventRecord e;
     e.run_id = run_id;

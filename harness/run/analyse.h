@@ -7,11 +7,13 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "harness/run/console.h"
 #include "harness/run/fault_book.h"
 #include "harness/run/run_context.h"
 #include "harness/run/telemetry_sink.h"
+#include "reports/metrics/ledger.h"
 
 namespace fl::harness::run {
 
@@ -19,6 +21,10 @@ namespace fl::harness::run {
 // Returns kExitPass (every verdict passed), kExitExpectation, or kExitInfra (the run could not
 // be read back or analysed, or some of its results were lost).
 int Analyse(RunContext& run, Progress& progress, const FaultBook& book, const Console& console);
+
+// What the detection ledger (reports/metrics/ledger.h) needs of a fault kind, from its
+// injector's registry entry; defaults for a kind no injector registered.
+reports::FaultTraits LedgerTraits(std::string_view kind);
 
 // A run that ended early (rc: kExitInfra or kExitInterrupted; failure: why): its telemetry
 // flushed and its status stored (error or aborted), what was lost listed. Returns rc.

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/ids.h"
 #include "common/units.h"
 #include "reports/analysis/stats.h"
 
@@ -14,18 +15,6 @@ namespace fl::reports::analysis {
 namespace {
 
 constexpr double kNsPerHour = 3600.0 * kNsPerSec;
-
-std::vector<std::string_view> Parts(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == '.' || s[i] == '/' || s[i] == ':') {
-      if (i > start) out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
 
 std::string Secs(double s) {
   char buf[32];
@@ -55,7 +44,7 @@ struct FaultRef {
 }  // namespace
 
 bool TargetsMatch(std::string_view alert_target, std::string_view fault_target) {
-  const auto a = Parts(alert_target), f = Parts(fault_target);
+  const auto a = TargetParts(alert_target), f = TargetParts(fault_target);
   if (a.empty()) return true;
   const size_t n = std::min(a.size(), f.size());
   if (n == 0) return false;

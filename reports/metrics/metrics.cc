@@ -56,6 +56,25 @@ std::optional<Nanos> FirstEvent(const std::vector<EventRecord>& events, std::str
   return first;
 }
 
+// The first abnormal gap after T: from the last completion (of a whole iteration) before T,
+// the first time `limit` passed with no completion, before E; at least T.
+std::optional<Nanos> FirstStall(const std::vector<Iteration>& iters, Nanos T, Nanos E,
+                                Nanos limit) {
+  Nanos prev = T;
+  for (const auto& it : iters)
+    if (it.end <= T) prev = it.end;
+  bool resumed = false;
+  for (const auto& it : iters) {
+    if (it.end <= T) continue;
+    resumed = true;
+    if (it.end - prev > limit && prev + limit <= E) return std::max(prev + limit, T);
+    prev = it.end;
+    if (it.end > E) break;
+  }
+  if (!resumed && prev + limit <= E) return std::max(prev + limit, T);  // it never resumed
+  return std::nullopt;
+}
+
 // The first window of W iterations with consecutive indices, all satisfying ok(); returns the
 // position of its first iteration in `iters`.
 template <typename Ok>
@@ -263,32 +282,18 @@ StatusOr<RunMetrics> ComputeMetrics(const AnalysisInput& in, const AnalysisOptio
     // an event after the request counts, its latency at least 0 (docs/metrics.md).
     const Nanos heard_from =
         f.requested_wall_ns && *f.requested_wall_ns < T ? *f.requested_wall_ns : T;
+    // The job's progress stalled: the first gap between completions of more than
+    // gap_factor baseline periods (what a progress watchdog sees).
+    const std::optional<Nanos> stall =
+        base_period ? FirstStall(iters, T, E, static_cast<Nanos>(opt.gap_factor * *base_period))
+                    : std::nullopt;
+    if (stall) fm.stall_ms = ToMs(*stall - T);
     if (auto d = FirstEvent(in.events, kEventFaultDetected, heard_from, E)) {
       fm.detection_latency_ms = ToMs(std::max<Nanos>(0, *d - T));
       fm.detection_source = "event";
-    } else if (opt.black_box && base_period) {
-      // The first abnormal gap: completions (of whole iterations) from the last one before T.
-      const Nanos limit = static_cast<Nanos>(opt.gap_factor * *base_period);
-      Nanos prev = T;
-      for (const auto& it : iters)
-        if (it.end <= T) prev = it.end;
-      std::optional<Nanos> seen;
-      bool resumed = false;
-      for (const auto& it : iters) {
-        if (it.end <= T) continue;
-        resumed = true;
-        if (it.end - prev > limit && prev + limit <= E) {
-          seen = std::max(prev + limit, T);
-          break;
-        }
-        prev = it.end;
-        if (it.end > E) break;
-      }
-      if (!resumed && prev + limit <= E) seen = std::max(prev + limit, T);  // it never resumed
-      if (seen) {
-        fm.detection_latency_ms = ToMs(*seen - T);
-        fm.detection_source = "gap";
-      }
+    } else if (opt.black_box && stall) {
+      fm.detection_latency_ms = ToMs(*stall - T);
+      fm.detection_source = "gap";
     }
     if (auto d = FirstEvent(in.events, kEventFailoverDone, heard_from, E))
       fm.failover_ms = ToMs(std::max<Nanos>(0, *d - T));

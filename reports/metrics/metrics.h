@@ -74,6 +74,9 @@ struct FaultMetrics {
   std::optional<double> injection_error_ms;
   std::optional<double> detection_latency_ms;
   std::string detection_source;  // "event" (fault_detected), "gap" (black box), "" (none)
+  // The job's progress stalled (a gap of more than gap_factor baseline periods between
+  // completions, from T): what a progress watchdog would see, for every job.
+  std::optional<double> stall_ms;
   std::optional<double> failover_ms;
   std::optional<double> time_to_first_progress_ms;
   int64_t fault_iterations = 0;          // |F|

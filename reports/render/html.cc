@@ -462,6 +462,37 @@ void Faults(std::string& o, const RunView& view) {
   o += "</tbody></table></details></section>\n";
 }
 
+// The detection ledger (reports/metrics/ledger.h): per fault, a ladder of the layers that
+// noticed it, each bar as long as its latency on a log scale (microseconds to seconds).
+void Ledger(std::string& o, const RunView& view) {
+  const auto& rows = view.data().detections;
+  if (rows.empty()) return;
+  o += "<section id=\"ledger\"><h2>Detection ledger</h2><p class=\"note\">When each layer "
+       "noticed each fault, after the fault was in place (docs/metrics.md, \"Detection "
+       "ledger\"); a layer that applies and did not notice it says so.</p><table "
+       "class=\"ledger\"><thead><tr><th>fault</th><th>layer</th><th>noticed after</th>"
+       "<th></th><th>evidence</th></tr></thead><tbody>";
+  std::map<std::string, double> longest;  // per fault, in us
+  for (const auto& d : rows)
+    if (d.latency_ms) longest[d.fault_id] = std::max(longest[d.fault_id], *d.latency_ms * 1e3);
+  for (const auto& d : rows) {
+    std::string bar;
+    if (d.latency_ms) {
+      const double us = std::max(0.0, *d.latency_ms * 1e3);
+      const double full = std::log10(1 + std::max(1.0, longest[d.fault_id]));
+      char width[32];
+      std::snprintf(width, sizeof width, "%.1f", 100 * std::log10(1 + us) / full);
+      bar = "<span class=\"ledger-bar\" style=\"width:" + std::string(width) + "%\"></span>";
+    }
+    o += "<tr class=\"ledger-row\"><td>" + H(view.FaultLabel(d.fault_id)) + "</td><td>" +
+         H(d.layer) + "</td><td>" +
+         (d.latency_ms ? H(FormatMetric(*d.latency_ms, "ms"))
+                       : std::string("<b class=\"fail\">not noticed</b>")) +
+         "</td><td class=\"ledger-cell\">" + bar + "</td><td>" + H(d.evidence) + "</td></tr>";
+  }
+  o += "</tbody></table></section>\n";
+}
+
 void RunMetrics(std::string& o, const RunView& view) {
   o += "<section id=\"metrics\"><h2>Run metrics</h2><table class=\"kv\">";
   bool any = false;
@@ -678,6 +709,7 @@ std::string RenderHtml(const RunData& run, const HtmlOptions& options) {
   Verdicts(o, view);
   Charts(o, view);
   Faults(o, view);
+  Ledger(o, view);
   Summary(o, view);
   RunMetrics(o, view);
   EventsTable(o, view);

@@ -103,6 +103,14 @@ std::string RunJson(const RunData& d) {
               {"revert_verified", f.revert_verified ? json(*f.revert_verified) : json(nullptr)}};
     for (const auto& [field, name] : kFixed) o[field] = m.contains(name) ? m[name] : json(nullptr);
     o["metrics"] = m;
+    json ledger = json::array();  // reports/metrics/ledger.h
+    for (const auto& det : d.detections)
+      if (det.fault_id == f.fault_id)
+        ledger.push_back({{"layer", det.layer},
+                          {"noticed_wall_ns", Opt(det.noticed_wall_ns)},
+                          {"latency_ms", det.latency_ms ? json(*det.latency_ms) : json(nullptr)},
+                          {"evidence", det.evidence}});
+    o["ledger"] = ledger;
     faults.push_back(o);
   }
   j["faults"] = faults;

@@ -146,6 +146,14 @@ std::string RenderTextSummary(const RunData& run) {
       }
       if (!any) o += " no metrics";
       o += "\n";
+      std::string ledger;
+      for (const auto& d : run.detections) {
+        if (d.fault_id != fv.fault->fault_id) continue;
+        ledger += (ledger.empty() ? "" : ", ") + T(d.layer) + " " +
+                  (d.latency_ms ? FormatMetric(*d.latency_ms, "ms") : std::string("not noticed"));
+        if (!d.evidence.empty() && d.layer != "injector") ledger += " (" + T(d.evidence) + ")";
+      }
+      if (!ledger.empty()) o += "    noticed by: " + ledger + "\n";
     }
   }
   return o;

@@ -113,6 +113,21 @@ struct MetricRecord {
   bool operator==(const MetricRecord&) const = default;
 };
 
+// One row of a fault's detection ledger (reports/metrics/ledger.h, docs/metrics.md): when one
+// layer (the injector's read-back, the kernel, the CCL, the job's progress) noticed the
+// fault. A layer that applies to the fault but did not notice it has a row with no time; a
+// layer that does not apply has no row.
+struct DetectionRecord {
+  std::string run_id;
+  std::string fault_id;
+  std::string layer;                     // "injector", "kernel", "ccl", "progress"
+  std::optional<Nanos> noticed_wall_ns;  // unset: it applies and did not notice
+  std::optional<double> latency_ms;      // noticed minus the fault's effective time
+  std::string evidence;                  // "carrier went down", "fault_detected (rank 3)"
+
+  bool operator==(const DetectionRecord&) const = default;
+};
+
 struct VerdictRecord {
   std::string run_id;
   std::optional<std::string> fault_id;
@@ -164,12 +179,13 @@ struct NicSampleRecord : NicCounters {
 struct RunData {
   RunRecord run;
   std::vector<HostRecord> hosts;
-  std::vector<FaultRecord> faults;      // by effective (else requested) time
-  std::vector<SampleRecord> samples;    // by rank, iteration
-  std::vector<EventRecord> events;      // by time
-  std::vector<MetricRecord> metrics;    // in insertion order
-  std::vector<VerdictRecord> verdicts;  // in insertion order
-  std::vector<NicSampleRecord> nics;    // by host, nic, time
+  std::vector<FaultRecord> faults;          // by effective (else requested) time
+  std::vector<SampleRecord> samples;        // by rank, iteration
+  std::vector<EventRecord> events;          // by time
+  std::vector<MetricRecord> metrics;        // in insertion order
+  std::vector<VerdictRecord> verdicts;      // in insertion order
+  std::vector<NicSampleRecord> nics;        // by host, nic, time
+  std::vector<DetectionRecord> detections;  // by fault, then layer order
 };
 
 }  // namespace fl::reports

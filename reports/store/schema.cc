@@ -177,8 +177,22 @@ CREATE TABLE writer_batches (
 );
 )sql";
 
+// Version 8: the detection ledger, per fault the time each layer noticed it
+// (reports/metrics/ledger.h); written by the analysis beside the metrics.
+constexpr std::string_view kV8 = R"sql(
+CREATE TABLE detections (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  fault_id TEXT NOT NULL,
+  layer TEXT NOT NULL,
+  noticed_wall_ns INTEGER,
+  latency_ms REAL,
+  evidence TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX detections_by_run ON detections (run_id);
+)sql";
+
 constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4,
-                                                                      kV5, kV6, kV7};
+                                                                      kV5, kV6, kV7, kV8};
 
 }  // namespace
 

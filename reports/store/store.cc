@@ -345,6 +345,27 @@ Status Store::ReplaceVerdicts(const std::string& run_id, std::span<const Verdict
       });
 }
 
+Status Store::ReplaceDetections(const std::string& run_id,
+                                std::span<const DetectionRecord> detections) {
+  std::lock_guard lock(mu_);
+  return ReplaceRunRows(
+      *db_, "detections", run_id,
+      "INSERT INTO detections (run_id, fault_id, layer, noticed_wall_ns, latency_ms, evidence) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+      detections, [&](sql::Stmt& st, const DetectionRecord& d) -> Status {
+        if (d.run_id != run_id)
+          return InvalidArgumentError("detection " + d.fault_id + "/" + d.layer +
+                                      " belongs to run " + d.run_id + ", not " + run_id);
+        st.Bind(1, run_id)
+            .Bind(2, d.fault_id)
+            .Bind(3, d.layer)
+            .Bind(4, d.noticed_wall_ns)
+            .Bind(5, d.latency_ms)
+            .Bind(6, d.evidence);
+        return OkStatus();
+      });
+}
+
 Status Store::ImportRun(const RunData& d) {
   std::lock_guard lock(mu_);
   return InTransaction(*db_, [&]() -> Status {
@@ -355,6 +376,7 @@ Status Store::ImportRun(const RunData& d) {
     FL_RETURN_IF_ERROR(InsertEvents(d.events));
     FL_RETURN_IF_ERROR(ReplaceMetrics(d.run.id, d.metrics));
     FL_RETURN_IF_ERROR(ReplaceVerdicts(d.run.id, d.verdicts));
+    FL_RETURN_IF_ERROR(ReplaceDetections(d.run.id, d.detections));
     return InsertNicSamples(d.nics);
   });
 }
@@ -546,6 +568,7 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
   FL_ASSIGN_OR_RETURN(d.nics, LoadNicSamplesLocked(id));
   FL_ASSIGN_OR_RETURN(d.metrics, LoadMetricsLocked(id));
   FL_ASSIGN_OR_RETURN(d.verdicts, LoadVerdictsLocked(id));
+  FL_ASSIGN_OR_RETURN(d.detections, LoadDetectionsLocked(id));
   return d;
 }
 
@@ -605,6 +628,21 @@ StatusOr<std::vector<VerdictRecord>> Store::LoadVerdictsLocked(const std::string
                        "SELECT fault_id, expectation, passed, observed, limit_value, message "
                        "FROM verdicts WHERE run_id = ?1 ORDER BY rowid",
                        id, verdict);
+}
+
+StatusOr<std::vector<DetectionRecord>> Store::LoadDetections(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  return LoadDetectionsLocked(run_id);
+}
+
+StatusOr<std::vector<DetectionRecord>> Store::LoadDetectionsLocked(const std::string& id) {
+  auto detection = [&](const sql::Stmt& r) {
+    return DetectionRecord{id, r.Text(0), r.Text(1), r.OptInt(2), r.OptDouble(3), r.Text(4)};
+  };
+  return SelectRunRows(*db_,
+                       "SELECT fault_id, layer, noticed_wall_ns, latency_ms, evidence "
+                       "FROM detections WHERE run_id = ?1 ORDER BY rowid",
+                       id, detection);
 }
 
 // ---- NIC samples ----

@@ -84,6 +84,9 @@ class Store {
                                       std::span<const MetricRecord> metrics);
   [[nodiscard]] Status ReplaceVerdicts(const std::string& run_id,
                                        std::span<const VerdictRecord> verdicts);
+  // Replace the run's detection ledger (reports/metrics/ledger.h).
+  [[nodiscard]] Status ReplaceDetections(const std::string& run_id,
+                                         std::span<const DetectionRecord> detections);
   // Writes a whole run as loaded from another store (LoadRun), in one transaction: all of it
   // or, on any error, none of it. InvalidArgument when its id is already here.
   [[nodiscard]] Status ImportRun(const RunData& data);
@@ -103,6 +106,7 @@ class Store {
   // Only a run's metrics / verdicts (in insertion order), without its telemetry.
   [[nodiscard]] StatusOr<std::vector<MetricRecord>> LoadMetrics(const std::string& run_id);
   [[nodiscard]] StatusOr<std::vector<VerdictRecord>> LoadVerdicts(const std::string& run_id);
+  [[nodiscard]] StatusOr<std::vector<DetectionRecord>> LoadDetections(const std::string& run_id);
   // A run's faults, by effective (else requested, else scheduled) time.
   [[nodiscard]] StatusOr<std::vector<FaultRecord>> LoadFaults(const std::string& run_id);
 
@@ -117,6 +121,7 @@ class Store {
   Status LoadTagsLocked(RunRecord& run);
   StatusOr<std::vector<MetricRecord>> LoadMetricsLocked(const std::string& id);
   StatusOr<std::vector<VerdictRecord>> LoadVerdictsLocked(const std::string& id);
+  StatusOr<std::vector<DetectionRecord>> LoadDetectionsLocked(const std::string& id);
   StatusOr<std::vector<FaultRecord>> LoadFaultsLocked(const std::string& id);
   StatusOr<std::vector<NicSampleRecord>> LoadNicSamplesLocked(const std::string& id);
 

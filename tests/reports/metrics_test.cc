@@ -77,6 +77,21 @@ std::optional<double> Find(const std::vector<MetricRecord>& rows,
   return std::nullopt;
 }
 
+TEST_CASE("metrics: a stall of the job's progress, whatever the CCL reports", "[unit]") {
+  Trace t;
+  t.Run(0, 10, 0, 1);  // baseline period 1 s
+  t.Iter(10, 10, 15);  // nothing completes from 10 s to 15 s
+  t.Run(11, 5, 15, 1);
+  t.Event(kEventFaultDetected, 10.6);
+  t.Fault("f0", 10.5, 12.0);
+  auto m = ComputeMetrics(t.in, {});
+  REQUIRE(m.ok());
+  REQUIRE(m->faults.size() == 1);
+  // The last completion before the fault is at 10 s; 3 periods later, 13 s, is 2.5 s after it.
+  CHECK(*m->faults[0].stall_ms == Approx(2500));
+  CHECK(m->faults[0].detection_source == "event");  // the CCL's report stays the detection
+}
+
 TEST_CASE("metrics: reference trace gives the hand-computed values", "[unit]") {
   Trace t = Reference();
   auto m = ComputeMetrics(t.in, {});
@@ -90,8 +105,10 @@ TEST_CASE("metrics: reference trace gives the hand-computed values", "[unit]") {
   const FaultMetrics& f = m->faults[0];
   CHECK(f.applied);
   CHECK(f.injected_ns == At(10));
-  CHECK(*f.injection_error_ms == Approx(100));          // 10.0 - 9.9
-  CHECK(*f.detection_latency_ms == Approx(250));        // 10.25 - 10.0
+  CHECK(*f.injection_error_ms == Approx(100));    // 10.0 - 9.9
+  CHECK(*f.detection_latency_ms == Approx(250));  // 10.25 - 10.0
+  // Iteration 10's gap (10 to 13 s) is 3 baseline periods, not more: no stall.
+  CHECK_FALSE(f.stall_ms);
   CHECK(*f.failover_ms == Approx(2500));                // 12.5 - 10.0
   CHECK(*f.path_restored_ms == Approx(500));            // 53.5 - 53.0
   CHECK(*f.time_to_first_progress_ms == Approx(3000));  // iteration 10 ends at 13

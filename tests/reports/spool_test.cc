@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "reports/store/batch_sink.h"
 #include "reports/store/batch_writer.h"
+#include "reports/store/schema.h"
 #include "reports/store/sql.h"
 #include "reports/store/store.h"
 #include "tests/reports/store_with_run.h"
@@ -434,7 +435,7 @@ TEST_CASE(
   REQUIRE(w.ok());
   auto raw = sql::Db::Open(path, {});
   REQUIRE(raw.ok());
-  CHECK((*raw)->QueryInt("SELECT max(version) FROM schema_version").value() == 7);
+  CHECK((*raw)->QueryInt("SELECT max(version) FROM schema_version").value() == kSchemaVersion);
   REQUIRE((*w)->Push(Sample(0, 1), Deadline::After(kNsPerSec)).ok());
   REQUIRE((*w)->Flush(Deadline::After(10 * kNsPerSec)).ok());
   CHECK((*raw)->QueryInt("SELECT count(*) FROM writer_batches WHERE last_batch >= 1").value() == 1);

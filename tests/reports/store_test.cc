@@ -82,6 +82,32 @@ TEST_CASE("store: a new database gets the current schema in WAL mode", "[unit]")
   CHECK(*(*again)->SchemaVersion() == kSchemaVersion);
 }
 
+TEST_CASE("store: a version 7 database gains the detection ledger", "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("v7.db");
+  {
+    Store::Options v7;
+    v7.schema_version = 7;
+    auto store = Store::Open(path, v7);
+    REQUIRE(store.ok());
+    RunRecord r;
+    r.id = "r7";
+    r.scenario_name = "s";
+    r.start_wall_ns = kT0;
+    REQUIRE((*store)->CreateRun(r).ok());
+    CHECK(RawDb(path)->Exec("SELECT * FROM detections").code() == Code::kInternal);
+  }
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->SchemaVersion() == kSchemaVersion);
+  auto data = (*store)->LoadRun("r7");
+  REQUIRE(data.ok());
+  CHECK(data->detections.empty());
+  std::vector<DetectionRecord> ledger = {{"r7", "f0", "kernel", kT0 + 5, 1e-6, "carrier"}};
+  REQUIRE((*store)->ReplaceDetections("r7", ledger).ok());
+  CHECK(*(*store)->LoadDetections("r7") == ledger);
+}
+
 TEST_CASE("store: opening a version 1 database migrates it and keeps its rows", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("old.db");
@@ -402,6 +428,13 @@ TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integ
       {"r1", "f0", "max_recovery_ms", false, std::nullopt, 500.0, "never recovered"},
       {"r1", std::nullopt, "survives", true, 1.0, 1.0, ""}};
   REQUIRE(store.ReplaceVerdicts("r1", verdicts).ok());
+  std::vector<DetectionRecord> detections = {
+      {"r1", "f0", "injector", kT0 + 10 * kNsPerSec, 0.0, "the agent read it back in place"},
+      {"r1", "f0", "ccl", kT0 + 10 * kNsPerSec + 2000, 0.002, "fault_detected by rank 1"},
+      {"r1", "f0", "progress", std::nullopt, std::nullopt, "progress never stalled"}};
+  REQUIRE(store.ReplaceDetections("r1", detections).ok());
+  std::vector<DetectionRecord> foreign = {{"r2", "f0", "ccl", std::nullopt, std::nullopt, ""}};
+  CHECK(store.ReplaceDetections("r1", foreign).code() == Code::kInvalidArgument);
 
   // Field by field: gcc 12 at -Og warns (maybe-uninitialized, a false positive) on the map
   // member of an aggregate initialised through its base.
@@ -434,6 +467,8 @@ TEST_CASE("store: every table round-trips, on SQLite and on PostgreSQL", "[integ
   CHECK(data->events == events);
   CHECK(data->metrics == metrics);
   CHECK(data->verdicts == verdicts);
+  CHECK(data->detections == detections);
+  CHECK(*store.LoadDetections("r1") == detections);
 
   // Analysis can be rerun: Replace* replaces.
   REQUIRE(store.ReplaceMetrics("r1", std::span(metrics).first(1)).ok());

@@ -113,6 +113,23 @@ TEST_CASE(
   CHECK(*during0 <= *before0 / 100);  // ~0: the link is down
   CHECK(*during1 > 1.25 * *before1);  // nic1 carries what nic0 did
   CHECK(*after0 > *before0 / 4);      // failback: nic0 carries traffic again
+
+  // The detection ledger of the flap: every layer that applies to a NIC fault on ftccl, each
+  // having noticed it; the kernel by nic0's carrier, within a few readings (100 ms apart).
+  std::map<std::string, reports::DetectionRecord> ledger;
+  for (const auto& d : data.detections) {
+    CHECK(d.fault_id == "f0");
+    ledger[d.layer] = d;
+  }
+  CHECK(ledger.size() == 4);
+  for (const char* layer : {"injector", "kernel", "ccl", "progress"}) {
+    INFO(layer);
+    REQUIRE(ledger.count(layer) == 1);
+    CHECK(ledger[layer].noticed_wall_ns.has_value());
+  }
+  CHECK(ledger["kernel"].evidence == "h1.nic0: carrier went down");
+  CHECK(*ledger["kernel"].latency_ms < 1000);
+  CHECK(nic0.back().extra.count("carrier_changes") == 1);
 }
 
 }  // namespace
