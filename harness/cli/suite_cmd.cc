@@ -183,6 +183,12 @@ void AddCompare(CLI::App& app, int* exit_code) {
       return;
     }
     cmp::Comparison result = cmp::Compare(*ra, *rb, o, a->a, a->b);
+    auto ledger = cmp::SummariseLedgers(**reader, *ra, *rb);
+    if (!ledger.ok()) {
+      *exit_code = ErrorExit("compare", ledger.status());
+      return;
+    }
+    result.ledger = std::move(*ledger);
     if (result.rows.empty()) {
       std::fprintf(stderr,
                    "faultline compare: nothing to compare (no scenario has runs on both sides%s)\n",

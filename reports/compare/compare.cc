@@ -260,6 +260,7 @@ std::string RenderText(const Comparison& c) {
     out += line;
   }
   for (const auto& n : c.notes) out += "note: " + n + "\n";
+  if (!c.ledger.empty()) out += "\n" + RenderLedgerSummary(c.ledger);
   out += "\n" + Summary(c) + "\n";
   for (const auto* r : c.Regressions())
     out += "REGRESSED " + r->group + " " + r->key + ": " + FormatQuantity(r->median_a, r->unit) +

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "reports/analysis/stats.h"
+#include "reports/compare/ledger_summary.h"
 #include "reports/compare/metric_policy.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/render/escape.h"
@@ -71,6 +72,7 @@ struct Comparison {
   std::vector<std::string> runs_a, runs_b;  // run ids
   std::vector<MetricComparison> rows;       // by group, then key
   std::vector<std::string> notes;           // groups found on one side only
+  std::vector<LedgerSummaryRow> ledger;     // per fault kind and layer (SummariseLedgers)
   double confidence = 0.95;
 
   int Count(Verdict v) const;

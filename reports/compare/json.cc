@@ -30,11 +30,21 @@ std::string ComparisonJson(const Comparison& c) {
                     {"ci", {r.ci.lo, r.ci.hi}},
                     {"allowed", r.allowed},
                     {"verdict", std::string(VerdictName(r.verdict))}});
+  json ledger = json::array();
+  for (const auto& l : c.ledger) {
+    auto side = [](const LedgerSide& s) {
+      return json{{"applies", s.applies},
+                  {"noticed", s.noticed},
+                  {"median_ms", s.median_ms ? json(*s.median_ms) : json(nullptr)}};
+    };
+    ledger.push_back({{"kind", l.kind}, {"layer", l.layer}, {"a", side(l.a)}, {"b", side(l.b)}});
+  }
   json j = {{"a", {{"label", c.label_a}, {"runs", c.runs_a}}},
             {"b", {{"label", c.label_b}, {"runs", c.runs_b}}},
             {"confidence", c.confidence},
             {"rows", rows},
             {"notes", c.notes},
+            {"ledger", ledger},
             {"regressed", c.Count(Verdict::kRegressed)}};
   return Dump(j);
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "reports/compare/compare.h"
+#include "reports/compare/ledger_summary.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/store/store.h"
 #include "tests/reports/scored_run.h"
@@ -55,6 +56,67 @@ TEST_CASE("selectors: run ids and tag selections of finished runs", "[unit]") {
   CHECK_FALSE(v->front().passed);
   CHECK(v->front().fault_id == "f0");
   CHECK(RunReader::Open(dir.path() + "/missing.db").status().code() == Code::kNotFound);
+}
+
+TEST_CASE("compare: the detection ledgers per fault kind and layer on each side", "[unit]") {
+  TempDir dir("fl_ledger");
+  std::string db = dir.path() + "/r.db";
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    // A: two runs whose flap the kernel saw after 100 and 300 ms and the CCL never;
+    // B: one run whose kernel saw it after 50 ms and whose CCL did after 2 ms.
+    struct Seen {
+      std::optional<double> kernel, ccl;
+    };
+    auto add = [&](const std::string& id, Nanos start, Seen seen) {
+      AddRun(**store, id, start, RunStatus::kPassed, {}, 300, 1e8);
+      FaultRecord f;
+      f.run_id = id;
+      f.fault_id = "f0";
+      f.kind = "nic_port_flap";
+      f.target = "h1.nic0";
+      f.effective_wall_ns = start + 1;
+      REQUIRE((*store)->PutFault(f).ok());
+      auto at = [&](std::optional<double> ms) {
+        return ms ? std::optional<Nanos>(start + 1 + static_cast<Nanos>(*ms * 1e6)) : std::nullopt;
+      };
+      std::vector<DetectionRecord> rows = {{id, "f0", "progress", std::nullopt, std::nullopt, ""},
+                                           {id, "f0", "kernel", at(seen.kernel), seen.kernel, ""},
+                                           {id, "f0", "ccl", at(seen.ccl), seen.ccl, ""}};
+      REQUIRE((*store)->ReplaceDetections(id, rows).ok());
+    };
+    add("a1", 1000, {100.0, std::nullopt});
+    add("a2", 2000, {300.0, std::nullopt});
+    add("b1", 3000, {50.0, 2.0});
+  }
+  auto reader = RunReader::Open(db);
+  REQUIRE(reader.ok());
+  auto a = (*reader)->SelectAll({"a1", "a2"});
+  auto b = (*reader)->SelectAll({"b1"});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  auto rows = SummariseLedgers(**reader, *a, *b);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 3);
+  // In the ledger's layer order: kernel, ccl, progress.
+  const auto& kernel = (*rows)[0];
+  CHECK(kernel.kind == "nic_port_flap");
+  CHECK(kernel.layer == "kernel");
+  CHECK(kernel.a.applies == 2);
+  CHECK(kernel.a.noticed == 2);
+  CHECK(*kernel.a.median_ms == Approx(200));
+  CHECK(*kernel.b.median_ms == Approx(50));
+  const auto& ccl = (*rows)[1];
+  CHECK(ccl.layer == "ccl");
+  CHECK(ccl.a.noticed == 0);
+  CHECK_FALSE(ccl.a.median_ms);
+  CHECK(ccl.b.noticed == 1);
+  CHECK((*rows)[2].layer == "progress");
+  const std::string text = RenderLedgerSummary(*rows);
+  CHECK_THAT(text, Catch::Contains("kernel     2/2, median 200 ms"));
+  CHECK_THAT(text, Catch::Contains("ccl        0/2"));
+  CHECK(RenderLedgerSummary({}).empty());
 }
 
 TEST_CASE("history: oldest first - finished runs only - gaps where a run has no value", "[unit]") {
