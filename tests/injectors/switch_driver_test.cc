@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/file_util.h"
+#include "injectors/switch/ssh_template/internal.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 #include "injectors/switch/switch_driver.h"
 #include "injectors/switch_drivers.h"
@@ -652,6 +653,21 @@ TEST_CASE("switch driver: presets are found by name or path", "[unit]") {
   CHECK(ResolveSwitchPreset("no_such_preset", "").status().code() == Code::kInvalidArgument);
   CHECK(ResolveSwitchPreset("missing/x.yaml", "/nonexistent").status().code() ==
         Code::kInvalidArgument);
+}
+
+TEST_CASE("switch driver: a preset's regular expression with a huge count is refused", "[unit]") {
+  // fuzz_switch_preset found libstdc++'s regex compiler overflowing a long on a 19-digit
+  // count; counts above 1000 and back-references of more than 3 digits never reach it.
+  for (const char* bad :
+       {"a{6666666666666666666}", "a{1,6666666666666666666}", "a{1001}", "(x)\\12345"}) {
+    INFO(bad);
+    auto re = ssh_template::CompileRegex(bad, false);
+    REQUIRE_FALSE(re.ok());
+    CHECK(re.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(re.status().message(), Catch::Contains("bad regular expression"));
+  }
+  for (const char* good : {"a{2,1000}", "(x)\\1", "[{99999}]", "\\{99999\\}", "up\\s+(\\d+)"})
+    CHECK(ssh_template::CompileRegex(good, false).ok());
 }
 
 }  // namespace

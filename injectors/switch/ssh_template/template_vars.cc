@@ -34,7 +34,53 @@ bool CharsIn(std::string_view s, std::string_view extra) {
   return true;
 }
 
+namespace {
+
+// Counts in a pattern ({n,m} and back-references) above this are refused before libstdc++
+// sees them: its compiler overflows a long on a count of 19 digits (found by
+// fuzz_switch_preset), and expands a repetition into that many states.
+constexpr long kMaxRegexCount = 1000;
+
+Status CheckRegexCounts(const std::string& src) {
+  bool in_class = false;
+  for (size_t i = 0; i < src.size(); ++i) {
+    const char c = src[i];
+    const bool escaped = c == '\\' && i + 1 < src.size();
+    if (escaped && !in_class && src[i + 1] >= '1' && src[i + 1] <= '9') {
+      size_t j = i + 1;
+      while (j < src.size() && src[j] >= '0' && src[j] <= '9') ++j;
+      if (j - (i + 1) > 3)
+        return InvalidArgumentError("bad regular expression /" + src + "/: back-reference \\" +
+                                    src.substr(i + 1, j - (i + 1)) + " is out of range");
+    }
+    if (escaped) {
+      ++i;
+      continue;
+    }
+    if (c == '[') in_class = true;
+    if (c == ']') in_class = false;
+    if (c != '{' || in_class) continue;
+    long n = 0;
+    for (size_t j = i + 1; j < src.size() && src[j] != '}'; ++j) {
+      if (src[j] == ',') {
+        n = 0;
+        continue;
+      }
+      if (src[j] < '0' || src[j] > '9') break;
+      n = n * 10 + (src[j] - '0');
+      if (n > kMaxRegexCount)
+        return InvalidArgumentError("bad regular expression /" + src +
+                                    "/: a repetition count above " +
+                                    std::to_string(kMaxRegexCount));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<std::regex> CompileRegex(const std::string& src, bool multiline) {
+  FL_RETURN_IF_ERROR(CheckRegexCounts(src));
   try {
     auto flags = std::regex::ECMAScript;
     if (multiline) flags |= std::regex::multiline;
