@@ -201,6 +201,15 @@ int ExitCodeOf(const SuiteResult& r) {
   return 0;
 }
 
+// The groups of the runs, in the order of their first run.
+std::vector<std::string> GroupsOf(const std::vector<RunOutcome>& runs) {
+  std::vector<std::string> groups;
+  for (const auto& r : runs)
+    if (std::find(groups.begin(), groups.end(), r.plan.group) == groups.end())
+      groups.push_back(r.plan.group);
+  return groups;
+}
+
 }  // namespace
 
 std::vector<PlannedRun> PlanSuite(const Suite& suite, const SuiteOptions& options,
@@ -305,14 +314,35 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
   if (g_stop) result.interrupted = true;
   rmdir(tmp.c_str());
 
+  // Repeats, group by group: each metric's median, spread and interval, and how many of the
+  // repeats met each expectation (reports/compare/repeats.h).
+  if (!result.interrupted) {
+    auto reader = reports::compare::RunReader::Open(options.db_path);
+    for (const auto& g : GroupsOf(result.runs)) {
+      std::vector<reports::compare::RunMetricSet> sets;
+      for (const auto& r : result.runs) {
+        if (r.plan.group != g || !r.run || !reader.ok()) continue;
+        if (r.run->status != reports::RunStatus::kPassed &&
+            r.run->status != reports::RunStatus::kFailed)
+          continue;
+        auto set = (*reader)->Load(*r.run);
+        if (set.ok()) sets.push_back(std::move(*set));
+      }
+      if (sets.size() < 2) continue;
+      auto summary = reports::compare::SummariseRepeats(**reader, sets, suite.policies);
+      if (!summary.ok()) {
+        say("repeats of " + g + ": " + summary.status().ToUserString());
+        continue;
+      }
+      say("repeats " + g + ":\n" + reports::compare::RenderRepeatsText(*summary));
+      result.repeats.push_back({g, std::move(*summary)});
+    }
+  }
+
   // Regression checks, group by group, over the finished runs of this invocation.
   if (suite.regression.enabled && !result.interrupted) {
     auto reader = reports::compare::RunReader::Open(options.db_path);
-    std::vector<std::string> groups;
-    for (const auto& r : result.runs)
-      if (std::find(groups.begin(), groups.end(), r.plan.group) == groups.end())
-        groups.push_back(r.plan.group);
-    for (const auto& g : groups) {
+    for (const auto& g : GroupsOf(result.runs)) {
       std::vector<reports::RunRecord> current;
       for (const auto& r : result.runs)
         if (r.plan.group == g && r.run &&
@@ -396,24 +426,25 @@ std::string SuiteResultJson(const Suite& suite, const SuiteResult& result) {
                            {"regressed", keys},
                            {"comparison", comparison}});
   }
+  json repeats = json::array();
+  for (const auto& g : result.repeats)
+    repeats.push_back(
+        {{"group", g.group}, {"summary", json::parse(reports::compare::RepeatsJson(g.summary))}});
   json j = {{"suite", suite.name},
             {"suite_run", result.suite_run},
             {"seconds", result.seconds},
             {"exit_code", result.exit_code},
             {"interrupted", result.interrupted},
             {"runs", runs},
-            {"regressions", regressions}};
+            {"regressions", regressions},
+            {"repeats", repeats}};
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 std::string SuiteJUnit(const Suite& suite, const SuiteResult& result, const std::string& db_path) {
   using Doc = reports::render::JUnitDocument;
   Doc w("faultline suite " + suite.name);
-  std::vector<std::string> groups;
-  for (const auto& r : result.runs)
-    if (std::find(groups.begin(), groups.end(), r.plan.group) == groups.end())
-      groups.push_back(r.plan.group);
-  for (const auto& g : groups) {
+  for (const auto& g : GroupsOf(result.runs)) {
     Doc::Suite& ts = w.AddSuite(g);
     ts.properties.emplace_back("suite_run", result.suite_run);
     for (const auto& r : result.runs) {

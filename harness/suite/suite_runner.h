@@ -25,6 +25,7 @@
 
 #include "harness/suite/regression.h"
 #include "harness/suite/suite_file.h"
+#include "reports/compare/repeats.h"
 #include "reports/store/records.h"
 
 namespace fl::harness::suite {
@@ -93,12 +94,19 @@ RunOutcome RunChildScenario(const std::string& bin, const std::vector<std::strin
 // "expectation [fault]: message", the line a failed verdict is shown as.
 std::string VerdictLine(const reports::VerdictRecord& v);
 
+// A group's repeats (reports/compare/repeats.h): for each group with two or more finished runs.
+struct GroupRepeats {
+  std::string group;
+  reports::compare::RepeatSummary summary;
+};
+
 struct SuiteResult {
   std::string suite_run;
   Nanos start_wall_ns = 0;
   double seconds = 0;
   std::vector<RunOutcome> runs;
   std::vector<GroupRegression> regressions;  // one per group with finished runs
+  std::vector<GroupRepeats> repeats;
   bool interrupted = false;
   int exit_code = 0;
 };
@@ -113,7 +121,8 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options);
 // metrics, <skipped> when there was no baseline).
 // `faultline suite --json`: {"suite", "suite_run", "seconds", "exit_code", "interrupted",
 // "runs": [{group, rep, run_id, exit_code, seconds, error, status, verdicts: [...]}],
-// "regressions": [{group, baseline_runs, current_runs, regressed: [keys], comparison}]}.
+// "regressions": [{group, baseline_runs, current_runs, regressed: [keys], comparison}],
+// "repeats": [{group, summary: {runs, confidence, metrics: [...], verdicts: [...]}}]}.
 std::string SuiteResultJson(const Suite& suite, const SuiteResult& result);
 
 std::string SuiteJUnit(const Suite& suite, const SuiteResult& result,

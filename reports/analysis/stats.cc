@@ -77,4 +77,20 @@ Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> 
   return {SortedQuantile(diffs, alpha), SortedQuantile(diffs, 1 - alpha)};
 }
 
+Interval BootstrapMedian(std::span<const double> values, const BootstrapOptions& options) {
+  Rng rng = Rng(options.seed).Fork("one");
+  const int n = std::max(1, options.resamples);
+  std::vector<double> medians;
+  medians.reserve(static_cast<size_t>(n));
+  std::vector<double> draw(values.size());
+  for (int i = 0; i < n; ++i) {
+    for (auto& x : draw) x = values[rng.Below(values.size())];
+    std::sort(draw.begin(), draw.end());
+    medians.push_back(SortedMedian(draw));
+  }
+  std::sort(medians.begin(), medians.end());
+  const double alpha = (1 - options.confidence) / 2;
+  return {SortedQuantile(medians, alpha), SortedQuantile(medians, 1 - alpha)};
+}
+
 }  // namespace fl::reports::analysis

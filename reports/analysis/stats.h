@@ -53,4 +53,8 @@ struct BootstrapOptions {
 Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> b,
                              const BootstrapOptions& options);
 
+// Percentile-bootstrap interval of Median(values): the repeats of one configuration. With one
+// value, that value. REQUIRES: !values.empty(), as above.
+Interval BootstrapMedian(std::span<const double> values, const BootstrapOptions& options);
+
 }  // namespace fl::reports::analysis

@@ -11,6 +11,8 @@
 
 #include <dirent.h>
 #include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -137,6 +139,40 @@ TEST_CASE(
         std::string::npos);
   CHECK(xml->find("classname=\"rep1." + runs->at(1).id + "\" name=\"survives\"") !=
         std::string::npos);
+}
+
+TEST_CASE("faultline suite: a group's repeats as medians with spread, and verdicts as k of n",
+          "[.root][integration]") {
+  TempDir dir("fl_suite_rep");
+  std::string lab = WriteLab(dir.path());
+  WriteScenario(dir.path(), "throttle_rep", lab, "3s", kThrottle, "  survives: true\n");
+  std::string suite = dir.path() + "/suite.yaml";
+  REQUIRE(WriteFileAtomic(suite, "name: rep\nrepeat: 2\nscenarios:\n  - throttle_rep.yaml\n").ok());
+  std::string db = dir.path() + "/r.db";
+  auto before = Netns();
+  Faultline f({"suite", suite, "--db", db, "--json"}, dir.path(), "suite");
+  auto rc = f.Wait(Deadline::After(240 * kNsPerSec));
+  INFO(f.out());
+  INFO(f.err());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  CHECK(Netns() == before);
+  CHECK_THAT(f.err(), Catch::Contains("2 repeat(s): 2/2 met"));
+  CHECK_THAT(f.err(), Catch::Contains("2/2 met survives"));
+  CHECK_THAT(f.err(), Catch::Contains("f0/throughput_loss_s: median "));
+  auto j = nlohmann::json::parse(f.out());
+  REQUIRE(j["repeats"].size() == 1);
+  const auto& summary = j["repeats"][0]["summary"];
+  CHECK(summary["runs"].size() == 2);
+  bool loss = false;
+  for (const auto& m : summary["metrics"])
+    if (m["key"] == "f0/throughput_loss_s") {
+      loss = true;
+      CHECK(m["values"].size() == 2);
+      CHECK(m["interval"][0].get<double>() <= m["median"].get<double>());
+      CHECK(m["median"].get<double>() <= m["interval"][1].get<double>());
+    }
+  CHECK(loss);
 }
 
 std::set<std::string> Flagged(const reports::compare::Comparison& c) {

@@ -106,5 +106,25 @@ TEST_CASE("bootstrap is deterministic for a seed and nested by confidence", "[un
   CHECK((narrow.lo > x.lo || narrow.hi < x.hi));
 }
 
+TEST_CASE("bootstrap interval of one sample's median", "[unit]") {
+  BootstrapOptions o;
+  const V one = {4.0};
+  Interval i1 = BootstrapMedian(one, o);
+  CHECK(i1.lo == 4.0);
+  CHECK(i1.hi == 4.0);
+  const V five = {10, 11, 12, 13, 50};
+  Interval i5 = BootstrapMedian(five, o);
+  CHECK(i5.Contains(12));
+  CHECK(i5.lo >= 10);
+  CHECK(i5.hi <= 50);
+  // The median of 5 draws is the outlier when 3 of 5 are it: 5.8% of resamples, so the 97.5%
+  // point is the outlier; the 2.5% point is the lowest value only when 3 of 5 are it too.
+  CHECK(i5.hi == 50);
+  CHECK(i5.lo == 10);
+  Interval again = BootstrapMedian(five, o);
+  CHECK(again.lo == i5.lo);  // deterministic for a seed
+  CHECK(again.hi == i5.hi);
+}
+
 }  // namespace
 }  // namespace fl::reports::analysis

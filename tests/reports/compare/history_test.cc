@@ -3,8 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "reports/compare/compare.h"
 #include "reports/compare/ledger_summary.h"
+#include "reports/compare/repeats.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/store/store.h"
 #include "tests/reports/scored_run.h"
@@ -117,6 +120,52 @@ TEST_CASE("compare: the detection ledgers per fault kind and layer on each side"
   CHECK_THAT(text, Catch::Contains("kernel     2/2, median 200 ms"));
   CHECK_THAT(text, Catch::Contains("ccl        0/2"));
   CHECK(RenderLedgerSummary({}).empty());
+}
+
+TEST_CASE("repeats: medians with spread and interval, and how many repeats met each verdict",
+          "[unit]") {
+  TempDir dir("fl_repeats");
+  std::string db = dir.path() + "/r.db";
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    // The verdict max_detection_ms passes with the run: 2 of 3.
+    AddRun(**store, "r1", 1000, RunStatus::kPassed, {}, 100, 1e8);
+    AddRun(**store, "r2", 2000, RunStatus::kPassed, {}, 200, 1e8);
+    AddRun(**store, "r3", 3000, RunStatus::kFailed, {}, 900, 1e8);
+  }
+  auto reader = RunReader::Open(db);
+  REQUIRE(reader.ok());
+  auto runs = (*reader)->SelectAll({"r1", "r2", "r3"});
+  REQUIRE(runs.ok());
+  auto s = SummariseRepeats(**reader, *runs, PolicyTable{});
+  REQUIRE(s.ok());
+  CHECK(s->run_ids == std::vector<std::string>{"r1", "r2", "r3"});
+  const RepeatedMetric* detection = nullptr;
+  for (const auto& m : s->metrics)
+    if (m.key == "f0/detection_latency_ms") detection = &m;
+  REQUIRE(detection != nullptr);
+  CHECK(detection->values == std::vector<double>{100, 200, 900});
+  CHECK(detection->median == 200);
+  CHECK(detection->p25 == 150);
+  CHECK(detection->p75 == 550);
+  CHECK(detection->interval.Contains(200));
+  CHECK(detection->interval.lo >= 100);
+  CHECK(detection->interval.hi <= 900);
+  CHECK(detection->direction == Direction::kLowerIsBetter);
+  REQUIRE(s->verdicts.size() == 1);
+  CHECK(s->verdicts[0].expectation == "max_detection_ms");
+  CHECK(s->verdicts[0].fault_id == "f0");
+  CHECK(s->verdicts[0].met == 2);
+  CHECK(s->verdicts[0].runs == 3);
+  const std::string text = RenderRepeatsText(*s);
+  CHECK_THAT(text, Catch::Contains("3 repeat(s): 2/3 met max_detection_ms f0"));
+  CHECK_THAT(text, Catch::Contains("f0/detection_latency_ms: median 200 ms (IQR 150 ms to "
+                                   "550 ms), 95% interval [100 ms, 900 ms], 3 value(s)"));
+  CHECK(text.find("ranks") == std::string::npos);  // neutral: in the JSON only
+  auto j = nlohmann::json::parse(RepeatsJson(*s));
+  CHECK(j["verdicts"][0]["met"] == 2);
+  CHECK(j["metrics"].size() == s->metrics.size());
 }
 
 TEST_CASE("history: oldest first - finished runs only - gaps where a run has no value", "[unit]") {
