@@ -26,6 +26,9 @@ PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libmnl-dev libnftables-dev
   iproute2 nftables ethtool iperf3 procps util-linux
   slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway frr
+  # Alertmanager: the alert receiver's test sends it an alert and takes its webhook
+  # notifications (harness/alerts, docs/detectors.md)
+  prometheus-alertmanager
   # PostgreSQL: libpq for the store's PostgreSQL back end (--db postgresql://...); the server
   # (postgresql-15) for the tests, which start their own with initdb and pg_ctl as nobody
   postgresql-15 libpq-dev

@@ -20,6 +20,7 @@ void AddPluginCommands(CLI::App& app, int* exit_code);   // harness/cli/plugins_
 void AddStoreCommands(CLI::App& app, int* exit_code);    // harness/cli/store_cmd.cc
 void AddProjectCommands(CLI::App& app, int* exit_code);  // harness/cli/project_cmd.cc
 void AddScoreCommands(CLI::App& app, int* exit_code);    // harness/cli/score_cmd.cc
+void AddAlertsCommands(CLI::App& app, int* exit_code);   // harness/cli/alerts_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -105,6 +106,7 @@ int RunCli(int argc, char** argv) {
   AddStoreCommands(app, &exit_code);
   AddProjectCommands(app, &exit_code);
   AddScoreCommands(app, &exit_code);
+  AddAlertsCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "reports/analysis/stats.h"
+#include "reports/compare/format.h"
 #include "reports/compare/ledger_summary.h"
 #include "reports/compare/metric_policy.h"
 #include "reports/compare/run_metrics.h"
@@ -94,12 +95,6 @@ std::string RenderText(const Comparison& c);
 std::string RenderMarkdown(const Comparison& c);
 std::string RenderHtml(const Comparison& c);
 
-// Shared by the renderings here and in history.h.
-std::string FormatValue(double v);
-// A value in its unit, for people: B/s scaled to kB/s, MB/s or GB/s ("75.53 MB/s"); ms as
-// "12.3 ms", "850 µs" under 1 ms, "12.35 s" from 10 s; s and GPU-s with their unit; ratios
-// and counts bare. Never an exponent for values a run produces.
-std::string FormatQuantity(double v, std::string_view unit);
 // HTML escaping of the renderings: reports/render's.
 using render::HtmlEscape;
 

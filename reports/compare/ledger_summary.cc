@@ -5,7 +5,7 @@
 #include <map>
 
 #include "reports/analysis/stats.h"
-#include "reports/compare/compare.h"
+#include "reports/compare/format.h"
 #include "reports/metrics/ledger.h"
 
 namespace fl::reports::compare {

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "reports/compare/compare.h"
+#include "reports/compare/format.h"
 
 namespace fl::reports::compare {
 

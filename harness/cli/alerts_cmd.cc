@@ -1,0 +1,88 @@
+// `faultline alerts receive`: an Alertmanager webhook receiver that writes every notification
+// to an alerts file for `faultline score` (harness/alerts/receiver.h, docs/detectors.md).
+#include <CLI/CLI.hpp>
+
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "common/units.h"
+#include "harness/alerts/receiver.h"
+#include "harness/cli/cli.h"
+
+namespace fl::harness {
+namespace {
+
+struct ReceiveArgs {
+  std::string listen = "127.0.0.1:9095", out, run_for;
+};
+
+Status Receive(const ReceiveArgs& a) {
+  alerts::ReceiverOptions o;
+  o.listen = a.listen;
+  o.out_path = a.out;
+  std::optional<Nanos> limit;
+  if (!a.run_for.empty()) {
+    FL_ASSIGN_OR_RETURN(Nanos d, ParseDurationFlag("--for", a.run_for));
+    limit = d;
+  }
+  // SIGINT and SIGTERM are waited for here, in this thread: blocked before the server's
+  // thread starts, so that it inherits the mask.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &stop, &old);
+  auto receiver = alerts::AlertReceiver::Start(o);
+  if (!receiver.ok()) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return receiver.status();
+  }
+  std::fprintf(stderr,
+               "faultline alerts: listening on %s (port %d), notifications to %s; Ctrl-C "
+               "stops\n",
+               a.listen.c_str(), (*receiver)->port(), a.out.c_str());
+  const Deadline until = Deadline::After(limit.value_or(365LL * 24 * 3600 * kNsPerSec));
+  size_t said = 0;
+  while (!until.Expired()) {
+    const Nanos wait = std::min<Nanos>(until.Remaining(), 200 * kNsPerMs);
+    timespec ts{static_cast<time_t>(wait / kNsPerSec), static_cast<long>(wait % kNsPerSec)};
+    if (sigtimedwait(&stop, nullptr, &ts) > 0) break;
+    if (size_t n = (*receiver)->received(); n != said) {
+      std::fprintf(stderr, "faultline alerts: %zu notification(s) written\n", n);
+      said = n;
+    }
+  }
+  (*receiver)->Stop();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  std::fprintf(stderr, "faultline alerts: stopped; %zu notification(s) in %s\n",
+               (*receiver)->received(), a.out.c_str());
+  return OkStatus();
+}
+
+}  // namespace
+
+void AddAlertsCommands(CLI::App& app, int* exit_code) {
+  auto* alerts = app.add_subcommand("alerts", "alerts of detectors under test (docs/detectors.md)");
+  alerts->require_subcommand(1);
+  auto a = std::make_shared<ReceiveArgs>();
+  auto* c = alerts->add_subcommand(
+      "receive",
+      "receive Alertmanager webhook notifications (a webhook_config's url:\n"
+      "http://ADDR:PORT/) and append each, one JSON line, to --out, the file\n"
+      "`faultline score --alerts` reads; runs until Ctrl-C or --for. Exit 0 stopped, 2 bad\n"
+      "input, 3 cannot listen or write");
+  c->add_option("--out", a->out, "the alerts file (appended to; created 0600)")->required();
+  c->add_option("--listen", a->listen, "address to listen on, HOST:PORT (loopback by default)")
+      ->capture_default_str();
+  c->add_option("--for", a->run_for, "stop after this long (e.g. 10min)");
+  c->callback([a, exit_code] {
+    QuietLogsUnlessAsked();
+    const Status st = Receive(*a);
+    *exit_code = st.ok() ? 0 : ErrorExit("alerts", st);
+  });
+}
+
+}  // namespace fl::harness
