@@ -2,14 +2,14 @@
 // to an alerts file for `faultline score` (harness/alerts/receiver.h, docs/detectors.md).
 #include <CLI/CLI.hpp>
 
-#include <signal.h>
-
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "common/units.h"
 #include "harness/alerts/receiver.h"
 #include "harness/cli/cli.h"
+#include "harness/suite/suite_runner.h"
 
 namespace fl::harness {
 namespace {
@@ -27,38 +27,25 @@ Status Receive(const ReceiveArgs& a) {
     FL_ASSIGN_OR_RETURN(Nanos d, ParseDurationFlag("--for", a.run_for));
     limit = d;
   }
-  // SIGINT and SIGTERM are waited for here, in this thread: blocked before the server's
-  // thread starts, so that it inherits the mask.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigset_t old;
-  pthread_sigmask(SIG_BLOCK, &stop, &old);
-  auto receiver = alerts::AlertReceiver::Start(o);
-  if (!receiver.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return receiver.status();
-  }
+  suite::StopOnSignals stop;  // SIGINT, SIGTERM (harness/suite/suite_runner.h)
+  FL_ASSIGN_OR_RETURN(auto receiver, alerts::AlertReceiver::Start(o));
   std::fprintf(stderr,
                "faultline alerts: listening on %s (port %d), notifications to %s; Ctrl-C "
                "stops\n",
-               a.listen.c_str(), (*receiver)->port(), a.out.c_str());
+               a.listen.c_str(), receiver->port(), a.out.c_str());
   const Deadline until = Deadline::After(limit.value_or(365LL * 24 * 3600 * kNsPerSec));
   size_t said = 0;
-  while (!until.Expired()) {
-    const Nanos wait = std::min<Nanos>(until.Remaining(), 200 * kNsPerMs);
-    timespec ts{static_cast<time_t>(wait / kNsPerSec), static_cast<long>(wait % kNsPerSec)};
-    if (sigtimedwait(&stop, nullptr, &ts) > 0) break;
-    if (size_t n = (*receiver)->received(); n != said) {
+  while (!until.Expired() && !suite::StopOnSignals::Requested()) {
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(std::min<Nanos>(until.Remaining(), 200 * kNsPerMs)));
+    if (size_t n = receiver->received(); n != said) {
       std::fprintf(stderr, "faultline alerts: %zu notification(s) written\n", n);
       said = n;
     }
   }
-  (*receiver)->Stop();
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  receiver->Stop();
   std::fprintf(stderr, "faultline alerts: stopped; %zu notification(s) in %s\n",
-               (*receiver)->received(), a.out.c_str());
+               receiver->received(), a.out.c_str());
   return OkStatus();
 }
 
