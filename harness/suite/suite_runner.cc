@@ -314,10 +314,11 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
   if (g_stop) result.interrupted = true;
   rmdir(tmp.c_str());
 
+  // One reader of the store for the repeats and the regression checks below.
+  auto reader = reports::compare::RunReader::Open(options.db_path);
   // Repeats, group by group: each metric's median, spread and interval, and how many of the
   // repeats met each expectation (reports/compare/repeats.h).
   if (!result.interrupted) {
-    auto reader = reports::compare::RunReader::Open(options.db_path);
     for (const auto& g : GroupsOf(result.runs)) {
       std::vector<reports::compare::RunMetricSet> sets;
       for (const auto& r : result.runs) {
@@ -341,7 +342,6 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
 
   // Regression checks, group by group, over the finished runs of this invocation.
   if (suite.regression.enabled && !result.interrupted) {
-    auto reader = reports::compare::RunReader::Open(options.db_path);
     for (const auto& g : GroupsOf(result.runs)) {
       std::vector<reports::RunRecord> current;
       for (const auto& r : result.runs)
