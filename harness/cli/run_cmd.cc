@@ -25,7 +25,7 @@ constexpr double kMinLeaseS = 0.1, kMaxLeaseS = 300;
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string scenario, db, run_id, policy, tls_dir, lab;
+    std::string scenario, db, run_id, policy, tls_dir, lab, on_lab;
     bool no_tls = false;
     uint64_t seed = 0;
     std::vector<std::string> tags, ccl_options;
@@ -58,6 +58,10 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                   "launcher: slurm starts the agents with srun). Stored with the run; a replay\n"
                   "without --lab reuses the stored lab")
         ->check(CLI::ExistingFile);
+    c->add_option("--on-lab", args->on_lab,
+                  "run on the local lab NAME that is already up (`faultline lab up`, or the one a\n"
+                  "sweep keeps up) instead of building one: it must come from the same topology,\n"
+                  "is checked to be as it was built before the run, and stays up after it");
     c->add_option("--seed", args->seed,
                   "seed for target draws and jitter (default: the scenario's)");
     c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
@@ -135,6 +139,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     o.lease_ns = static_cast<Nanos>(args->lease_s * 1e9);
     o.tls_dir = args->tls_dir;
     o.lab_file = args->lab;
+    o.on_lab = args->on_lab;
     o.no_tls = args->no_tls;
     *exit_code = RunScenario(o);
   };

@@ -116,6 +116,15 @@ class Lab {
   // Whether this process can run the lab at all (the local lab needs root), checked before
   // a run is recorded.
   virtual Status Preflight() const { return OkStatus(); }
+  // Runs on a lab that is already up instead of building one (`faultline run --on-lab NAME`;
+  // a sweep keeps one lab up across its points): Provision then checks that the lab is as it
+  // was built (no fault left behind by an earlier run) instead of building it, and Teardown
+  // removes only what the run made (its containers), leaving the lab up. Called before
+  // Provision. Labs that are not built per run say so (FailedPrecondition).
+  virtual Status UseRunningLab(const std::string& name) {
+    return FailedPreconditionError("--on-lab " + name +
+                                   ": only a local lab is kept up across runs");
+  }
   // Builds the lab (LocalLab) or attaches to it (an allocation, real hosts). Prints progress
   // lines to stderr. On failure removes what it made.
   virtual Status Provision(const LabRun& run) = 0;

@@ -162,6 +162,8 @@ StatusOr<std::unique_ptr<LocalLab>> LocalLab::Open(const std::string& lab_name) 
   FL_ASSIGN_OR_RETURN(Topology t, ParseTopology(text, source));
   std::unique_ptr<LocalLab> lab(new LocalLab(t, PlanLab(t, lab_name, mgmt)));
   lab->mgmt_index_ = mgmt;
+  if (j.contains("clean_fingerprint") && j["clean_fingerprint"].is_string())
+    lab->clean_fingerprint_ = j["clean_fingerprint"].get<std::string>();
   return lab;
 }
 
@@ -215,6 +217,25 @@ Status LocalLab::Provision() {
                           {"created_wall_ns", WallNowNs()}};
   FL_RETURN_IF_ERROR(WriteFileAtomic(StatePath(), state.dump(2) + "\n"));
   Status s = ProvisionSteps();
+  if (s.ok()) {
+    // What the lab holds as built: a run on it kept up (UseRunningLab) compares against it.
+    // Taken once every link has its carrier: the kernel reports carrier changes in batches
+    // (linkwatch, up to a second late), and a host whose management link still has none
+    // cannot dial the coordinator yet either.
+    auto fp = StateFingerprint();
+    for (Deadline d = Deadline::After(3 * kNsPerSec);
+         fp.ok() && fp->find("NO-CARRIER") != std::string::npos && !d.Expired();) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      fp = StateFingerprint();
+    }
+    if (fp.ok()) {
+      clean_fingerprint_ = *fp;
+      state["clean_fingerprint"] = *fp;
+      s = WriteFileAtomic(StatePath(), state.dump(2) + "\n");
+    } else {
+      s = fp.status();
+    }
+  }
   if (!s.ok()) {
     FL_LOG(kWarn, "lab") << "provisioning lab " << plan_.lab
                          << " failed, removing it: " << s.ToString();
@@ -321,6 +342,7 @@ Status LocalLab::ProvisionSteps() {
 }
 
 Status LocalLab::Teardown() {
+  if (attached_) return TeardownAttached();
   Status result;
   // 0. The switches' sshd this object started: killed and reaped here (no zombie is left);
   // those of another process (`lab up`) are killed below with the cgroup and namespaces.
@@ -376,6 +398,13 @@ Status LocalLab::Teardown() {
       result = ErrnoStatus(errno, "unlink " + StatePath());
   }
   return result;
+}
+
+// A run on a lab kept up: only what the run made goes (its containers; the agents were ended
+// by StopAgents); the namespaces, the management plane and the switches' daemons stay.
+Status LocalLab::TeardownAttached() {
+  routes_.reset();
+  return KillCgroupTree(CgroupDir());
 }
 
 const NodeObj* LocalLab::FindNode(std::string_view name) const {

@@ -98,13 +98,16 @@ class LocalLab : public Lab, public injectors::Fabric {
   // in the hosts' namespaces (and one fabric agent in the root namespace) and ended by pid.
   std::string_view kind() const override { return "local"; }
   // Every run builds its own namespaces (named after the run): runs never share one.
-  bool exclusive() const override { return false; }
+  // (A lab kept up across runs, UseRunningLab, takes one run at a time.)
+  bool exclusive() const override { return attached_; }
   const std::string& source() const override { return topology_.source; }
   const std::string& text() const override { return topology_.text; }
   const harness::FaultCatalog& catalog() const override;
   std::vector<JobHost> hosts() const override;
   Status CheckJob(const harness::JobSpec& job) const override;
   Status Preflight() const override;
+  // local_lab_keep.cc: the lab named `name` must be up and built from the same topology text.
+  Status UseRunningLab(const std::string& name) override;
   Status Provision(const LabRun& run) override;
   StatusOr<ControlPlane> Control(const LabRun& run) override;
   Status StartAgents(const AgentLaunch& launch) override;
@@ -124,6 +127,14 @@ class LocalLab : public Lab, public injectors::Fabric {
   StatusOr<std::vector<injectors::Port>> Uplinks(std::string_view target) const override;
   StatusOr<std::vector<injectors::Port>> UpstreamOf(const injectors::Port& port) const override;
   StatusOr<injectors::ContainerRef> Container(std::string_view target) const override;
+
+  // local_lab_keep.cc. What a lab's namespaces hold, as text compared between runs: per
+  // namespace its links (state and carrier), queueing disciplines and nftables ruleset. Taken
+  // when the lab is built (kept in its state file) and again before each run on a lab kept up.
+  StatusOr<std::string> StateFingerprint() const;
+  // FailedPrecondition naming the first difference when the lab is not as it was built.
+  Status CheckClean() const;
+  bool attached() const { return attached_; }
 
   const Topology& topology() const { return topology_; }
   const LabPlan& plan() const { return plan_; }
@@ -165,6 +176,9 @@ class LocalLab : public Lab, public injectors::Fabric {
   Topology topology_;
   LabPlan plan_;
   int mgmt_index_ = 0;
+  std::string clean_fingerprint_;  // StateFingerprint() right after it was built
+  bool attached_ = false;          // UseRunningLab: this run did not build it
+  Status TeardownAttached();
   mutable std::unique_ptr<harness::FaultCatalog> catalog_;
   struct AgentProc {
     std::string name;
@@ -182,8 +196,7 @@ class LocalLab : public Lab, public injectors::Fabric {
 
 // The site of an agent of host `host` (or "fabric") of the LocalLab named lab_name, which
 // must be up on this machine.
-StatusOr<std::unique_ptr<Site>> OpenLocalSite(const std::string& lab_name,
-                                              const std::string& host);
+StatusOr<std::unique_ptr<Site>> OpenLocalSite(const std::string& lab_name, const std::string& host);
 
 // A lab a dead coordinator left behind on this machine (a LocalLab named lab_name): removed.
 // False when there is none.

@@ -94,6 +94,11 @@ StatusOr<bool> RemoveLeftoverLocalLab(const std::string& lab_name) {
 }
 
 Status LocalLab::Provision(const LabRun& run) {
+  if (attached_) {
+    Narrate("[provision] lab %s is up (kept across runs): checking it is as built",
+            plan_.lab.c_str());
+    return CheckClean();
+  }
   if (!run.lab_name.empty()) {
     if (!IsValidLabName(run.lab_name))
       return InvalidArgumentError("lab name '" + run.lab_name +

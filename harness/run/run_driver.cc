@@ -213,6 +213,11 @@ int Run(const RunOptions& opts) {
     run.results.store = std::move(*store);
   }
   if (Status st = run.prepared.lab->Preflight(); !st.ok()) return Infra(st);
+  if (!opts.on_lab.empty())
+    if (Status st = run.prepared.lab->UseRunningLab(opts.on_lab); !st.ok()) {
+      if (st.code() == Code::kNotFound) return BadInput(st);
+      return Infra(st);
+    }
   // Before the run is recorded or anything provisioned: a lab another run holds refuses this
   // one, naming the holder.
   std::unique_ptr<LabClaim> claim;

@@ -32,6 +32,8 @@ struct RunOptions {
   // The lab to run on (a topology, or a file of real hosts), instead of the scenario's `lab:`.
   // A replay without it reuses the stored run's lab file text.
   std::string lab_file;
+  // A local lab already up to run on (Lab::UseRunningLab): checked before, left up after.
+  std::string on_lab;
   // Labs of real hosts speak mutual TLS with the certificates in tls_dir (default: tls/ beside
   // the lab's token file; docs/control_plane.md); no_tls: token only.
   std::string tls_dir;
