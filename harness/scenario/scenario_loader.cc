@@ -366,16 +366,18 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
   FL_ASSIGN_OR_RETURN(f->target_class, doc.GetOr<std::string>(n, "target_class", ""));
   if (!f->target.empty() && !f->target_class.empty())
     return doc.Error(n, "a fault takes 'target' or 'target_class', not both");
+  // `at` beside `every` is the first firing (default: one period in).
+  const bool at_with_every = doc.Has(n, "at") && doc.Has(n, "every");
   int when = doc.Has(n, "at") + doc.Has(n, "after_iteration") + doc.Has(n, "every") +
-             doc.Has(n, "after_event") + doc.Has(n, "during");
+             doc.Has(n, "after_event") + doc.Has(n, "during") - (at_with_every ? 1 : 0);
   if (when != 1)
     return doc.Error(n,
-                     "a fault needs exactly one of 'at', 'after_iteration', 'every', "
-                     "'after_event' or 'during'");
+                     "a fault needs exactly one of 'at', 'after_iteration', 'every' (with 'at' "
+                     "for its first firing), 'after_event' or 'during'");
   FaultTiming& t = f->timing;
   if (doc.Has(n, "after_event") || doc.Has(n, "during")) {
     FL_RETURN_IF_ERROR(ParseAnchor(doc, n, &t));
-  } else if (doc.Has(n, "at")) {
+  } else if (doc.Has(n, "at") && !at_with_every) {
     t.kind = FaultTiming::Kind::kAt;
     FL_ASSIGN_OR_RETURN(t.at_ns, doc.AsDurationIn(n["at"], "at", 0, limits::kMaxFaultTime));
   } else if (doc.Has(n, "after_iteration")) {
@@ -391,7 +393,12 @@ Status ParseFault(const YamlDoc& doc, const YAML::Node& n, FaultSpec* f) {
                       doc.GetBoundedOr<uint32_t>(n, "count", 1, 1, limits::kMaxFiringsPerFault));
   if (t.count > 1 && t.kind != FaultTiming::Kind::kEvery)
     return doc.Error(n["count"], "count > 1 needs 'every' (the period between firings)");
-  if (t.kind == FaultTiming::Kind::kEvery) t.at_ns = t.every_ns;
+  if (t.kind == FaultTiming::Kind::kEvery) {
+    t.at_ns = t.every_ns;
+    if (at_with_every) {
+      FL_ASSIGN_OR_RETURN(t.at_ns, doc.AsDurationIn(n["at"], "at", 0, limits::kMaxFaultTime));
+    }
+  }
   FL_ASSIGN_OR_RETURN(t.jitter_ns, doc.GetDurationIn(n, "jitter", 0, 0, limits::kMaxFaultTime));
   if (t.jitter_ns > 0 && t.kind == FaultTiming::Kind::kAfterEvent)
     return doc.Error(n["jitter"], "a fault timed by an event takes 'delay', not 'jitter'");

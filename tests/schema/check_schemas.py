@@ -46,6 +46,7 @@ OTHER_KINDS = {
     "configs/switches": "ssh-template switch presets (injectors/switch/ssh_template/)",
     "configs/policies": "agent policies (harness/agent/agent_policy.cc)",
     "configs/failure_rates": "failure rates of faultline project (reports/analysis/failure_rates.cc)",
+    "configs/sweeps": "sweep files of faultline sweep (harness/suite/sweep_plan.cc)",
 }
 SCHEMA_DIR = "configs/schema"
 EDITOR_PREFIX = "# yaml-language-server: $schema="
@@ -260,7 +261,8 @@ def negative_cases(root):
         ("scenario", sc, ["job", "ranks_per_host"], 2, "applies to a command job"),
         ("scenario", sc, ["faults", 0, "when"], "2s", "unknown key 'when' in fault"),
         ("scenario", sc, ["faults", 0, "at"], "3 parsecs", "unknown duration unit"),
-        ("scenario", sc, ["faults", 0, "every"], "5s", "exactly one of 'at', 'after_iteration'"),
+        ("scenario", sc, ["faults", 0, "after_iteration"], 100,
+         "exactly one of 'at', 'after_iteration'"),
         ("scenario", sc, ["faults", 0, "count"], 3, "count > 1 needs 'every'"),
         ("scenario", sc, ["faults", 0, "target"], None, "fault needs 'target'"),
         ("scenario", sc, ["job", "size"], "1 MiBs", "unknown size unit"),

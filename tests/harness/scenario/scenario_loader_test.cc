@@ -140,8 +140,22 @@ TEST_CASE("scenario: malformed input fails with file:line:col", "[unit]") {
         Replace(kGood, "    after_iteration: 200", "    after_iteration: 200\n    at: 1s"),
         "x.yaml");
     REQUIRE_FALSE(s.ok());
-    CHECK(s.status().message().find("exactly one of 'at', 'after_iteration', 'every', "
-                                    "'after_event' or 'during'") != std::string::npos);
+    CHECK(s.status().message().find("exactly one of 'at', 'after_iteration', 'every' (with "
+                                    "'at' for its first firing), 'after_event' or 'during'") !=
+          std::string::npos);
+  }
+  SECTION("at beside every: the first firing") {
+    auto s = ParseScenario(
+        Replace(kGood, "    after_iteration: 200", "    at: 250ms\n    every: 1s\n    count: 3"),
+        "x.yaml");
+    REQUIRE(s.ok());
+    CHECK(s->faults[1].timing.kind == FaultTiming::Kind::kEvery);
+    CHECK(s->faults[1].timing.at_ns == 250 * kNsPerMs);
+    CHECK(s->faults[1].timing.every_ns == kNsPerSec);
+    auto alone = ParseScenario(
+        Replace(kGood, "    after_iteration: 200", "    every: 1s\n    count: 3"), "x.yaml");
+    REQUIRE(alone.ok());
+    CHECK(alone->faults[1].timing.at_ns == kNsPerSec);  // one period in
   }
   SECTION("unknown ccl") {
     auto s = ParseScenario(Replace(kGood, "ccl: ftccl", "ccl: mpi"), "x.yaml");
