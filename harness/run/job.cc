@@ -156,7 +156,9 @@ Status Job::StopRanks() {
 }
 
 int Job::Restart() {
-  const Nanos failure_mono = MonoNowNs();
+  // A relaunch whose ranks failed before their first sample: the cost runs from the first
+  // failure on.
+  const Nanos failure_mono = pending_ ? pending_->failure_mono : MonoNowNs();
   auto fail = progress_.FirstFailure();
   run_.Event("job_failed", {{"rank", fail ? fail->first : -1}, {"code", fail ? fail->second : 0}});
   // A host whose ranks did not stop (or did not answer) would get a second job on top of the
@@ -185,21 +187,29 @@ int Job::Restart() {
     std::fprintf(stderr, "\nfaultline run: restart failed: %s\n", st.ToUserString().c_str());
     return kExitInfra;
   }
-  bool back = WaitUntil(
-      [&] {
-        std::lock_guard lock(progress_.mu);
-        return progress_.samples > samples_before || Interrupted();
-      },
-      Deadline::After(60 * kNsPerSec), 5 * kNsPerMs);
-  if (back) {
-    const double restart_cost_ms = static_cast<double>(MonoNowNs() - failure_mono) / 1e6;
-    run_.Event("job_restarted",
-               {{"attempt", restarts_},
-                {"resume_iteration", resume},
-                {"failure_to_first_sample_ms", restart_cost_ms},
-                {"relaunch_ms", static_cast<double>(MonoNowNs() - relaunch) / 1e6}});
+  pending_ = PendingRestart{failure_mono, relaunch, samples_before, resume};
+  {
+    // The hang timeout counts from the relaunch: the new ranks have not completed anything yet.
+    std::lock_guard lock(progress_.mu);
+    if (progress_.last_sample_mono > 0) progress_.last_sample_mono = MonoNowNs();
   }
   return -1;
+}
+
+void Job::PollRestart() {
+  if (!pending_) return;
+  {
+    std::lock_guard lock(progress_.mu);
+    if (progress_.samples <= pending_->samples_before) return;
+  }
+  const Nanos now = MonoNowNs();
+  run_.Event(
+      "job_restarted",
+      {{"attempt", restarts_},
+       {"resume_iteration", pending_->resume},
+       {"failure_to_first_sample_ms", static_cast<double>(now - pending_->failure_mono) / 1e6},
+       {"relaunch_ms", static_cast<double>(now - pending_->relaunch_mono) / 1e6}});
+  pending_.reset();
 }
 
 }  // namespace fl::harness::run

@@ -7,6 +7,8 @@
 // most 30 s; a restart also waits out the policy's delay and up to 60 s for the first sample).
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,16 +39,29 @@ class Job {
   // Stops every host's ranks (2 s of grace, then SIGKILL: the agent's rank supervisor).
   Status StopRanks();
   // A rank failed and the restart policy allows another attempt: stop the ranks, wait the
-  // policy's delay, launch again from the last iteration every rank completed, and record the
-  // restart's cost (failure to the first new sample). -1: the run goes on; else its exit code.
+  // policy's delay and launch again from the last iteration every rank completed. -1: the run
+  // goes on; else its exit code. It does not wait for the new ranks: the timeline goes on
+  // meanwhile (a fault due during the relaunch is injected and reverted on time), and
+  // PollRestart records the restart's cost when their first sample comes.
   int Restart();
+  // After a Restart: the first new sample is in, so the restart's cost (the first failure to
+  // that sample, over relaunches that failed again) is recorded as a job_restarted event.
+  void PollRestart();
 
   int restarts() const { return restarts_; }
+  bool restart_pending() const { return pending_.has_value(); }
 
  private:
   RunContext& run_;
   Progress& progress_;
   int restarts_ = 0;
+  struct PendingRestart {
+    Nanos failure_mono = 0;  // the first failure of the chain of relaunches
+    Nanos relaunch_mono = 0;
+    uint64_t samples_before = 0;
+    int64_t resume = 0;
+  };
+  std::optional<PendingRestart> pending_;
 };
 
 }  // namespace fl::harness::run

@@ -11,6 +11,27 @@ namespace {
 
 bool Holds(FaultPhase p) { return p == FaultPhase::kSentAhead || p == FaultPhase::kInjected; }
 
+// When fault i's target is free for a late injection: 0 when it is; else when to look again.
+// Another fault on the same target in effect (or sent ahead) holds it until its revert; one
+// injected or sent ahead in this very step, until the next step knows its revert time.
+Nanos TargetHeldUntil(const TimelineState& state, const TimelineStep& step, size_t i, Nanos now,
+                      Nanos poll) {
+  const std::string& target = state.faults[i].plan.target;
+  if (target.empty()) return 0;
+  for (const TimelineAction& a : step.actions)
+    if ((a.kind == TimelineActionKind::kInject || a.kind == TimelineActionKind::kSendAhead) &&
+        state.faults[a.fault].plan.target == target)
+      return now + 1;
+  Nanos held = 0;
+  for (size_t j = 0; j < state.faults.size(); ++j) {
+    const TimelineFault& g = state.faults[j];
+    if (j == i || g.plan.target != target || !Holds(g.phase)) continue;
+    const Nanos until = g.revert_at > 0 ? std::max(g.revert_at, now + 1) : now + poll;
+    held = held == 0 ? until : std::min(held, until);
+  }
+  return held;
+}
+
 }  // namespace
 
 TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& config,
@@ -82,6 +103,12 @@ TimelineStep NextTimelineStep(const TimelineState& state, const TimelineConfig& 
       step.actions.push_back({TimelineActionKind::kSendAhead, i});
       busy.insert(f.agent);
     } else if (in.now >= due) {
+      // Late (the loop was held up, e.g. by a restart): faults on one target go one at a
+      // time, a later one after the revert of the one before, as they were planned.
+      if (Nanos held = TargetHeldUntil(state, step, i, in.now, config.poll_ns); held > 0) {
+        step.wake_at = std::min(step.wake_at, held);
+        continue;
+      }
       step.actions.push_back({TimelineActionKind::kInject, i});
       busy.insert(f.agent);
     } else {

@@ -84,6 +84,7 @@ int RunTimeline(RunContext& run, Progress& progress, FaultBook& book, Console& c
         std::fprintf(stderr, "\nfaultline run: %s\n", st.ToUserString().c_str());
     }
 
+    job.PollRestart();
     TimelineInput in;
     in.now = MonoNowNs();
     in.min_iteration = progress.MinIteration(ProgressRanks(p), cfg.tolerate_rank_loss);
@@ -179,7 +180,10 @@ int RunTimeline(RunContext& run, Progress& progress, FaultBook& book, Console& c
     }
     if (book.steady_mono() > 0) console.PrintFaultEvents(book);
     console.PrintProgress(book, book.steady_mono() > 0 ? "running" : "warm-up");
-    const Nanos wait = step.wake_at - MonoNowNs();
+    // While a relaunch's first sample is awaited, the loop looks every 5 ms (its cost).
+    const Nanos wait = job.restart_pending()
+                           ? std::min<Nanos>(step.wake_at - MonoNowNs(), 5 * kNsPerMs)
+                           : step.wake_at - MonoNowNs();
     if (wait <= 0) continue;
     // A fault timed by another's event is injected as soon as that event is in: its arrival
     // ends the wait.

@@ -65,6 +65,9 @@ struct FakeRun {
   Nanos until = 5'000 * kMs;
   Nanos stop_ranks_at = 0;  // 0: never
   Nanos fail_at = 0;        // 0: no rank fails
+  // The interpreter is held up once (a restart's stop of the ranks): its first look at or
+  // after stall_at happens stall_for later.
+  Nanos stall_at = 0, stall_for = 0;
   // The fake CCL detects a fault this long after it took effect; the fake interpreter sees
   // the events of an anchor (fault_detected, injected, reverted) at its next look.
   Nanos detect_after = 3 * kMs;
@@ -77,6 +80,10 @@ struct FakeRun {
     Nanos last_sample = 0;
     while (now <= until) {
       ++steps;
+      if (stall_for > 0 && stall_at > 0 && now >= stall_at) {
+        now += stall_for;
+        stall_for = 0;
+      }
       const bool running = stop_ranks_at == 0 || now < stop_ranks_at;
       const int64_t min_iteration = (running ? now : stop_ranks_at) / (10 * kMs);
       // The agents: a fault sent ahead fires at its due time and is answered then; an armed
@@ -229,6 +236,42 @@ TEST_CASE(
   CHECK(run.When("fired f2") == steady + 1'200 * kMs);
   CHECK(run.When("revert f1") == steady + 1'300 * kMs);
   CHECK(run.When("revert f0") == steady + 1'600 * kMs);
+}
+
+TEST_CASE(
+    "timeline: after the interpreter was held up, late faults on one target go one at a time, "
+    "each after the revert of the one before",
+    "[unit]") {
+  FakeRun run;
+  run.until = 3'000 * kMs;
+  run.state.faults = {
+      TimeFault("f0", "h1", 1'000 * kMs, 20 * kMs), TimeFault("f1", "h1", 1'100 * kMs, 20 * kMs),
+      TimeFault("f2", "h1", 1'200 * kMs, 20 * kMs), TimeFault("g0", "h2", 1'100 * kMs, 20 * kMs)};
+  for (auto& f : run.state.faults) f.plan.target = f.agent + ".nic0";
+  run.stall_at = 900 * kMs;  // steady starts at 50 ms: held from 0.9 s to 1.3 s
+  run.stall_for = 400 * kMs;
+  run.Run();
+  REQUIRE(run.When("steady") == 50 * kMs);
+  auto effect = [&](const std::string& id) {
+    const Nanos i = run.When("inject " + id), f = run.When("fired " + id);
+    return i >= 0 ? i : f;
+  };
+  const Nanos back = 1'300 * kMs;  // the first look after the stall
+  CHECK(effect("f0") == back);
+  CHECK(effect("g0") == back);  // another target: at once
+  for (const char* id : {"f0", "f1", "f2", "g0"}) CHECK(run.When(std::string("revert ") + id) > 0);
+  CHECK(effect("f1") >= run.When("revert f0"));
+  CHECK(effect("f2") >= run.When("revert f1"));
+  CHECK(effect("f2") < back + 100 * kMs);  // caught up, not a period each
+  // Never two faults in effect on h1.nic0.
+  int held = 0;
+  for (const Done& d : run.done) {
+    for (const char* id : {"f0", "f1", "f2"}) {
+      if (d.what == std::string("inject ") + id || d.what == std::string("fired ") + id) ++held;
+      if (d.what == std::string("revert ") + id) --held;
+    }
+    CHECK(held <= 1);
+  }
 }
 
 TEST_CASE(
