@@ -68,6 +68,8 @@ size_t InputCap(InputKind kind) {
       return 64 * kMiB;
     case InputKind::kAlertRules:
       return 4 * kMiB;
+    case InputKind::kSweep:
+      return 1 * kMiB;
   }
   return 1 * kMiB;
 }
@@ -88,7 +90,8 @@ constexpr NamedValue<InputKind> kInputKindNames[] = {
     {InputKind::kSpool, "spool"},
     {InputKind::kFailureRates, "failure rates file"},
     {InputKind::kAlerts, "alerts file"},
-    {InputKind::kAlertRules, "alert rules file"}};
+    {InputKind::kAlertRules, "alert rules file"},
+    {InputKind::kSweep, "sweep file"}};
 
 std::string_view InputKindName(InputKind kind) { return NameIn(kInputKindNames, kind, "file"); }
 

@@ -34,6 +34,7 @@ enum class InputKind {
   kFailureRates,  // `faultline project --failure-rates` (reports/analysis/failure_rates.h)
   kAlerts,        // `faultline score --alerts`: detectors' alerts (reports/analysis/alerts.h)
   kAlertRules,    // `faultline score --rules`: a Prometheus rules file
+  kSweep,         // sweep files (configs/sweeps/*.yaml, harness/suite/sweep_plan.h)
 };
 
 // The largest file of each kind that is read, in bytes (docs/scenarios.md, "Files faultline

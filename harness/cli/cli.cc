@@ -19,6 +19,7 @@ void AddCertsCommands(CLI::App& app, int* exit_code);    // harness/cli/certs_cm
 void AddPluginCommands(CLI::App& app, int* exit_code);   // harness/cli/plugins_cmd.cc
 void AddStoreCommands(CLI::App& app, int* exit_code);    // harness/cli/store_cmd.cc
 void AddProjectCommands(CLI::App& app, int* exit_code);  // harness/cli/project_cmd.cc
+void AddSweepCommands(CLI::App& app, int* exit_code);    // harness/cli/sweep_cmd.cc
 void AddScoreCommands(CLI::App& app, int* exit_code);    // harness/cli/score_cmd.cc
 void AddAlertsCommands(CLI::App& app, int* exit_code);   // harness/cli/alerts_cmd.cc
 
@@ -105,6 +106,7 @@ int RunCli(int argc, char** argv) {
   AddPluginCommands(app, &exit_code);
   AddStoreCommands(app, &exit_code);
   AddProjectCommands(app, &exit_code);
+  AddSweepCommands(app, &exit_code);
   AddScoreCommands(app, &exit_code);
   AddAlertsCommands(app, &exit_code);
   try {

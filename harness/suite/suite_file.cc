@@ -49,45 +49,6 @@ Status ParseTags(const YamlDoc& doc, const YAML::Node& n, std::map<std::string, 
   return OkStatus();
 }
 
-StatusOr<CclSpec> ParseCcl(const YamlDoc& doc, const YAML::Node& n) {
-  CclSpec c;
-  if (n.IsScalar()) {
-    c.name = n.Scalar();
-  } else {
-    FL_RETURN_IF_ERROR(doc.ExpectMap(n, "ccl"));
-    FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "options"}, "ccl"));
-    FL_ASSIGN_OR_RETURN(c.name, doc.Get<std::string>(n, "name"));
-  }
-  // Names and options are checked against the CCL's own descriptor (ccl_plugins.h).
-  auto plugin = ccl::FindCclPlugin(c.name);
-  if (!plugin.ok()) return doc.Error(n.IsMap() ? n["name"] : n, plugin.status().message());
-  if (n.IsMap() && doc.Has(n, "options")) {
-    const YAML::Node o = n["options"];
-    FL_RETURN_IF_ERROR(doc.ExpectMap(o, "options"));
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      if (!it->second.IsScalar())
-        return doc.Error(it->second, "option values must be single values");
-      const std::string k = it->first.Scalar();
-      if (std::string why = (*plugin)->options.Check(k, it->second.Scalar()); !why.empty())
-        return doc.Error((*plugin)->options.Find(k) ? it->second : it->first, why);
-      c.options[k] = it->second.Scalar();
-    }
-  }
-  return c;
-}
-
-Status ParseCcls(const YamlDoc& doc, const YAML::Node& n, std::vector<CclSpec>* out) {
-  FL_RETURN_IF_ERROR(doc.ExpectSequence(n, "ccls"));
-  if (n.size() == 0) return doc.Error(n, "ccls must name at least one CCL (or be left out)");
-  if (n.size() > kMaxCcls)
-    return doc.Error(n, "ccls names at most " + std::to_string(kMaxCcls) + " CCLs");
-  for (const auto& c : n) {
-    FL_ASSIGN_OR_RETURN(CclSpec spec, ParseCcl(doc, c));
-    out->push_back(std::move(spec));
-  }
-  return OkStatus();
-}
-
 StatusOr<uint32_t> ParseRepeat(const YamlDoc& doc, const YAML::Node& map) {
   return doc.GetBounded<uint32_t>(map, "repeat", 1, kMaxRepeat);
 }
@@ -167,6 +128,49 @@ Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* 
 }
 
 }  // namespace
+
+namespace {
+
+StatusOr<CclSpec> ParseCcl(const YamlDoc& doc, const YAML::Node& n) {
+  CclSpec c;
+  if (n.IsScalar()) {
+    c.name = n.Scalar();
+  } else {
+    FL_RETURN_IF_ERROR(doc.ExpectMap(n, "ccl"));
+    FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "options"}, "ccl"));
+    FL_ASSIGN_OR_RETURN(c.name, doc.Get<std::string>(n, "name"));
+  }
+  // Names and options are checked against the CCL's own descriptor (ccl_plugins.h).
+  auto plugin = ccl::FindCclPlugin(c.name);
+  if (!plugin.ok()) return doc.Error(n.IsMap() ? n["name"] : n, plugin.status().message());
+  if (n.IsMap() && doc.Has(n, "options")) {
+    const YAML::Node o = n["options"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(o, "options"));
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      if (!it->second.IsScalar())
+        return doc.Error(it->second, "option values must be single values");
+      const std::string k = it->first.Scalar();
+      if (std::string why = (*plugin)->options.Check(k, it->second.Scalar()); !why.empty())
+        return doc.Error((*plugin)->options.Find(k) ? it->second : it->first, why);
+      c.options[k] = it->second.Scalar();
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Status ParseCcls(const YamlDoc& doc, const YAML::Node& n, std::vector<CclSpec>* out) {
+  FL_RETURN_IF_ERROR(doc.ExpectSequence(n, "ccls"));
+  if (n.size() == 0) return doc.Error(n, "ccls must name at least one CCL (or be left out)");
+  if (n.size() > kMaxCcls)
+    return doc.Error(n, "ccls names at most " + std::to_string(kMaxCcls) + " CCLs");
+  for (const auto& c : n) {
+    FL_ASSIGN_OR_RETURN(CclSpec spec, ParseCcl(doc, c));
+    out->push_back(std::move(spec));
+  }
+  return OkStatus();
+}
 
 StatusOr<Suite> LoadSuiteFile(const std::string& path) {
   auto text = ReadInputFile(path, InputKind::kSuite);

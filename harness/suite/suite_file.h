@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/yaml_util.h"
 #include "reports/compare/metric_policy.h"
 
 namespace fl::harness::suite {
@@ -61,6 +62,10 @@ struct Suite {
   reports::compare::PolicyTable policies;
   RegressionSpec regression;
 };
+
+// A `ccls:` sequence (a name, or {name, options}), each checked against its CCL's options;
+// sweep files read the same (sweep_plan.h).
+[[nodiscard]] Status ParseCcls(const YamlDoc& doc, const YAML::Node& n, std::vector<CclSpec>* out);
 
 [[nodiscard]] StatusOr<Suite> LoadSuiteFile(const std::string& path);
 // name: what errors call the input; relative scenario paths are resolved beside it.

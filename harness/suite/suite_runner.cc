@@ -174,6 +174,7 @@ RunOutcome RunChildScenario(const std::string& bin, const std::vector<std::strin
     }
   }
   if (o.exit_code != 0 && o.exit_code != 1) {
+    if (!o.error.empty() && !o.error.ends_with("; ")) o.error += "; ";
     o.error += "faultline run exited " + std::to_string(o.exit_code) +
                (o.exit_code < 0 ? " (signal)" : "") + ": " + LastLines(err + out, 5);
   }
