@@ -80,8 +80,10 @@ int Sweep(const SweepArgs& a) {
       return 2;
     }
   }
-  std::string text = reports::compare::RenderSweepText(result.maps);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (a.json_path != "-") {  // standard output holds one of them
+    std::string text = reports::compare::RenderSweepText(result.maps);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
   if (!a.html.empty()) {
     if (Status st = WriteFileAtomic(a.html, reports::compare::RenderSweepHtml(result.maps));
         !st.ok())

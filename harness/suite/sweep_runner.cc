@@ -234,6 +234,7 @@ StatusOr<SweepMapInput> LoadSweepInput(const SweepSpec& spec, const std::string&
       c.invalid = PointProblem(spec, p, pi);
     }
   auto reader = reports::compare::RunReader::Open(db_path);
+  std::map<std::pair<size_t, std::string>, std::vector<reports::compare::RunMetricSet>> sets;
   if (reader.ok()) {
     reports::RunFilter f;
     f.tags[kSweepTag] = sweep_id;
@@ -255,6 +256,12 @@ StatusOr<SweepMapInput> LoadSweepInput(const SweepSpec& spec, const std::string&
       FL_ASSIGN_OR_RETURN(reports::compare::RunMetricSet set, (*reader)->Load(r));
       it->second.run_ids.push_back(r.id);
       it->second.runs.push_back(reports::compare::SweepRunValues(set));
+      sets[it->first].push_back(std::move(set));
+    }
+    // The repeats of each point as a suite shows a group's (repeats.h).
+    for (auto& [key, group] : sets) {
+      auto summary = reports::compare::SummariseRepeats(**reader, group, {});
+      if (summary.ok()) cells[key].repeats = std::move(*summary);
     }
   }
   for (auto& [k, c] : cells) in.cells.push_back(std::move(c));

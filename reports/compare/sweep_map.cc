@@ -173,6 +173,9 @@ PanelMap BuildPanel(const SweepMapInput& in, const std::string& panel, const Swe
         const double small = std::min(a, b), big = std::max(a, b);
         if (big - small < 0.5 * spread) continue;
         if (small > 0 && big < 3 * small) continue;
+        // A jump the repeats themselves span is noise, not a cliff.
+        const CellValue &x = m.values[p], &y = m.values[q];
+        if (x.hi >= y.lo && y.hi >= x.lo) continue;
         m.cliffs.push_back({axis, p, q, a, b});
       }
     }
@@ -283,7 +286,23 @@ std::string RenderSweepText(const SweepMaps& maps) {
       out += SweepCallouts(maps, mm, pm);
     }
   }
+  std::string shortfalls;
+  for (const auto& c : in.cells)
+    if (c.repeats)
+      if (std::string v = VerdictShortfall(*c.repeats); !v.empty())
+        shortfalls += "  " + PointLabel(in, c.point) +
+                      (c.panel.empty() ? "" : " [" + c.panel + "]") + ": " + v + "\n";
+  if (!shortfalls.empty()) out += "expectations not met by every repeat\n" + shortfalls;
   return out;
+}
+
+std::string VerdictShortfall(const RepeatSummary& r) {
+  std::string s;
+  for (const auto& v : r.verdicts)
+    if (v.met < v.runs)
+      s += (s.empty() ? "" : ", ") + std::to_string(v.met) + "/" + std::to_string(v.runs) +
+           " met " + v.expectation + (v.fault_id.empty() ? "" : " " + v.fault_id);
+  return s;
 }
 
 std::string SweepMapsJson(const SweepMaps& maps) {
@@ -294,12 +313,14 @@ std::string SweepMapsJson(const SweepMaps& maps) {
     axes.push_back({{"label", a.label}, {"path", a.path}, {"values", a.values}, {"log", a.log}});
   json cells = json::array();
   for (const auto& c : in.cells)
-    cells.push_back({{"point", c.point},
-                     {"label", PointLabel(in, c.point)},
-                     {"panel", c.panel},
-                     {"runs", c.run_ids},
-                     {"errors", c.errors},
-                     {"invalid", c.invalid.empty() ? json(nullptr) : json(c.invalid)}});
+    cells.push_back(
+        {{"point", c.point},
+         {"label", PointLabel(in, c.point)},
+         {"panel", c.panel},
+         {"runs", c.run_ids},
+         {"errors", c.errors},
+         {"invalid", c.invalid.empty() ? json(nullptr) : json(c.invalid)},
+         {"repeats", c.repeats ? json::parse(RepeatsJson(*c.repeats)) : json(nullptr)}});
   json metrics = json::array();
   for (const auto& mm : maps.metrics) {
     json panels = json::array();

@@ -9,9 +9,11 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "reports/compare/repeats.h"
 #include "reports/compare/run_metrics.h"
 
 namespace fl::reports::compare {
@@ -46,6 +48,9 @@ struct SweepMapCell {
   std::vector<std::map<std::string, double>> runs;  // SweepRunValues per repeat that finished
   int errors = 0;       // repeats that gave no result (infrastructure, timeout)
   std::string invalid;  // why the point cannot run (the scenario refuses its values)
+  // The repeats as suites show them (repeats.h): every metric's median, spread and interval,
+  // and how many of the repeats met each expectation. Unset without a finished repeat.
+  std::optional<RepeatSummary> repeats;
 };
 
 struct SweepMapInput {
@@ -88,7 +93,8 @@ struct SweepMaps {
 };
 
 // A jump between neighbours is a cliff when it is at least half of the metric's spread over
-// the panel and the larger value is at least 3 times the smaller (or the smaller is 0).
+// the panel, the larger value is at least 3 times the smaller (or the smaller is 0 or less),
+// and the two points' repeats do not overlap (their ranges are apart: not noise).
 SweepMaps BuildSweepMaps(SweepMapInput input);
 
 // "every=100ms duration=20ms" of a point.
@@ -99,6 +105,8 @@ std::string FormatMapValue(double v, const std::string& unit);
 // A grid per metric and panel (rows: the first axis, columns: the second), then the worst
 // point, its region and the cliffs.
 std::string RenderSweepText(const SweepMaps& maps);
+// "2/3 met survives, 1/3 met max_detection_ms f0": the expectations not every repeat met.
+std::string VerdictShortfall(const RepeatSummary& r);
 // The worst point, its region and the cliffs of one panel, as indented lines.
 std::string SweepCallouts(const SweepMaps& maps, const MetricMap& mm, const PanelMap& pm);
 std::string SweepMapsJson(const SweepMaps& maps);

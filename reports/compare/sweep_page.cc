@@ -50,6 +50,16 @@ std::string CellHtml(const SweepMaps& maps, const MetricMap& mm, const PanelMap&
     tip += "\nruns:";
     for (const auto& id : cell->run_ids) tip += " " + id;
     if (cell->errors) tip += "\n" + std::to_string(cell->errors) + " repeat(s) without a result";
+    if (cell->repeats) {
+      int shown = 0;
+      for (const auto& m : cell->repeats->metrics)
+        if (BareName(m.key) == mm.def.key && ++shown <= 3)
+          tip += "\n" + m.key + ": median " + FormatMapValue(m.median, mm.def.unit) +
+                 ", 95% interval [" + FormatMapValue(m.interval.lo, mm.def.unit) + ", " +
+                 FormatMapValue(m.interval.hi, mm.def.unit) + "]";
+      const std::string v = VerdictShortfall(*cell->repeats);
+      tip += "\nexpectations: " + (v.empty() ? std::string("every repeat met every one") : v);
+    }
   }
   std::string cls;
   if (p == pm.worst && w > 0) cls = "worst";

@@ -68,6 +68,9 @@ SweepMapInput Input() {
   cell(4, "ftccl", {9, 9, 9});
   cell(5, "ftccl", {850, 950, 2000});
   cell(0, "gloo", {5, 5, 5});
+  RepeatSummary r;
+  r.verdicts = {{"survives", "", 1, 3}, {"exact_correctness", "", 3, 3}};
+  in.cells[3].repeats = r;  // point 3 of ftccl
   return in;
 }
 
@@ -115,7 +118,12 @@ TEST_CASE("sweep map: medians, the worst point and its region, the cliffs", "[un
   CHECK(text.find("cliff along duration at every=1s: 20ms -> 500ms, recovery time 10 ms -> 1 s") !=
         std::string::npos);
 
+  CHECK(text.find("expectations not met by every repeat\n  every=1s duration=500ms [ftccl]: "
+                  "1/3 met survives\n") != std::string::npos);
+  CHECK(text.find("met exact_correctness") == std::string::npos);
+
   const std::string html = RenderSweepHtml(maps);
+  CHECK(html.find("expectations: 1/3 met survives") != std::string::npos);
   CHECK(html.find("flaps &lt;x&gt;") != std::string::npos);
   CHECK(html.find("<x>") == std::string::npos);
   CHECK(html.find("class=\"worst region\"") != std::string::npos);
@@ -127,6 +135,7 @@ TEST_CASE("sweep map: medians, the worst point and its region, the cliffs", "[un
   CHECK(j["metrics"][0]["panels"][0]["worst"] == "every=1s duration=500ms");
   CHECK(j["metrics"][0]["panels"][0]["values"][1].is_null());
   CHECK(j["cells"].size() == 7);
+  CHECK(j["cells"][3]["repeats"]["verdicts"][0]["met"] == 1);
 }
 
 }  // namespace
