@@ -157,4 +157,10 @@ StatusOr<uint64_t> YamlDoc::AsBitRateIn(const YAML::Node& node, std::string_view
   return Bounded(*this, node, what, AsBitRate(node, what), lo, hi, Unit::kBitRate);
 }
 
+std::string EmitYaml(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return std::string(out.c_str()) + "\n";
+}
+
 }  // namespace fl

@@ -54,6 +54,10 @@ Status CheckBounds(std::string_view what, T v, T lo, T hi, Unit unit = Unit::kNo
   return problem.empty() ? OkStatus() : InvalidArgumentError(problem);
 }
 
+// A node as YAML text (block style, a final newline): what the shrinker and the sweep write
+// their scenario variants with.
+std::string EmitYaml(const YAML::Node& node);
+
 class YamlDoc {
  public:
   static StatusOr<YamlDoc> LoadFile(const std::string& path, InputKind kind);

@@ -3,6 +3,8 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/yaml_util.h"
+
 #include <algorithm>
 #include <filesystem>
 
@@ -19,12 +21,6 @@ namespace fl::harness::suite {
 namespace {
 
 constexpr Nanos kShortest = 100 * kNsPerMs;
-
-std::string Emit(const YAML::Node& node) {
-  YAML::Emitter out;
-  out << node;
-  return std::string(out.c_str()) + "\n";
-}
 
 // The scenario with only the faults whose indices are in keep, their anchors (after_event /
 // during: "fN", a fault's index) renumbered; a null node when a kept fault's anchor is not
@@ -65,7 +61,7 @@ class Reducer {
   // Asks whether candidate still fails; true keeps it as the new best. Errors end the shrink.
   StatusOr<bool> Try(const YAML::Node& candidate, const std::string& what) {
     if (candidate.IsNull()) return false;  // not a scenario (WithFaults)
-    std::string yaml = Emit(candidate);
+    std::string yaml = EmitYaml(candidate);
     if (!tried_.insert(yaml).second) return false;  // asked before: it did not fail then
     if (Spent()) return false;
     ++result_->runs;
@@ -107,7 +103,7 @@ StatusOr<ShrinkResult> ShrinkScenario(const std::string& yaml,
     return InvalidArgumentError("scenario: no faults sequence to shrink");
   }
   ShrinkResult result;
-  result.yaml = Emit(best);
+  result.yaml = EmitYaml(best);
   result.faults_before = best["faults"].size();
   Reducer r(fails, budget, &result);
   // The fault indices into the original list still in `best` (for the targets of step 2).
@@ -342,7 +338,7 @@ ShrinkOutcome RunShrink(const ShrinkOptions& o) {
                      "`: it fails " + expectations + " as that run did (" +
                      std::to_string(result.faults_before) + " fault(s) -> " +
                      std::to_string(result.faults_after) + ", " + std::to_string(result.runs) +
-                     " replays).\n" + Emit(doc);
+                     " replays).\n" + EmitYaml(doc);
   if (Status s = WriteFileAtomic(out.out_path, text); !s.ok()) return fail(3, s.ToUserString());
   out.result = std::move(result);
   out.exit_code = interrupted ? 130 : 0;

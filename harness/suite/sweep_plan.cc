@@ -178,12 +178,6 @@ StatusOr<YAML::Node> Parent(YAML::Node root, const SweepAxis& axis, bool create 
   return Resolve(root, p, create);
 }
 
-std::string Emit(const YAML::Node& node) {
-  YAML::Emitter out;
-  out << node;
-  return std::string(out.c_str()) + "\n";
-}
-
 Status CheckAxisValue(const SweepAxis& a, const std::string& v) {
   if (v.empty() || v.size() > 64 || v.find_first_of("\n\r\t{}[]#&*!|>'\"%@`") != std::string::npos)
     return InvalidArgumentError(a.where + ": value '" + v +
@@ -479,7 +473,7 @@ StatusOr<std::vector<SweepPoint>> PlanPoints(const SweepSpec& spec) {
       }
       pt.label += (pt.label.empty() ? "" : " ") + a.label + "=" + v;
     }
-    pt.yaml = Emit(doc);
+    pt.yaml = EmitYaml(doc);
     out.push_back(std::move(pt));
   }
   return out;
@@ -506,7 +500,7 @@ StatusOr<std::string> ApplySets(const std::string& yaml,
       return InvalidArgumentError(where + ": '" + path + "' is not a key of a map");
     parent[key] = value;
   }
-  return Emit(doc);
+  return EmitYaml(doc);
 }
 
 std::string PlanHash(const SweepSpec& spec) {
