@@ -12,7 +12,7 @@ using namespace fl;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string kName = FL_SOURCE_DIR "/configs/sweeps/fuzz-input.yaml";
-  const std::string text = fuzz::AsText(data, size);
+  const std::string text(fuzz::AsText(data, size));
   // The first line alone, as a --vary flag.
   const std::string line = text.substr(0, text.find('\n'));
   auto axis = harness::suite::ParseAxis(line, "--vary");
