@@ -27,8 +27,9 @@ PACKAGES=(
   iproute2 nftables ethtool iperf3 procps util-linux
   slurm-wlm munge openssh-server openssh-client prometheus prometheus-pushgateway frr
   # Alertmanager: the alert receiver's test sends it an alert and takes its webhook
-  # notifications (harness/alerts, docs/detectors.md)
-  prometheus-alertmanager
+  # notifications (harness/alerts, docs/detectors.md); node_exporter: the detectors' root test
+  # runs one inside a lab host's namespace for Prometheus to scrape
+  prometheus-alertmanager prometheus-node-exporter
   # PostgreSQL: libpq for the store's PostgreSQL back end (--db postgresql://...); the server
   # (postgresql-15) for the tests, which start their own with initdb and pg_ctl as nobody
   postgresql-15 libpq-dev

@@ -47,6 +47,7 @@ OTHER_KINDS = {
     "configs/policies": "agent policies (harness/agent/agent_policy.cc)",
     "configs/failure_rates": "failure rates of faultline project (reports/analysis/failure_rates.cc)",
     "configs/sweeps": "sweep files of faultline sweep (harness/suite/sweep_plan.cc)",
+    "configs/alerts": "Prometheus alert rules for faultline score (docs/detectors.md; promtool checks them)",
 }
 SCHEMA_DIR = "configs/schema"
 EDITOR_PREFIX = "# yaml-language-server: $schema="
