@@ -25,7 +25,7 @@ constexpr double kMinLeaseS = 0.1, kMaxLeaseS = 300;
 
 void AddRunCommands(CLI::App& app, int* exit_code) {
   struct Args {
-    std::string scenario, db, run_id, policy, tls_dir, lab, on_lab;
+    std::string scenario, db, run_id, policy, tls_dir, lab, on_lab, metrics_listen;
     bool no_tls = false;
     uint64_t seed = 0;
     std::vector<std::string> tags, ccl_options;
@@ -62,6 +62,9 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
                   "run on the local lab NAME that is already up (`faultline lab up`, or the one a\n"
                   "sweep keeps up) instead of building one: it must come from the same topology,\n"
                   "is checked to be as it was built before the run, and stays up after it");
+    c->add_option("--metrics-listen", args->metrics_listen,
+                  "serve the run's live metrics for Prometheus on HOST:PORT while it runs\n"
+                  "(GET /metrics: iterations, wrong results, failed ranks; docs/detectors.md)");
     c->add_option("--seed", args->seed,
                   "seed for target draws and jitter (default: the scenario's)");
     c->add_option("--tag", args->tags, "k=v tag stored with the run (repeatable), e.g. fw=22.39");
@@ -140,6 +143,7 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     o.tls_dir = args->tls_dir;
     o.lab_file = args->lab;
     o.on_lab = args->on_lab;
+    o.metrics_listen = args->metrics_listen;
     o.no_tls = args->no_tls;
     *exit_code = RunScenario(o);
   };

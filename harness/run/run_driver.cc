@@ -15,6 +15,7 @@
 #include "harness/run/fault_book.h"
 #include "harness/run/job.h"
 #include "harness/run/lab_claim.h"
+#include "harness/run/live_metrics.h"
 #include "harness/run/prepare.h"
 #include "harness/run/run_context.h"
 #include "harness/run/run_record.h"
@@ -227,6 +228,20 @@ int Run(const RunOptions& opts) {
     claim = std::move(*taken);
   }
 
+  // Listening before the run is recorded: an address that cannot be bound fails it cleanly.
+  std::unique_ptr<LiveMetrics> live;
+  if (!opts.metrics_listen.empty()) {
+    auto m = LiveMetrics::Start(opts.metrics_listen);
+    if (!m.ok()) {
+      Status st = m.status();
+      st = st.Prepend("--metrics-listen");
+      if (st.code() == Code::kInvalidArgument) return BadInput(st);
+      return Infra(st);
+    }
+    live = std::move(*m);
+    Narrate("[metrics] live metrics at http://%s/metrics", opts.metrics_listen.c_str());
+  }
+
   SignalScope signals;
   {
     auto ids = CreateRun(*run.results.store, NewRunRecord(run.prepared));
@@ -265,6 +280,14 @@ int Run(const RunOptions& opts) {
   PrintLint(stderr, p);
 
   Progress progress;
+  // The page shows the job from here on, and stops reading it before progress goes.
+  struct LiveScope {
+    LiveMetrics* live;
+    ~LiveScope() {
+      if (live) live->Detach();
+    }
+  } live_scope{live.get()};
+  if (live) live->Attach(run.ids.run_id, p.scenario.name, p.world, &progress);
   Console console(run, progress);
   FaultBook book(run, progress,
                  [&console](const std::string& line, Tone tone) { console.Say(line, tone); });

@@ -34,6 +34,8 @@ struct RunOptions {
   std::string lab_file;
   // A local lab already up to run on (Lab::UseRunningLab): checked before, left up after.
   std::string on_lab;
+  // HOST:PORT to serve the run's live metrics on while it runs (live_metrics.h); empty: none.
+  std::string metrics_listen;
   // Labs of real hosts speak mutual TLS with the certificates in tls_dir (default: tls/ beside
   // the lab's token file; docs/control_plane.md); no_tls: token only.
   std::string tls_dir;

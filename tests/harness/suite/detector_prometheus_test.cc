@@ -1,5 +1,6 @@
 // Detectors scored against injected faults with real monitoring: Debian's Prometheus scrapes a
-// node_exporter running inside a lab host's namespace (that host's own TCP and NIC counters),
+// node_exporter running inside a lab host's namespace (that host's own TCP and NIC counters)
+// and the run's own live metrics (`faultline run --metrics-listen`),
 // evaluates the shipped example rules (configs/alerts/example_rules.yml), and sends what fires
 // to a real Alertmanager, whose webhook is `faultline alerts receive`; a run injects packet
 // loss on that host's NIC (on the lab kept up, `run --on-lab`); `faultline score` then holds
@@ -86,7 +87,7 @@ TEST_CASE(
     h1 = m[1];
   }
   const int ne_port = FreePort(), am_port = FreePort(), prom_port = FreePort(),
-            recv_port = FreePort();
+            recv_port = FreePort(), fl_port = FreePort();
   ChildProcess::Options quiet;
   quiet.out = d + "/ne.log";
   quiet.netns = "fl-" + name + "-h1";
@@ -128,7 +129,10 @@ TEST_CASE(
                               "scrape_configs:\n  - job_name: h1\n    static_configs:\n"
                               "      - targets: ['" +
                               h1 + ":" + std::to_string(ne_port) + "']\n" +
-                              "        labels: {target: h1}\n")
+                              "        labels: {target: h1}\n"
+                              "  - job_name: faultline\n    static_configs:\n"
+                              "      - targets: ['127.0.0.1:" +
+                              std::to_string(fl_port) + "']\n")
               .ok());
   ChildProcess::Options prom_o;
   prom_o.out = d + "/prom.log";
@@ -150,7 +154,9 @@ TEST_CASE(
               .ok());
   const std::string db = d + "/results.db";
   {
-    Faultline run({"run", scenario, "--db", db, "--on-lab", name, "-q"}, d, "run");
+    Faultline run({"run", scenario, "--db", db, "--on-lab", name, "-q", "--metrics-listen",
+                   "127.0.0.1:" + std::to_string(fl_port)},
+                  d, "run");
     auto rc = run.Wait(Deadline::After(180 * kNsPerSec));
     INFO(run.out() + run.err());
     REQUIRE(rc.has_value());
@@ -158,6 +164,18 @@ TEST_CASE(
   }
   // The loss alert resolves a few seconds after the loss ends; the noisy one fires again.
   std::this_thread::sleep_for(std::chrono::seconds(8));
+  // Prometheus scraped faultline's own endpoint during the run.
+  {
+    auto q = HttpSend("GET",
+                      HttpUrl{"127.0.0.1", prom_port,
+                              "/api/v1/query?query=max_over_time(faultline_job_samples_total[5m])"},
+                      "text/plain", "", Deadline::After(10 * kNsPerSec));
+    REQUIRE(q.ok());
+    INFO(q->body);
+    auto qj = nlohmann::json::parse(q->body);
+    REQUIRE(qj["data"]["result"].size() == 1);
+    CHECK(std::stod(qj["data"]["result"][0]["value"][1].get<std::string>()) > 100);
+  }
   for (ChildProcess* p : {&prometheus, &alertmanager}) {
     kill(p->pid(), SIGTERM);
     REQUIRE(p->Wait(Deadline::After(30 * kNsPerSec)).has_value());
@@ -175,6 +193,9 @@ TEST_CASE(
   for (const auto& det : j["detectors"]) by[det["name"].get<std::string>()] = det;
   REQUIRE(by.count("TcpRetransmits"));
   REQUIRE(by.count("NeverFires"));  // a rule of the file that raised nothing still scores
+  REQUIRE(by.count("WrongResults"));
+  CHECK(by["WrongResults"]["alerts"] == 0);  // ftccl kept every result exact
+  CHECK(by["WrongResults"]["recall"] == 0.0);
   REQUIRE(by.count("Noisy"));
   CHECK(by["TcpRetransmits"]["recall"] == 1.0);
   CHECK(by["TcpRetransmits"]["false_alarms"] == 0);
