@@ -75,7 +75,7 @@ int Sweep(const SweepArgs& a) {
     o.keep_lab = !a.no_keep_lab;
     if (!ParseKeyValues("sweep", "--tag", a.tags, &o.tags)) return 2;
     result = suite::RunSweep(*spec, o);
-    if (result.exit_code == 2 && result.runs.empty()) {
+    if (result.exit_code == 2 && result.runs.empty() && result.already_done == 0) {
       std::fprintf(stderr, "faultline sweep: %s\n", result.message.c_str());
       return 2;
     }

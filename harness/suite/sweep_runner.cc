@@ -332,6 +332,24 @@ SweepResult RunSweep(const SweepSpec& spec, const SweepOptions& options) {
     uint32_t rep;
   };
   std::vector<Job> jobs;
+  // A point the scenario refuses is n/a; an axis that names no key the scenario knows (a
+  // misspelt path: the loader says "unknown key") or one that makes every point refused is a
+  // mistake of the sweep, said before anything runs.
+  {
+    std::string first_problem;
+    size_t refused = 0;
+    for (size_t c = 0; c < panels.size(); ++c)
+      for (const auto& pt : *points) {
+        std::string why = PointProblem(spec, pt, c);
+        if (why.empty()) continue;
+        ++refused;
+        if (first_problem.empty()) first_problem = pt.label + ": " + why;
+        if (why.find("unknown key") != std::string::npos)
+          return fail(2, "point " + pt.label + ": " + why);
+      }
+    if (refused == points->size() * panels.size())
+      return fail(2, "the scenario refuses every point, e.g. " + first_problem);
+  }
   for (size_t c = 0; c < panels.size(); ++c)
     for (size_t i = 0; i < points->size(); ++i) {
       if (!PointProblem(spec, (*points)[i], c).empty()) {

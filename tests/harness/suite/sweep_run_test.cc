@@ -64,6 +64,14 @@ TEST_CASE(
   const std::vector<std::string> args = {
       "sweep", scenario, "--vary", "faults[0].duration=50ms,100ms", "--repeats", "2", "--db", db};
   const auto before = LabNetns("sw");
+  {
+    // A misspelt path is the sweep's mistake: exit 2 before any lab or run.
+    Faultline bad({"sweep", scenario, "--vary", "faults[0].evry=1s,2s", "--db", db}, dir.path(),
+                  "bad");
+    REQUIRE(bad.Wait(Deadline::After(30 * kNsPerSec)) == std::optional<int>(2));
+    CHECK(bad.err().find("unknown key 'evry'") != std::string::npos);
+    CHECK(access(db.c_str(), F_OK) != 0);
+  }
   std::string sweep_id;
   {
     Faultline first(args, dir.path(), "first");
