@@ -102,4 +102,26 @@ class Faultline {
   ChildProcess proc_;
 };
 
+// A local lab brought up with `faultline lab up` for the test (runs go on it with --on-lab)
+// and brought down when the scope ends.
+class LabUp {
+ public:
+  LabUp(const std::string& topology, const std::string& name, const std::string& dir)
+      : name_(name), dir_(dir) {
+    Faultline up({"lab", "up", topology, "--name", name}, dir, "lab_up");
+    ok_ = up.Wait(Deadline::After(60 * kNsPerSec)) == std::optional<int>(0);
+  }
+  ~LabUp() {
+    Faultline down({"lab", "down", name_}, dir_, "lab_down");
+    down.Wait(Deadline::After(60 * kNsPerSec));
+  }
+  LabUp(const LabUp&) = delete;
+  LabUp& operator=(const LabUp&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::string name_, dir_;
+  bool ok_ = false;
+};
+
 }  // namespace fl::testing

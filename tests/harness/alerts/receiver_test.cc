@@ -89,20 +89,6 @@ TEST_CASE("alert receiver: bad addresses and files are refused before it listens
   CHECK(AlertReceiver::Start(o).status().code() == Code::kInvalidArgument);
 }
 
-// A port nobody listens on now (bound, then released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST_CASE("alert receiver: a real Alertmanager's alert, firing then resolved, scores as one",
           "[integration]") {
   const std::string am = "/usr/bin/prometheus-alertmanager";
@@ -110,7 +96,7 @@ TEST_CASE("alert receiver: a real Alertmanager's alert, firing then resolved, sc
   TempDir dir("fl_am");
   const std::string out = dir.path() + "/alerts.jsonl";
   auto r = StartOn(out);
-  const int am_port = FreePort();
+  const int am_port = testing::FreeTcpPort("127.0.0.1");
   REQUIRE(WriteFileAtomic(dir.path() + "/am.yml",
                           "route:\n"
                           "  receiver: fl\n"

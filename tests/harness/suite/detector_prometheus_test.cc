@@ -31,18 +31,6 @@ using testing::Faultline;
 using testing::TempDir;
 using testing::WriteLab;
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 bool Ready(const std::string& host, int port, const std::string& path) {
   return WaitUntil(
       [&] {
@@ -65,17 +53,8 @@ TEST_CASE(
   const std::string d = dir.path();
   const std::string lab = WriteLab(d);
   const std::string name = "pr" + std::to_string(getpid() % 100000);
-  {
-    Faultline up({"lab", "up", lab, "--name", name}, d, "up");
-    REQUIRE(up.Wait(Deadline::After(60 * kNsPerSec)) == std::optional<int>(0));
-  }
-  struct Down {
-    std::string dir, name;
-    ~Down() {
-      Faultline down({"lab", "down", name}, dir, "down");
-      down.Wait(Deadline::After(60 * kNsPerSec));
-    }
-  } down{d, name};
+  testing::LabUp lab_up(lab, name, d);
+  REQUIRE(lab_up.ok());
   // h1's management address: where its node_exporter listens, inside h1's namespace.
   std::string h1;
   {
@@ -86,8 +65,11 @@ TEST_CASE(
     REQUIRE(std::regex_search(out, m, std::regex("h1\\.mgmt0\\s+mgmt0\\s+([0-9.]+)/")));
     h1 = m[1];
   }
-  const int ne_port = FreePort(), am_port = FreePort(), prom_port = FreePort(),
-            recv_port = FreePort(), fl_port = FreePort();
+  const int ne_port = testing::FreeTcpPort("127.0.0.1"),
+            am_port = testing::FreeTcpPort("127.0.0.1"),
+            prom_port = testing::FreeTcpPort("127.0.0.1"),
+            recv_port = testing::FreeTcpPort("127.0.0.1"),
+            fl_port = testing::FreeTcpPort("127.0.0.1");
   ChildProcess::Options quiet;
   quiet.out = d + "/ne.log";
   quiet.netns = "fl-" + name + "-h1";

@@ -149,17 +149,8 @@ TEST_CASE(
   const std::string scenario = WriteFlapScenario(dir.path(), lab);
   const std::string db = dir.path() + "/results.db";
   const std::string name = "swtest" + std::to_string(getpid() % 10000);
-  {
-    Faultline up({"lab", "up", lab, "--name", name}, dir.path(), "up");
-    REQUIRE(up.Wait(Deadline::After(60 * kNsPerSec)) == std::optional<int>(0));
-  }
-  struct Down {
-    std::string dir, name;
-    ~Down() {
-      Faultline down({"lab", "down", name}, dir, "down");
-      down.Wait(Deadline::After(60 * kNsPerSec));
-    }
-  } down{dir.path(), name};
+  testing::LabUp lab_up(lab, name, dir.path());
+  REQUIRE(lab_up.ok());
   {
     Faultline run({"run", scenario, "--db", db, "--on-lab", name, "-q"}, dir.path(), "run1");
     auto rc = run.Wait(Deadline::After(120 * kNsPerSec));

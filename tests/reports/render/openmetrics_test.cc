@@ -16,6 +16,7 @@
 #include "helpers.h"
 #include "reports/render/openmetrics.h"
 #include "synthetic_run.h"
+#include "tests/test_util.h"
 
 namespace fl::reports::render {
 namespace {
@@ -30,18 +31,6 @@ double ValueOf(const std::string& text, const std::string& prefix) {
   size_t eol = text.find('\n', at + 1);
   std::string line = text.substr(at + 1, eol - at - 1);
   return std::stod(line.substr(line.rfind(' ') + 1));
-}
-
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 bool Have(const char* program) { return access(program, X_OK) == 0; }
@@ -111,7 +100,7 @@ TEST_CASE("faultline report --pushgateway pushes to a real Pushgateway", "[integ
   INFO("prometheus-pushgateway comes from Debian, installed by scripts/setup.sh");
   REQUIRE(Have("/usr/bin/prometheus-pushgateway"));
   testing::TempDir dir;
-  const int port = FreeLoopbackPort();
+  const int port = ::fl::testing::FreeTcpPort("127.0.0.1");
   fl::testing::ChildProcess::Options gw_opts;
   gw_opts.out = dir.File("gw.log");
   gw_opts.cwd = dir.path();
@@ -145,9 +134,10 @@ TEST_CASE("faultline report --pushgateway pushes to a real Pushgateway", "[integ
   CHECK(got->body.find("scenario=\"" + spec.scenario + "\"") != std::string::npos);
 
   // A gateway that is not there is an error with the address, exit 3.
-  auto bad = testing::RunProcess({FL_FAULTLINE_BIN, "report", "latest", "--db", db, "--pushgateway",
-                                  "http://127.0.0.1:" + std::to_string(FreeLoopbackPort())},
-                                 dir.File("bad.log"), std::chrono::seconds(60));
+  auto bad = testing::RunProcess(
+      {FL_FAULTLINE_BIN, "report", "latest", "--db", db, "--pushgateway",
+       "http://127.0.0.1:" + std::to_string(::fl::testing::FreeTcpPort("127.0.0.1"))},
+      dir.File("bad.log"), std::chrono::seconds(60));
   CHECK(bad.exit_code == 3);
   CHECK(ReadAll(dir.File("bad.log")).find("cannot connect to 127.0.0.1") != std::string::npos);
 }
