@@ -334,13 +334,15 @@ SweepResult RunSweep(const SweepSpec& spec, const SweepOptions& options) {
   std::vector<Job> jobs;
   // A point the scenario refuses is n/a; an axis that names no key the scenario knows (a
   // misspelt path: the loader says "unknown key") or one that makes every point refused is a
-  // mistake of the sweep, said before anything runs.
+  // mistake of the sweep, said before anything runs. Each point is checked once.
+  std::vector<std::vector<std::string>> problems(panels.size());
   {
     std::string first_problem;
     size_t refused = 0;
     for (size_t c = 0; c < panels.size(); ++c)
       for (const auto& pt : *points) {
         std::string why = PointProblem(spec, pt, c);
+        problems[c].push_back(why);
         if (why.empty()) continue;
         ++refused;
         if (first_problem.empty()) first_problem = pt.label + ": " + why;
@@ -352,7 +354,7 @@ SweepResult RunSweep(const SweepSpec& spec, const SweepOptions& options) {
   }
   for (size_t c = 0; c < panels.size(); ++c)
     for (size_t i = 0; i < points->size(); ++i) {
-      if (!PointProblem(spec, (*points)[i], c).empty()) {
+      if (!problems[c][i].empty()) {
         ++result.invalid_points;
         continue;
       }
