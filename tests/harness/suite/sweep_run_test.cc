@@ -79,7 +79,8 @@ TEST_CASE(
     REQUIRE(WaitFor(
         [&] {
           return first.err().find("[1/4] ") != std::string::npos &&
-                 first.err().find("rep 1/2: PASS") != std::string::npos;
+                 (first.err().find("rep 1/2: PASS") != std::string::npos ||
+                  first.err().find("rep 1/2: FAIL") != std::string::npos);
         },
         120 * kNsPerSec));
     CHECK(first.err().find("is up for the sweep") != std::string::npos);
