@@ -83,8 +83,8 @@ void RemoveTree(const std::string& path) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start(const lab::LocalLab& lab,
-                                                            Nanos timeout) {
+StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start(const lab::LocalLab& lab, Nanos timeout,
+                                                            const std::string& extra_conf) {
   Deadline deadline = Deadline::After(timeout);
   std::unique_ptr<SlurmCluster> c(new SlurmCluster());
   char tmpl[] = "/tmp/fl_slurm_XXXXXX";
@@ -96,7 +96,7 @@ StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start(const lab::LocalLab&
   for (const char* sub : {"/state", "/spool", "/log", "/munge"})
     FL_RETURN_IF_ERROR(MakeDirs(c->dir_ + sub, 0700));
   chmod((c->dir_ + "/munge").c_str(), 0711);
-  FL_RETURN_IF_ERROR(c->WriteConfig(lab));
+  FL_RETURN_IF_ERROR(c->WriteConfig(lab, extra_conf));
 
   // Our own munged: a fresh key, its own socket (slurm.conf's AuthInfo points there).
   std::string key(1024, '\0');
@@ -140,7 +140,7 @@ StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start(const lab::LocalLab&
   return c;
 }
 
-Status SlurmCluster::WriteConfig(const lab::LocalLab& lab) {
+Status SlurmCluster::WriteConfig(const lab::LocalLab& lab, const std::string& extra_conf) {
   const lab::LabPlan& plan = lab.plan();
   const std::string ctl_ip = Ip(plan.root_mgmt_addr);
   std::vector<std::pair<std::string, std::string>> hosts;  // name, management address
@@ -190,7 +190,8 @@ Status SlurmCluster::WriteConfig(const lab::LocalLab& lab) {
     node_names += (node_names.empty() ? "" : ",") + name;
   }
   s << "PartitionName=" << partition_ << " Nodes=" << node_names
-    << " Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE\n";
+    << " Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE\n"
+    << extra_conf;
   FL_RETURN_IF_ERROR(WriteFileAtomic(conf_, s.str()));
 
   // slurmd refuses autodetection and cgroup/v2 on a hybrid machine; a pure v2 one needs v2.

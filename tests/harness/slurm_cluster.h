@@ -28,8 +28,10 @@ namespace fl::testing {
 
 class SlurmCluster {
  public:
+  // extra_conf: lines appended to slurm.conf (Prolog=, Epilog=, HealthCheckProgram=...).
   static StatusOr<std::unique_ptr<SlurmCluster>> Start(const lab::LocalLab& lab,
-                                                       Nanos timeout = 90 * kNsPerSec);
+                                                       Nanos timeout = 90 * kNsPerSec,
+                                                       const std::string& extra_conf = "");
   ~SlurmCluster();
   SlurmCluster(const SlurmCluster&) = delete;
   SlurmCluster& operator=(const SlurmCluster&) = delete;
@@ -60,7 +62,7 @@ class SlurmCluster {
     unsigned long long start_time = 0;
     std::string log;
   };
-  Status WriteConfig(const lab::LocalLab& lab);
+  Status WriteConfig(const lab::LocalLab& lab, const std::string& extra_conf);
   StatusOr<Daemon> StartDaemon(const std::string& what, std::vector<std::string> argv,
                                const std::string& netns);
   Status WaitIdle(Deadline deadline);
