@@ -36,6 +36,10 @@ PACKAGES=(
   # /usr/bin/python3's jsonschema and yaml: ctest schema:check_schemas validates the shipped
   # YAML files against configs/schema/*.schema.json (tests/schema/check_schemas.py)
   python3-jsonschema python3-yaml
+  # The Debian packages (cmake/FaultlinePackage.cmake): dpkg-shlibdeps (dpkg-dev), man pages
+  # from --help (help2man); their test installs them into a root file system made by
+  # mmdebstrap and runs lintian (tests/package/install_test.sh)
+  dpkg-dev help2man mmdebstrap lintian
 )
 # PyTorch (CPU, 1.13 on Debian 12; about 200 packages, a minute) only when asked: most runs
 # never start a Python job.

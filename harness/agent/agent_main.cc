@@ -6,17 +6,18 @@
 #include <csignal>
 #include <filesystem>
 
+#include "common/build_info.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "common/main_guard.h"
 #include "common/yaml_util.h"
 #include "harness/agent/agent_runtime.h"
 #include "harness/agent/agent_session.h"
-#include "harness/lab/open_lab.h"
 #include "harness/agent/fingerprint.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/control/clear_dial.h"
+#include "harness/lab/open_lab.h"
 #include "injectors/journal.h"
 
 namespace {
@@ -34,6 +35,8 @@ int AgentMain(int argc, char** argv) {
       "Exit codes: 0 stopped by the coordinator or a signal, 1 lease lapsed (faults reverted),\n"
       "2 bad arguments, 3 could not register (unreachable or refused; --service keeps trying).\n"
       "A broken control stream is redialled for up to the lease and the run resumes."};
+  app.set_version_flag("--version", VersionLine("faultline-agent"),
+                       "print the version and git revision, and exit");
   harness::AgentSessionOptions opts;
   harness::AgentRuntimeOptions rt;
   std::string token_file, policy_file, tls_dir;

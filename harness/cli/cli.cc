@@ -77,13 +77,6 @@ void QuietLogsUnlessAsked() {
   if (!std::getenv("FAULTLINE_LOG")) log::Configure("warn").IgnoreError();
 }
 
-// "faultline 0.1.0 (git 6267765a1b2c)"; "(git unknown)" for a build outside a git clone.
-std::string VersionText() {
-  const std::string_view rev = BuildGitRevision();
-  return "faultline " + std::string(BuildVersion()) + " (git " +
-         (rev.empty() ? std::string("unknown") : std::string(rev)) + ")";
-}
-
 int RunCli(int argc, char** argv) {
   log::ConfigureFromEnv();
   CLI::App app{
@@ -95,7 +88,7 @@ int RunCli(int argc, char** argv) {
       "Logging: FAULTLINE_LOG=info (or e.g. warn,lab=debug)."};
   app.require_subcommand(1);
   int exit_code = 0;
-  const std::string version = VersionText();
+  const std::string version = VersionLine("faultline");
   app.set_version_flag("--version", version, "print the version and git revision, and exit");
   app.add_subcommand("version", "print the version and git revision, and exit")
       ->callback([version] { std::printf("%s\n", version.c_str()); });

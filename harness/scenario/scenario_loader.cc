@@ -24,11 +24,22 @@ std::string DirOf(const std::string& path) {
 
 bool Exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
+// Beside the scenario, then the current directory (the repository root, usually), then each
+// folder above the scenario's: "configs/labs/x.yaml" of /usr/share/faultline/configs/
+// scenarios/s.yaml is found from anywhere, as in an installed package.
 std::string ResolvePath(const std::string& rel, const std::string& scenario_path) {
   if (rel.empty() || rel[0] == '/') return rel;
-  std::string beside = DirOf(scenario_path) + "/" + rel;
-  if (Exists(beside)) return beside;
-  return rel;  // relative to the current directory (the repository root, usually)
+  std::string dir = DirOf(scenario_path);
+  if (Exists(dir + "/" + rel)) return dir + "/" + rel;
+  if (Exists(rel)) return rel;
+  for (int up = 0; up < 8 && !dir.empty() && dir != "/" && dir != "."; ++up) {
+    const auto slash = dir.rfind('/');
+    if (slash == std::string::npos) break;
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+    const std::string above = (dir == "/" ? "" : dir) + "/" + rel;
+    if (Exists(above)) return above;
+  }
+  return rel;
 }
 
 std::string Join(const std::vector<std::string>& v) {

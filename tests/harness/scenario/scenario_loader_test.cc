@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/file_util.h"
+#include "tests/test_util.h"
+
 namespace fl::harness {
 namespace {
 
@@ -470,6 +473,39 @@ job:
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message().rfind("x.yaml:6:12: 'compute' configures faultline-worker's workload",
                                    0) == 0);
+}
+
+TEST_CASE("scenario loader: lab.topology beside the file, then here, then above the file",
+          "[unit]") {
+  // An installed tree: /usr/share/faultline/configs/scenarios/s.yaml names
+  // configs/labs/t.yaml, which is found from any working directory.
+  testing::TempDir dir("fl_resolve");
+  const std::string root = dir.path() + "/share/faultline";
+  REQUIRE(MakeDirs(root + "/configs/scenarios", 0755).ok());
+  REQUIRE(MakeDirs(root + "/configs/labs", 0755).ok());
+  REQUIRE(WriteFileAtomic(root + "/configs/labs/t.yaml", "name: t\nhosts: 2\n").ok());
+  const std::string sc = root + "/configs/scenarios/s.yaml";
+  REQUIRE(WriteFileAtomic(sc,
+                          "name: s\nlab: {topology: configs/labs/t.yaml}\n"
+                          "job: {iterations: 10}\n")
+              .ok());
+  auto s = LoadScenarioFile(sc);
+  REQUIRE(s.ok());
+  CHECK(s->lab.topology == root + "/configs/labs/t.yaml");
+  // Beside the scenario wins.
+  REQUIRE(MakeDirs(root + "/configs/scenarios/configs/labs", 0755).ok());
+  REQUIRE(WriteFileAtomic(root + "/configs/scenarios/configs/labs/t.yaml", "name: t\n").ok());
+  s = LoadScenarioFile(sc);
+  REQUIRE(s.ok());
+  CHECK(s->lab.topology == root + "/configs/scenarios/configs/labs/t.yaml");
+  // Nowhere: left as written, for the lab to say it is missing.
+  REQUIRE(WriteFileAtomic(sc,
+                          "name: s\nlab: {topology: configs/labs/none.yaml}\n"
+                          "job: {iterations: 10}\n")
+              .ok());
+  s = LoadScenarioFile(sc);
+  REQUIRE(s.ok());
+  CHECK(s->lab.topology == "configs/labs/none.yaml");
 }
 
 }  // namespace
