@@ -106,8 +106,18 @@ std::pair<int, int> LineColOf(std::string_view text, size_t byte_offset) {
 std::string PathBeside(const std::string& rel, const std::string& file) {
   if (rel.empty() || rel[0] == '/') return rel;
   auto slash = file.rfind('/');
-  std::string beside = (slash == std::string::npos ? "." : file.substr(0, slash)) + "/" + rel;
-  if (access(beside.c_str(), F_OK) == 0) return beside;
+  std::string dir = slash == std::string::npos ? "." : file.substr(0, slash);
+  if (access((dir + "/" + rel).c_str(), F_OK) == 0) return dir + "/" + rel;
+  if (access(rel.c_str(), F_OK) == 0) return rel;
+  // Each folder above the file's: "configs/labs/x.yaml" named by
+  // /usr/share/faultline/configs/scenarios/s.yaml is found from any working directory.
+  for (int up = 0; up < 16 && !dir.empty() && dir != "/" && dir != "."; ++up) {
+    slash = dir.rfind('/');
+    if (slash == std::string::npos) break;
+    dir = dir.substr(0, slash);
+    const std::string above = dir + "/" + rel;
+    if (access(above.c_str(), F_OK) == 0) return above;
+  }
   return rel;
 }
 

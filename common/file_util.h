@@ -22,7 +22,8 @@ Status MakeDirs(const std::string& path, unsigned mode = 0755);
 std::string SelfExeDir();
 
 // A path named in a file: absolute as it is; relative, beside that file when it exists there,
-// else as given (relative to the working directory).
+// else as given when it exists relative to the working directory, else in the nearest folder
+// above the file's where it exists (an installed configs/ tree), else as given.
 std::string PathBeside(const std::string& rel, const std::string& file);
 
 // 1-based line and column of a byte offset (0-based) in text.

@@ -23,6 +23,7 @@ void AddSweepCommands(CLI::App& app, int* exit_code);    // harness/cli/sweep_cm
 void AddScoreCommands(CLI::App& app, int* exit_code);    // harness/cli/score_cmd.cc
 void AddAlertsCommands(CLI::App& app, int* exit_code);   // harness/cli/alerts_cmd.cc
 void AddGateCommands(CLI::App& app, int* exit_code);     // harness/cli/gate_cmd.cc
+void AddDoctorCommands(CLI::App& app, int* exit_code);   // harness/cli/doctor_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -104,6 +105,7 @@ int RunCli(int argc, char** argv) {
   AddScoreCommands(app, &exit_code);
   AddAlertsCommands(app, &exit_code);
   AddGateCommands(app, &exit_code);
+  AddDoctorCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -300,6 +301,9 @@ StatusOr<CertIdentity> ReadCertificate(std::string_view pem) {
   id.common_name = EntryText(subject, NID_commonName);
   if (auto role = ParseCertRole(EntryText(subject, NID_organizationalUnitName)); role.ok())
     id.role = *role;
+  struct tm end = {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &end) == 1)
+    id.not_after_wall_ns = static_cast<Nanos>(timegm(&end)) * kNsPerSec;
   Ptr<GENERAL_NAMES> sans(static_cast<GENERAL_NAMES*>(
       X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
   for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans.get()); ++i) {

@@ -78,6 +78,7 @@ struct CertIdentity {
   std::vector<std::string> dns_names;
   std::vector<std::string> ip_names;
   std::optional<CertRole> role;  // from the subject's OU
+  Nanos not_after_wall_ns = 0;   // the end of its validity (wall clock, ns since the epoch)
 };
 
 // Parses one PEM certificate. InvalidArgument when it is not one.

@@ -51,6 +51,11 @@ Status LocalLab::CheckJob(const harness::JobSpec& job) const {
 Status LocalLab::Preflight() const {
   if (geteuid() != 0)
     return FailedPreconditionError("the local lab needs root (network namespaces, cgroups)");
+  if (access("/proc/self/ns/net", R_OK) != 0)
+    return FailedPreconditionError("the local lab needs network namespaces (CONFIG_NET_NS)");
+  if (auto cg = injectors::Cgroup2Root(); !cg.ok())
+    return FailedPreconditionError("the local lab runs its ranks in cgroups: " +
+                                   cg.status().message());
   return OkStatus();
 }
 

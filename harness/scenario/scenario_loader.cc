@@ -17,31 +17,6 @@
 namespace fl::harness {
 namespace {
 
-std::string DirOf(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-bool Exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
-
-// Beside the scenario, then the current directory (the repository root, usually), then each
-// folder above the scenario's: "configs/labs/x.yaml" of /usr/share/faultline/configs/
-// scenarios/s.yaml is found from anywhere, as in an installed package.
-std::string ResolvePath(const std::string& rel, const std::string& scenario_path) {
-  if (rel.empty() || rel[0] == '/') return rel;
-  std::string dir = DirOf(scenario_path);
-  if (Exists(dir + "/" + rel)) return dir + "/" + rel;
-  if (Exists(rel)) return rel;
-  for (int up = 0; up < 8 && !dir.empty() && dir != "/" && dir != "."; ++up) {
-    const auto slash = dir.rfind('/');
-    if (slash == std::string::npos) break;
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
-    const std::string above = (dir == "/" ? "" : dir) + "/" + rel;
-    if (Exists(above)) return above;
-  }
-  return rel;
-}
-
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -527,8 +502,8 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
   FL_ASSIGN_OR_RETURN(s.seed, doc.GetOr<uint64_t>(root, "seed", 1));
   if (!doc.Has(root, "lab")) return doc.Error(root, "missing required key 'lab'");
   FL_RETURN_IF_ERROR(ParseLab(doc, root["lab"], &s.lab));
-  s.lab.topology = ResolvePath(s.lab.topology, name);
-  s.lab.inventory = ResolvePath(s.lab.inventory, name);
+  s.lab.topology = PathBeside(s.lab.topology, name);
+  s.lab.inventory = PathBeside(s.lab.inventory, name);
   s.lab.file = s.lab.topology.empty() ? s.lab.inventory : s.lab.topology;
   if (!doc.Has(root, "job")) return doc.Error(root, "missing required key 'job'");
   FL_RETURN_IF_ERROR(ParseJob(doc, root["job"], &s.job));

@@ -23,18 +23,6 @@ constexpr Nanos kMaxRunTimeout = 7 * 24 * 3600 * kNsPerSec;
 constexpr double kMaxRelative = 10.0;
 constexpr double kMaxAbsolute = 1e12;
 
-std::string DirOf(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string ResolvePath(const std::string& rel, const std::string& suite_path) {
-  if (rel.empty() || rel[0] == '/') return rel;
-  std::string beside = DirOf(suite_path) + "/" + rel;
-  if (access(beside.c_str(), R_OK) == 0) return beside;
-  return rel;
-}
-
 Status ParseTags(const YamlDoc& doc, const YAML::Node& n, std::map<std::string, std::string>* out) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "tags"));
   for (auto it = n.begin(); it != n.end(); ++it) {
@@ -72,10 +60,10 @@ Status ParseScenarioEntry(const YamlDoc& doc, const YAML::Node& n, const std::st
     if (doc.Has(n, "tags")) FL_RETURN_IF_ERROR(ParseTags(doc, n["tags"], &s->tags));
   }
   FL_ASSIGN_OR_RETURN(std::string rel, doc.As<std::string>(path_node, "path"));
-  s->path = ResolvePath(rel, suite_path);
+  s->path = PathBeside(rel, suite_path);
   if (access(s->path.c_str(), R_OK) != 0)
     return doc.Error(path_node, "scenario file '" + rel + "' not found (looked beside " +
-                                    suite_path + " and in the current directory)");
+                                    suite_path + ", in the current directory and above the suite)");
   return OkStatus();
 }
 

@@ -1,0 +1,62 @@
+// `faultline doctor`: every precondition of a run checked before anything is touched
+// (harness/suite/doctor.h, docs/operations.md "faultline doctor"); Nagios exit codes.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+
+#include "harness/cli/cli.h"
+#include "harness/suite/doctor.h"
+
+namespace fl::harness {
+namespace {
+
+struct DoctorArgs {
+  suite::DoctorOptions o;
+  bool json = false;
+};
+
+int Doctor(DoctorArgs& a) {
+  QuietLogsUnlessAsked();
+  if (a.o.suite_file.empty() && a.o.scenario_files.empty() && a.o.lab_file.empty()) {
+    std::fprintf(stderr, "faultline doctor: give --suite, --scenario or --lab (see --help)\n");
+    return 2;
+  }
+  auto lines = suite::RunDoctor(a.o);
+  if (a.json)
+    std::printf("%s\n", suite::DoctorJson(lines).dump(2).c_str());
+  else
+    std::fputs(suite::FormatDoctor(lines).c_str(), stdout);
+  return static_cast<int>(suite::WorstLevel(lines));
+}
+
+}  // namespace
+
+void AddDoctorCommands(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<DoctorArgs>();
+  auto* c = app.add_subcommand(
+      "doctor",
+      "check every precondition of a run before anything is touched: the suite's scenarios on\n"
+      "the lab (targets exist), each planned fault against the agents' policy, certificates\n"
+      "(expired: CRITICAL, under 30 days: WARNING), faults left in the journal, switches'\n"
+      "SSH host keys (unknown or changed: CRITICAL, never accepted), room for results, what the\n"
+      "lab needs of this host. One line per finding, OK, WARNING or CRITICAL with what to do;\n"
+      "exit 0, 1 or 2 as Nagios plugins do (docs/operations.md)");
+  c->add_option("--lab", a->o.lab_file, "the lab: a topology or an inventory file");
+  c->add_option("--suite", a->o.suite_file, "a suite file: each of its scenarios is checked");
+  c->add_option("--scenario", a->o.scenario_files, "a scenario to check (repeatable)");
+  c->add_option("--policy", a->o.policy_file,
+                "the policy file the hosts' agents run with (/etc/faultline/policy.yaml)");
+  c->add_option("--tls-dir", a->o.tls_dir,
+                "the lab's TLS folder (default: tls/ beside the inventory's token file)");
+  c->add_option("--journal-dir", a->o.journal_dir,
+                "this host's fault journal (default $FAULTLINE_STATE_DIR/journal)");
+  c->add_option("--cert-warn-days", a->o.cert_warn_days,
+                "a certificate expiring within this many days is a WARNING")
+      ->capture_default_str();
+  c->add_flag("--json", a->json, "the findings as JSON");
+  AddDbOption(c, &a->o.db);
+  c->callback([a, exit_code] { *exit_code = Doctor(*a); });
+}
+
+}  // namespace fl::harness

@@ -1,0 +1,378 @@
+// `faultline doctor`'s checks (doctor.h): each reads files or probes what the coordinator's
+// host may reach, and touches nothing.
+#include "harness/suite/doctor.h"
+
+#include <dirent.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "common/file_util.h"
+#include "common/process.h"
+#include "harness/agent/agent_policy.h"
+#include "harness/control/certs.h"
+#include "harness/lab/inventory.h"
+#include "harness/run/prepare.h"
+#include "harness/suite/suite_file.h"
+#include "injectors/journal.h"
+
+namespace fl::harness::suite {
+namespace {
+
+using lab::GateLevel;
+
+DoctorLine Line(GateLevel level, const char* check, std::string message, std::string fix = "") {
+  return DoctorLine{level, check, std::move(message), std::move(fix)};
+}
+
+bool IsUri(const std::string& s) { return s.find("://") != std::string::npos; }
+
+std::string DirOf(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The scenarios to check: the suite's (resolved beside it), then --scenario's.
+std::vector<std::string> ScenarioPaths(const DoctorOptions& o, std::vector<DoctorLine>* out) {
+  std::vector<std::string> paths;
+  if (!o.suite_file.empty()) {
+    auto suite = LoadSuiteFile(o.suite_file);
+    if (!suite.ok()) {
+      out->push_back(Line(GateLevel::kCritical, "scenarios", suite.status().ToUserString(),
+                          "fix the suite file"));
+    } else {
+      for (const auto& s : suite->scenarios)
+        if (std::find(paths.begin(), paths.end(), s.path) == paths.end()) paths.push_back(s.path);
+    }
+  }
+  for (const auto& s : o.scenario_files) paths.push_back(s);
+  return paths;
+}
+
+// Each scenario prepared as `faultline run --dry-run` prepares it; the prepared runs are kept
+// for the policy check.
+std::vector<run::Prepared> CheckScenarios(const DoctorOptions& o, std::vector<DoctorLine>* out) {
+  std::vector<run::Prepared> prepared;
+  for (const auto& path : ScenarioPaths(o, out)) {
+    RunOptions ro;
+    ro.scenario_path = path;
+    ro.lab_file = o.lab_file;
+    ro.dry_run = true;
+    auto p = run::Prepare(ro, nullptr);
+    if (!p.ok()) {
+      out->push_back(Line(GateLevel::kCritical, "scenarios", p.status().ToUserString(),
+                          "name a target the lab has (faultline run --dry-run lists the plan), "
+                          "or fix the lab file"));
+      continue;
+    }
+    out->push_back(Line(GateLevel::kOk, "scenarios",
+                        p->scenario.name + ": " + std::to_string(p->plan.faults.size()) +
+                            " fault firing(s) on targets the lab has, " + std::to_string(p->world) +
+                            " ranks"));
+    prepared.push_back(std::move(*p));
+  }
+  return prepared;
+}
+
+void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepared,
+                 std::vector<DoctorLine>* out) {
+  if (o.policy_file.empty()) return;
+  auto policy = AgentPolicy{};
+  auto loaded = LoadAgentPolicy(o.policy_file);
+  if (!loaded.ok()) {
+    out->push_back(Line(GateLevel::kCritical, "policy", loaded.status().ToUserString(),
+                        "fix the policy file"));
+    return;
+  }
+  policy = *loaded;
+  size_t allowed = 0;
+  for (const auto& p : prepared) {
+    for (const auto& f : p.plan.faults) {
+      faultline::v1::InjectFault msg;
+      msg.set_fault_id(f.id);
+      msg.set_kind(f.kind);
+      msg.set_target(f.target);
+      for (const auto& [k, v] : f.params) (*msg.mutable_params())[k] = v;
+      msg.set_duration_ms(f.duration_ns / kNsPerMs);
+      const std::string host = f.target.substr(0, f.target.find('.'));
+      InjectDecision d = DecideInject(policy, /*disposable_site=*/false, host, msg);
+      if (d.status.ok()) {
+        ++allowed;
+        if (d.capped)
+          out->push_back(Line(GateLevel::kWarning, "policy",
+                              p.scenario.name + " " + f.id + " " + f.kind + " on " + f.target +
+                                  ": allowed, but the policy cuts its duration",
+                              "raise max_fault_duration in " + o.policy_file));
+        continue;
+      }
+      out->push_back(Line(GateLevel::kCritical, "policy",
+                          p.scenario.name + " " + f.id + " " + f.kind + " on " + f.target +
+                              ": refused by " + o.policy_file + ": " + d.status.message(),
+                          "allow it in the policy the hosts run (allow_kinds, "
+                          "target_prefixes), or leave the fault out of the suite"));
+    }
+  }
+  if (allowed)
+    out->push_back(Line(GateLevel::kOk, "policy",
+                        std::to_string(allowed) + " planned fault(s) allowed by " + o.policy_file));
+}
+
+// The lab's TLS folder: --tls-dir, else the inventory's (tls/ beside its token file).
+std::string TlsDirOf(const DoctorOptions& o) {
+  if (!o.tls_dir.empty()) return o.tls_dir;
+  if (o.lab_file.empty()) return "";
+  auto inv = lab::LoadInventory(o.lab_file);
+  if (!inv.ok() || inv->token_file.empty()) return "";
+  return DefaultTlsDir(inv->token_file);
+}
+
+void CheckCerts(const DoctorOptions& o, Nanos now, std::vector<DoctorLine>* out) {
+  const std::string dir = TlsDirOf(o);
+  if (dir.empty()) return;  // a local lab: its certificates are made per run
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    out->push_back(Line(GateLevel::kCritical, "certs", "no TLS folder " + dir,
+                        "make the lab CA and certificates: faultline certs init " + dir +
+                            "; faultline certs issue " + dir + " HOST"));
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".crt") == 0) names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  const Nanos warn = static_cast<Nanos>(o.cert_warn_days) * 24 * 3600 * kNsPerSec;
+  Nanos soonest = 0;
+  std::string soonest_name;
+  size_t good = 0;
+  for (const auto& n : names) {
+    const std::string path = dir + "/" + n;
+    auto pem = ReadFile(path);
+    auto id = pem.ok() ? ReadCertificate(*pem) : StatusOr<CertIdentity>(pem.status());
+    if (!id.ok()) {
+      out->push_back(Line(GateLevel::kCritical, "certs",
+                          path + ": not a certificate: " + id.status().message(),
+                          "issue it again: faultline certs issue " + dir + " NAME"));
+      continue;
+    }
+    const Nanos left = id->not_after_wall_ns - now;
+    const long days = static_cast<long>(left / (24 * 3600 * kNsPerSec));
+    const std::string who = id->common_name.empty() ? n : id->common_name;
+    if (left <= 0) {
+      out->push_back(Line(GateLevel::kCritical, "certs",
+                          path + " (" + who + ") expired " + FormatWallIso(id->not_after_wall_ns),
+                          "issue a new one: faultline certs issue " + dir + " " + who +
+                              " (after moving the old files away)"));
+    } else if (left < warn) {
+      out->push_back(Line(GateLevel::kWarning, "certs",
+                          path + " (" + who + ") expires in " + std::to_string(days) + " day(s), " +
+                              FormatWallIso(id->not_after_wall_ns),
+                          "issue a new one before then: faultline certs issue " + dir + " " + who));
+    } else {
+      ++good;
+      if (soonest == 0 || id->not_after_wall_ns < soonest) {
+        soonest = id->not_after_wall_ns;
+        soonest_name = who;
+      }
+    }
+  }
+  if (good)
+    out->push_back(Line(GateLevel::kOk, "certs",
+                        std::to_string(good) + " certificate(s) in " + dir +
+                            " valid; the first to expire is " + soonest_name + "'s, in " +
+                            std::to_string((soonest - now) / (24 * 3600 * kNsPerSec)) + " days"));
+}
+
+void CheckJournal(const DoctorOptions& o, std::vector<DoctorLine>* out) {
+  injectors::FaultJournal journal(o.journal_dir);
+  lab::GateResult r = lab::CheckNodeHoldsNoFault(journal);
+  if (r.level == GateLevel::kOk) {
+    out->push_back(Line(GateLevel::kOk, "journal", r.summary));
+    return;
+  }
+  for (const auto& d : r.details)
+    out->push_back(Line(GateLevel::kCritical, "journal", d + " (journal " + journal.dir() + ")",
+                        "revert it first: faultline lab recover (or faultline gate epilog)"));
+}
+
+// The key types and blobs of known_hosts-style lines ("host type blob [comment]").
+std::vector<std::pair<std::string, std::string>> KeysOf(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream w(line);
+    std::string host, type, blob;
+    if (!(w >> host >> type >> blob)) continue;
+    if (host.rfind("ssh-", 0) == 0 || host.rfind("ecdsa-", 0) == 0) {  // a bare "type blob"
+      blob = type;
+      type = host;
+    }
+    keys.push_back({type, blob});
+  }
+  return keys;
+}
+
+std::string Fingerprint(const std::string& known_hosts_line) {
+  fl::RunOptions ro;
+  ro.stdin_data = known_hosts_line + "\n";
+  auto r = Run({"ssh-keygen", "-l", "-f", "-"}, ro);
+  if (!r.ok() || r->exit_code != 0) return "?";
+  std::istringstream w(r->out);
+  std::string bits, fp;
+  w >> bits >> fp;
+  return fp;
+}
+
+void CheckSwitches(const DoctorOptions& o, std::vector<DoctorLine>* out) {
+  if (o.lab_file.empty()) return;
+  auto inv = lab::LoadInventory(o.lab_file);
+  if (!inv.ok() || !inv->has_switches()) return;
+  for (const auto& sw : inv->switches) {
+    const injectors::SwitchConn& c = *sw.conn;
+    if (!c.jump.empty()) {
+      out->push_back(Line(GateLevel::kWarning, "switches",
+                          c.Describe() + ": behind jump host " + c.jump + ", host key not checked",
+                          "check it from the jump host: ssh-keyscan " + c.address));
+      continue;
+    }
+    fl::RunOptions ro;
+    ro.timeout = o.probe_timeout + 2 * kNsPerSec;
+    const long t = std::max<long>(1, static_cast<long>(o.probe_timeout / kNsPerSec));
+    auto scan =
+        Run({"ssh-keyscan", "-T", std::to_string(t), "-p", std::to_string(c.port), c.address}, ro);
+    const std::string label = c.Describe();
+    if (!scan.ok() || KeysOf(scan->out).empty()) {
+      out->push_back(Line(GateLevel::kCritical, "switches",
+                          label + ": no SSH answer on port " + std::to_string(c.port),
+                          "check the switch's management address and sshd"));
+      continue;
+    }
+    std::string expected_text;
+    if (!c.host_key.empty()) {
+      expected_text = c.host_key;
+    } else if (!c.known_hosts.empty()) {
+      const std::string name =
+          c.port == 22 ? c.address : "[" + c.address + "]:" + std::to_string(c.port);
+      auto f = Run({"ssh-keygen", "-F", name, "-f", c.known_hosts}, ro);
+      if (f.ok()) expected_text = f->out;
+    }
+    const auto expected = KeysOf(expected_text);
+    const auto offered = KeysOf(scan->out);
+    bool match = false;
+    for (const auto& k : offered)
+      match = match || std::find(expected.begin(), expected.end(), k) != expected.end();
+    if (match) {
+      out->push_back(Line(GateLevel::kOk, "switches", label + ": reachable, host key known"));
+      continue;
+    }
+    std::string first;
+    for (std::istringstream l(scan->out); std::getline(l, first);)
+      if (!first.empty() && first[0] != '#') break;
+    const std::string fp = Fingerprint(first);
+    const char* what = expected.empty() ? "is unknown" : "has CHANGED";
+    out->push_back(Line(GateLevel::kCritical, "switches",
+                        label + ": host key " + fp + " " + what + " (" +
+                            (c.host_key.empty() ? "known_hosts " + c.known_hosts
+                                                : std::string("the inventory's host_key")) +
+                            "); not accepted",
+                        "compare " + fp +
+                            " with the switch's own (its console), then add it "
+                            "to the known_hosts file or the inventory's host_key"));
+  }
+}
+
+void CheckRoom(const DoctorOptions& o, std::vector<DoctorLine>* out) {
+  if (o.db.empty() || IsUri(o.db)) return;
+  struct statvfs st;
+  const std::string dir = DirOf(o.db);
+  if (statvfs(dir.c_str(), &st) != 0) {
+    out->push_back(Line(GateLevel::kCritical, "room", "cannot read the folder of " + o.db,
+                        "create " + dir + " or point --db elsewhere"));
+    return;
+  }
+  const unsigned long long free_b = static_cast<unsigned long long>(st.f_bavail) * st.f_frsize;
+  const std::string text = std::to_string(free_b >> 20) + " MiB free beside " + o.db;
+  if (free_b < (100ull << 20))
+    out->push_back(Line(GateLevel::kCritical, "room", text, "free room or move --db"));
+  else if (free_b < (1ull << 30))
+    out->push_back(
+        Line(GateLevel::kWarning, "room", text, "a suite's runs can take hundreds of MiB"));
+  else
+    out->push_back(Line(GateLevel::kOk, "room", text));
+}
+
+// What each lab needs of the host that runs it (Lab::Preflight: the local lab needs root,
+// network namespaces and cgroup v2 here).
+void CheckHost(const std::vector<run::Prepared>& prepared, std::vector<DoctorLine>* out) {
+  std::vector<std::string> seen;  // one line per lab file
+  for (const auto& p : prepared) {
+    if (std::find(seen.begin(), seen.end(), p.lab->source()) != seen.end()) continue;
+    seen.push_back(p.lab->source());
+    Status st = p.lab->Preflight();
+    if (!st.ok()) {
+      out->push_back(Line(GateLevel::kCritical, "host", p.lab->source() + ": " + st.message(),
+                          "run the suite where its lab can run (as root, on a kernel with "
+                          "namespaces and cgroup v2)"));
+      continue;
+    }
+    out->push_back(
+        Line(GateLevel::kOk, "host",
+             "this host can run the " + std::string(p.lab->kind()) + " lab " + p.lab->source()));
+  }
+}
+
+}  // namespace
+
+std::vector<DoctorLine> RunDoctor(const DoctorOptions& o) {
+  const Nanos now = o.now_wall_ns ? o.now_wall_ns : WallNowNs();
+  std::vector<DoctorLine> out;
+  auto prepared = CheckScenarios(o, &out);
+  CheckPolicy(o, prepared, &out);
+  CheckCerts(o, now, &out);
+  CheckJournal(o, &out);
+  CheckSwitches(o, &out);
+  CheckRoom(o, &out);
+  CheckHost(prepared, &out);
+  return out;
+}
+
+GateLevel WorstLevel(const std::vector<DoctorLine>& lines) {
+  GateLevel w = GateLevel::kOk;
+  for (const auto& l : lines)
+    if (static_cast<int>(l.level) > static_cast<int>(w)) w = l.level;
+  return w;
+}
+
+std::string FormatDoctor(const std::vector<DoctorLine>& lines) {
+  std::ostringstream s;
+  int n[3] = {0, 0, 0};
+  for (const auto& l : lines) {
+    ++n[static_cast<int>(l.level)];
+    char level[16];
+    std::snprintf(level, sizeof level, "%-8s", lab::GateLevelName(l.level));
+    s << level << " " << l.check << ": " << l.message << "\n";
+    if (!l.fix.empty()) s << "         fix: " << l.fix << "\n";
+  }
+  s << "faultline doctor: " << n[0] << " OK, " << n[1] << " WARNING, " << n[2] << " CRITICAL\n";
+  return s.str();
+}
+
+nlohmann::json DoctorJson(const std::vector<DoctorLine>& lines) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& l : lines)
+    a.push_back({{"level", lab::GateLevelName(l.level)},
+                 {"check", l.check},
+                 {"message", l.message},
+                 {"fix", l.fix}});
+  return {{"level", lab::GateLevelName(WorstLevel(lines))}, {"checks", a}};
+}
+
+}  // namespace fl::harness::suite
