@@ -40,6 +40,9 @@ PACKAGES=(
   # from --help (help2man); their test installs them into a root file system made by
   # mmdebstrap and runs lintian (tests/package/install_test.sh)
   dpkg-dev help2man mmdebstrap lintian
+  # lldpd (lldpcli): the LLDP test runs it inside a lab's host and ToR namespaces (never on
+  # this machine's own interfaces: no service is started at install, see policy-rc.d below)
+  lldpd
 )
 # PyTorch (CPU, 1.13 on Debian 12; about 200 packages, a minute) only when asked: most runs
 # never start a Python job.
