@@ -80,7 +80,13 @@ std::vector<run::Prepared> CheckScenarios(const DoctorOptions& o, std::vector<Do
 
 void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepared,
                  std::vector<DoctorLine>* out) {
-  if (o.policy_file.empty()) return;
+  if (o.policy_file.empty()) {
+    if (!prepared.empty() && !o.lab_file.empty())
+      out->push_back(
+          Line(GateLevel::kOk, "policy",
+               "not checked: give --policy FILE, the policy the hosts' agents run with"));
+    return;
+  }
   auto policy = AgentPolicy{};
   auto loaded = LoadAgentPolicy(o.policy_file);
   if (!loaded.ok()) {

@@ -100,6 +100,13 @@ TEST_CASE("doctor: a clean inventory lab is OK in every check, exit 0", "[unit]"
   auto j = DoctorJson(lines);
   CHECK(j["level"] == "OK");
   CHECK(j["checks"].size() == lines.size());
+  // Without --policy it says it did not check one.
+  auto o = lab.Options();
+  o.policy_file.clear();
+  lines = RunDoctor(o);
+  auto p = Of(lines, "policy", GateLevel::kOk);
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].message.rfind("not checked: give --policy", 0) == 0);
 }
 
 TEST_CASE("doctor: a certificate near its end is a WARNING, an expired one CRITICAL", "[unit]") {
