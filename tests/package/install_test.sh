@@ -24,7 +24,10 @@ fi
 
 WORK=$(mktemp -d /tmp/fl_package_XXXXXX)
 ROOT="$WORK/root"
+AGENT_PID=
 cleanup() {
+  # The agent started from the unit's ExecStart line, if a failure left it running.
+  if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then kill -KILL "$AGENT_PID"; fi
   for m in "$ROOT/dev/pts" "$ROOT/dev" "$ROOT/sys" "$ROOT/proc"; do
     mountpoint -q "$m" 2>/dev/null && umount -l "$m"
   done
@@ -122,16 +125,27 @@ in_root sed -i 's|^FAULTLINE_INVENTORY=.*|FAULTLINE_INVENTORY=/usr/share/faultli
   s|^FAULTLINE_AGENT_ARGS=.*|FAULTLINE_AGENT_ARGS="--connect-timeout 1"|' /etc/faultline/agent.env
 cmd=${exec_start//%i/node01}
 echo "  ExecStart: $cmd"
-in_root sh -c "set -a; . /etc/faultline/agent.env; set +a; export FAULTLINE_STATE_DIR=/run/faultline;
-  eval exec $cmd" >"$WORK/agent.log" 2>&1 &
-agent=$!
+# The shell writes its pid, then becomes the agent (exec): that pid is the agent's.
+in_root sh -c "echo \$\$ > /tmp/agent.pid; set -a; . /etc/faultline/agent.env; set +a;
+  export FAULTLINE_STATE_DIR=/run/faultline; eval exec $cmd" >"$WORK/agent.log" 2>&1 &
+runner=$!
+for _ in $(seq 50); do [ -s "$ROOT/tmp/agent.pid" ] && break; sleep 0.1; done
+AGENT_PID=$(cat "$ROOT/tmp/agent.pid" 2>/dev/null || true)
+[ -n "$AGENT_PID" ] || fail "the agent's ExecStart line did not start"
 sleep 3
-if ! kill -0 "$agent" 2>/dev/null; then
+if ! kill -0 "$AGENT_PID" 2>/dev/null; then
   cat "$WORK/agent.log"
   fail "the agent's ExecStart line exited at once"
 fi
-kill -TERM "$agent"
-wait "$agent" || true
+# SIGTERM, as systemctl stop sends: the agent exits by itself.
+kill -TERM "$AGENT_PID"
+for _ in $(seq 100); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$AGENT_PID" 2>/dev/null; then
+  kill -KILL "$AGENT_PID"
+  fail "the agent did not stop within 10 s of SIGTERM"
+fi
+AGENT_PID=
+wait "$runner" || true
 sed -n '1,3s/^/  agent: /p' "$WORK/agent.log"
 # Dialling a coordinator that is not there, as a service does between runs.
 grep -q 'host=node01.*not registered yet' "$WORK/agent.log" ||
