@@ -82,9 +82,7 @@ int Gate(GateStep step, const GateArgs& a) {
   injectors::FaultJournal journal(a.journal_dir);
   lab::GateResult r;
   if (step == GateStep::kEpilog) {
-    injectors::InjectorRegistry registry("injector");
-    RegisterBuiltinInjectors(registry).IgnoreError();  // names are unique by construction
-    r = lab::RevertLeftFaults(journal, registry, a.include_live);
+    r = lab::RevertLeftFaults(journal, injectors::BuiltinInjectors(), a.include_live);
   } else {
     r = lab::CheckNodeHoldsNoFault(journal);
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "common/file_util.h"
@@ -18,6 +19,7 @@
 #include "harness/run/prepare.h"
 #include "harness/suite/suite_file.h"
 #include "injectors/journal.h"
+#include "reports/store/sql.h"
 
 namespace fl::harness::suite {
 namespace {
@@ -27,8 +29,6 @@ using lab::GateLevel;
 DoctorLine Line(GateLevel level, const char* check, std::string message, std::string fix = "") {
   return DoctorLine{level, check, std::move(message), std::move(fix)};
 }
-
-bool IsUri(const std::string& s) { return s.find("://") != std::string::npos; }
 
 std::string DirOf(const std::string& path) {
   auto slash = path.rfind('/');
@@ -87,14 +87,12 @@ void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepa
                "not checked: give --policy FILE, the policy the hosts' agents run with"));
     return;
   }
-  auto policy = AgentPolicy{};
-  auto loaded = LoadAgentPolicy(o.policy_file);
-  if (!loaded.ok()) {
-    out->push_back(Line(GateLevel::kCritical, "policy", loaded.status().ToUserString(),
+  auto policy = LoadAgentPolicy(o.policy_file);
+  if (!policy.ok()) {
+    out->push_back(Line(GateLevel::kCritical, "policy", policy.status().ToUserString(),
                         "fix the policy file"));
     return;
   }
-  policy = *loaded;
   size_t allowed = 0;
   for (const auto& p : prepared) {
     for (const auto& f : p.plan.faults) {
@@ -105,7 +103,7 @@ void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepa
       for (const auto& [k, v] : f.params) (*msg.mutable_params())[k] = v;
       msg.set_duration_ms(f.duration_ns / kNsPerMs);
       const std::string host = f.target.substr(0, f.target.find('.'));
-      InjectDecision d = DecideInject(policy, /*disposable_site=*/false, host, msg);
+      InjectDecision d = DecideInject(*policy, /*disposable_site=*/false, host, msg);
       if (d.status.ok()) {
         ++allowed;
         if (d.capped)
@@ -128,16 +126,15 @@ void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepa
 }
 
 // The lab's TLS folder: --tls-dir, else the inventory's (tls/ beside its token file).
-std::string TlsDirOf(const DoctorOptions& o) {
+std::string TlsDirOf(const DoctorOptions& o, const lab::Inventory* inv) {
   if (!o.tls_dir.empty()) return o.tls_dir;
-  if (o.lab_file.empty()) return "";
-  auto inv = lab::LoadInventory(o.lab_file);
-  if (!inv.ok() || inv->token_file.empty()) return "";
+  if (!inv || inv->token_file.empty()) return "";
   return DefaultTlsDir(inv->token_file);
 }
 
-void CheckCerts(const DoctorOptions& o, Nanos now, std::vector<DoctorLine>* out) {
-  const std::string dir = TlsDirOf(o);
+void CheckCerts(const DoctorOptions& o, const lab::Inventory* inv, Nanos now,
+                std::vector<DoctorLine>* out) {
+  const std::string dir = TlsDirOf(o, inv);
   if (dir.empty()) return;  // a local lab: its certificates are made per run
   DIR* d = opendir(dir.c_str());
   if (!d) {
@@ -237,10 +234,9 @@ std::string Fingerprint(const std::string& known_hosts_line) {
   return fp;
 }
 
-void CheckSwitches(const DoctorOptions& o, std::vector<DoctorLine>* out) {
-  if (o.lab_file.empty()) return;
-  auto inv = lab::LoadInventory(o.lab_file);
-  if (!inv.ok() || !inv->has_switches()) return;
+void CheckSwitches(const DoctorOptions& o, const lab::Inventory* inv,
+                   std::vector<DoctorLine>* out) {
+  if (!inv || !inv->has_switches()) return;
   for (const auto& sw : inv->switches) {
     const injectors::SwitchConn& c = *sw.conn;
     if (!c.jump.empty()) {
@@ -296,7 +292,7 @@ void CheckSwitches(const DoctorOptions& o, std::vector<DoctorLine>* out) {
 }
 
 void CheckRoom(const DoctorOptions& o, std::vector<DoctorLine>* out) {
-  if (o.db.empty() || IsUri(o.db)) return;
+  if (o.db.empty() || reports::sql::IsPostgresTarget(o.db)) return;
   struct statvfs st;
   const std::string dir = DirOf(o.db);
   if (statvfs(dir.c_str(), &st) != 0) {
@@ -342,9 +338,15 @@ std::vector<DoctorLine> RunDoctor(const DoctorOptions& o) {
   std::vector<DoctorLine> out;
   auto prepared = CheckScenarios(o, &out);
   CheckPolicy(o, prepared, &out);
-  CheckCerts(o, now, &out);
+  // The lab file as an inventory, read once for the TLS folder and the switches (a topology
+  // is not one: those checks have nothing to do).
+  std::optional<lab::Inventory> inv;
+  if (!o.lab_file.empty())
+    if (auto i = lab::LoadInventory(o.lab_file); i.ok()) inv = std::move(*i);
+  const lab::Inventory* invp = inv ? &*inv : nullptr;
+  CheckCerts(o, invp, now, &out);
   CheckJournal(o, &out);
-  CheckSwitches(o, &out);
+  CheckSwitches(o, invp, &out);
   CheckRoom(o, &out);
   CheckHost(prepared, &out);
   return out;

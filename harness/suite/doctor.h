@@ -7,7 +7,8 @@
 //   scenarios  each scenario of the suite (and --scenario) prepared on the lab as a run would:
 //              its faults' targets exist there (NIC names, switch ports), its values hold
 //   policy     each planned fault allowed by the agents' policy file (--policy: the file the
-//              hosts' agents run with), as the agent itself decides (agent_policy.h)
+//              hosts' agents run with), as the agent itself decides (agent_policy.h); without
+//              --policy on a lab file, a line says it was not checked
 //   certs      every certificate in the lab's TLS folder: expired is CRITICAL, under
 //              --cert-warn-days (30) WARNING, with the days left
 //   journal    no fault left in this host's fault journal
