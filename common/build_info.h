@@ -14,11 +14,16 @@ namespace fl {
 std::string_view BuildVersion();      // "0.1.0"
 std::string_view BuildGitRevision();  // "6267765a1b2c" or "6267765a1b2c-dirty"; "" unknown
 
-// What `--version` prints: "PROGRAM 0.1.0 (git 6267765a1b2c)", "(git unknown)" outside a clone.
-inline std::string VersionLine(std::string_view program) {
+// "0.1.0 (git 6267765a1b2c)", "(git unknown)" outside a clone: what an agent says in its Hello.
+inline std::string VersionAndRevision() {
   const std::string_view rev = BuildGitRevision();
-  return std::string(program) + " " + std::string(BuildVersion()) + " (git " +
+  return std::string(BuildVersion()) + " (git " +
          (rev.empty() ? std::string("unknown") : std::string(rev)) + ")";
+}
+
+// What `--version` prints: "PROGRAM 0.1.0 (git 6267765a1b2c)".
+inline std::string VersionLine(std::string_view program) {
+  return std::string(program) + " " + VersionAndRevision();
 }
 
 }  // namespace fl

@@ -43,6 +43,8 @@ PACKAGES=(
   # lldpd (lldpcli): the LLDP test runs it inside a lab's host and ToR namespaces (never on
   # this machine's own interfaces: no service is started at install, see policy-rc.d below)
   lldpd
+  # libfaketime: the doctor's root test runs one agent with its clock 2 s ahead
+  faketime
 )
 # PyTorch (CPU, 1.13 on Debian 12; about 200 packages, a minute) only when asked: most runs
 # never start a Python job.

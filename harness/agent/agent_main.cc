@@ -76,6 +76,10 @@ int AgentMain(int argc, char** argv) {
                "keep dialling until a coordinator welcomes this agent (each try bounded by\n"
                "--connect-timeout, then 0.5 s doubling to 10 s), refusals included; exit 0\n"
                "after the run's Shutdown, for the service manager to start it again");
+  harness::FingerprintOptions fp_opts;
+  app.add_option("--lldp-socket", fp_opts.lldp_socket,
+                 "lldpd's control socket, for each NIC's LLDP neighbour in the host facts the\n"
+                 "agent reports (default lldpd's own, /run/lldpd.socket)");
   app.add_flag("--print-fingerprint", print_fingerprint,
                "print this host's environment fingerprint and exit");
   try {
@@ -83,7 +87,9 @@ int AgentMain(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  opts.fingerprint = harness::CollectFingerprint();
+  opts.fingerprint = harness::CollectFingerprint(fp_opts);
+  opts.collect_fingerprint = [fp_opts] { return harness::CollectFingerprint(fp_opts); };
+  opts.agent_version = VersionAndRevision();
   if (print_fingerprint) {
     std::printf("%s", opts.fingerprint.DebugString().c_str());
     return 0;
@@ -126,6 +132,16 @@ int AgentMain(int argc, char** argv) {
     if (!local)
       FL_LOG(kWarn, "agent") << "--insecure: no TLS; the token goes in clear to "
                              << opts.coordinator;
+  }
+  // Day one: the inventory is not written yet (`faultline inventory discover` writes it from
+  // what agents like this one say). Until it exists the agent serves no site: it registers,
+  // says its facts, and refuses ranks and faults (it has no targets).
+  if (std::error_code ec;
+      !rt.site.inventory.empty() && !std::filesystem::exists(rt.site.inventory, ec)) {
+    FL_LOG(kWarn, "agent") << "inventory " << rt.site.inventory
+                           << " does not exist yet: answering a census only (faultline inventory"
+                              " discover); restart this agent once the file is there";
+    rt.site.inventory.clear();
   }
   if (std::string p = BoundsProblem("--connect-timeout (seconds)", connect_timeout_s, 0.1, 3600.0);
       !p.empty()) {

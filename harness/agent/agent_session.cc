@@ -106,8 +106,9 @@ class AgentSession::Impl {
     auto* h = hello.mutable_hello();
     h->set_token(options_.token);
     h->set_host(options_.host);
-    h->set_agent_version("0.1.0");
-    *h->mutable_fingerprint() = options_.fingerprint;
+    h->set_agent_version(options_.agent_version);
+    *h->mutable_fingerprint() =
+        options_.collect_fingerprint ? options_.collect_fingerprint() : options_.fingerprint;
     h->set_agent_wall_ns(WallNowNs());
     h->set_instance_id(options_.instance_id);
     if (resume) h->set_resume_run_id(run_id_);

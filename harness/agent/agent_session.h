@@ -42,6 +42,11 @@ struct AgentSessionOptions {
   std::string token;
   std::string host;  // topology host name
   faultline::v1::Fingerprint fingerprint;
+  // When set, called for each Hello instead of sending `fingerprint`: the facts as they are at
+  // that dial (a service agent may wait hours for a coordinator; a NIC may be recabled meanwhile).
+  std::function<faultline::v1::Fingerprint()> collect_fingerprint;
+  // Said in the Hello: "0.1.0 (git 6267765a1b2c)" (the coordinator warns of a skew).
+  std::string agent_version = "unknown";
   Nanos connect_timeout_ns = 10 * kNsPerSec;
   // Unless the Welcome sets the fleet's pace. A heartbeat goes only when nothing else was
   // written to the coordinator within the interval (telemetry tells it the agent is alive).

@@ -1,22 +1,32 @@
 #include "harness/agent/fingerprint.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <ifaddrs.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "ccl_under_test/ftccl/cuda/cuda_reduce.h"
 #include "ccl_under_test/ftccl/rdma/verbs_devices.h"
 #include "common/file_util.h"
+#include "common/process.h"
+#include "harness/lab/lldp.h"
 
 namespace fl::harness {
 namespace {
@@ -63,6 +73,173 @@ void FillDriverInfo(const std::string& ifname, faultline::v1::NicInfo* nic) {
   close(fd);
 }
 
+// The kernel's view of the link through this namespace's socket (sysfs would show the
+// namespace /sys was mounted in): "down" (not IFF_UP), "no-carrier" (up, no IFF_RUNNING), "up".
+std::string OperState(const std::string& ifname) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  ifreq ifr;
+  std::memset(&ifr, 0, sizeof ifr);
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  std::string state;
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+    state = !(ifr.ifr_flags & IFF_UP)       ? "down"
+            : (ifr.ifr_flags & IFF_RUNNING) ? "up"
+                                            : "no-carrier";
+  close(fd);
+  return state;
+}
+
+// IPv4 addresses per interface (getifaddrs asks this namespace's kernel over netlink).
+std::map<std::string, std::vector<std::string>> Ipv4Addresses() {
+  std::map<std::string, std::vector<std::string>> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !a->ifa_name) continue;
+    char buf[INET_ADDRSTRLEN];
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf)) out[a->ifa_name].push_back(buf);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// The NUMA node in a device's sysfs folder; -1 when it has none (or says -1).
+int NumaNode(const std::string& device_dir) {
+  const std::string v = ReadTrimmed(device_dir + "/numa_node");
+  if (v.empty()) return -1;
+  try {
+    return std::stoi(v);
+  } catch (...) {
+    return -1;
+  }
+}
+
+// "0000:3b:00.0": domain:bus:device.function.
+bool IsPciAddress(const std::string& s) {
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (i != 4 && i != 7 && i != 10 && !std::isxdigit(static_cast<unsigned char>(s[i])))
+      return false;
+  return true;
+}
+
+// The PCI address of a sysfs device folder: the deepest PCI function on its path (a virtio
+// NIC's device is virtioN under its PCI function); empty when it is not on PCI.
+std::string PciAddress(const std::string& device_link) {
+  std::error_code ec;
+  auto target = std::filesystem::canonical(device_link, ec);
+  if (ec) return "";
+  std::string pci;
+  for (const auto& part : target)
+    if (IsPciAddress(part.string())) pci = part.string();
+  return pci;
+}
+
+// The physical facts of a NIC from sysfs, when /sys shows it (a NIC of the namespace /sys was
+// mounted in: the host's own NICs on a real host; nothing for a lab's veths).
+void FillPhysical(const std::string& ifname, faultline::v1::NicInfo* nic) {
+  const std::string dev = "/sys/class/net/" + ifname + "/device";
+  nic->set_numa_node(-1);
+  std::error_code ec;
+  if (!std::filesystem::exists(dev, ec)) return;
+  nic->set_pci_address(PciAddress(dev));
+  if (!nic->pci_address().empty())
+    nic->set_numa_node(NumaNode("/sys/bus/pci/devices/" + nic->pci_address()));
+}
+
+// RDMA device and port per network interface: /sys/class/infiniband/DEV/ports/N/gid_attrs/
+// ndevs/0 names the netdev of a RoCE port; DEV/device/net/IF that of an InfiniBand one.
+std::map<std::string, std::pair<std::string, uint32_t>> RdmaPorts() {
+  std::map<std::string, std::pair<std::string, uint32_t>> out;
+  std::error_code ec;
+  const std::filesystem::path root = "/sys/class/infiniband";
+  if (!std::filesystem::exists(root, ec)) return out;
+  for (const auto& d : std::filesystem::directory_iterator(root, ec)) {
+    const std::string dev = d.path().filename().string();
+    std::error_code pec;
+    for (const auto& p : std::filesystem::directory_iterator(d.path() / "ports", pec)) {
+      uint32_t port = 0;
+      try {
+        port = static_cast<uint32_t>(std::stoul(p.path().filename().string()));
+      } catch (...) {
+        continue;
+      }
+      const std::string nd = ReadTrimmed((p.path() / "gid_attrs/ndevs/0").string());
+      if (!nd.empty()) out.emplace(nd, std::make_pair(dev, port));
+    }
+    std::error_code nec;
+    for (const auto& n : std::filesystem::directory_iterator(d.path() / "device/net", nec))
+      out.emplace(n.path().filename().string(), std::make_pair(dev, 1u));
+  }
+  return out;
+}
+
+// The GPUs the nvidia driver has bound: PCI address, NUMA node, and the model its procfs names.
+void FillGpus(faultline::v1::Fingerprint* fp) {
+  std::error_code ec;
+  const std::filesystem::path drv = "/sys/bus/pci/drivers/nvidia";
+  if (!std::filesystem::exists(drv, ec)) return;
+  std::vector<std::string> addrs;
+  for (const auto& e : std::filesystem::directory_iterator(drv, ec)) {
+    const std::string n = e.path().filename().string();
+    if (IsPciAddress(n)) addrs.push_back(n);
+  }
+  std::sort(addrs.begin(), addrs.end());
+  for (const auto& a : addrs) {
+    auto* g = fp->add_gpu_devices();
+    g->set_pci_address(a);
+    g->set_numa_node(NumaNode((drv / a).string()));
+    auto info = ReadFile("/proc/driver/nvidia/gpus/" + a + "/information");
+    if (!info.ok()) continue;
+    std::istringstream in(*info);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("Model:", 0) != 0) continue;
+      std::string m = line.substr(6);
+      while (!m.empty() && (m.front() == ' ' || m.front() == '\t')) m.erase(m.begin());
+      g->set_name(m);
+    }
+  }
+}
+
+// Each NIC's LLDP neighbour from the lldpd of this host (or namespace), when one runs.
+void FillLldp(const FingerprintOptions& options, faultline::v1::Fingerprint* fp) {
+  const std::string socket =
+      options.lldp_socket.empty() ? "/run/lldpd.socket" : options.lldp_socket;
+  auto tool = ResolveTool("lldpcli");
+  std::error_code ec;
+  if (!tool.ok()) {
+    fp->set_lldp_note("lldpcli is not installed (apt-get install lldpd)");
+    return;
+  }
+  if (!std::filesystem::exists(socket, ec)) {
+    fp->set_lldp_note("lldpd is not running (no " + socket + ")");
+    return;
+  }
+  RunOptions ro;
+  ro.timeout = 3 * kNsPerSec;
+  auto r = Run({*tool, "-u", socket, "-f", "json", "show", "neighbors"}, ro);
+  if (!r.ok() || r->exit_code != 0) {
+    std::string why = r.ok() ? r->err : r.status().message();
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    fp->set_lldp_note("lldpcli failed: " + why);
+    return;
+  }
+  auto neighbors = lab::ParseLldpNeighbors(r->out);
+  if (!neighbors.ok()) {
+    fp->set_lldp_note(neighbors.status().message());
+    return;
+  }
+  fp->set_lldp_read(true);
+  for (auto& nic : *fp->mutable_nics())
+    for (const auto& n : *neighbors)
+      if (n.ifname == nic.name()) {
+        nic.set_lldp_switch(n.chassis);
+        nic.set_lldp_port(n.port);
+      }
+}
+
 }  // namespace
 
 std::string NcclVersion() {
@@ -84,12 +261,14 @@ std::string NcclVersion() {
   return out;
 }
 
-faultline::v1::Fingerprint CollectFingerprint() {
+faultline::v1::Fingerprint CollectFingerprint(const FingerprintOptions& options) {
   faultline::v1::Fingerprint fp;
   utsname u;
   if (uname(&u) == 0) fp.set_kernel(std::string(u.sysname) + " " + u.release + " " + u.machine);
   // Interfaces of this process's network namespace (if_nameindex asks the kernel over
   // netlink; /sys/class/net would show the namespace /sys was mounted in).
+  const auto addresses = Ipv4Addresses();
+  const auto rdma = RdmaPorts();
   if (struct if_nameindex* ifs = if_nameindex()) {
     for (struct if_nameindex* i = ifs; i->if_index != 0; ++i) {
       std::string name = i->if_name;
@@ -97,9 +276,19 @@ faultline::v1::Fingerprint CollectFingerprint() {
       auto* nic = fp.add_nics();
       nic->set_name(name);
       FillDriverInfo(name, nic);
+      nic->set_oper_state(OperState(name));
+      FillPhysical(name, nic);
+      if (auto a = addresses.find(name); a != addresses.end())
+        for (const auto& ip : a->second) nic->add_ipv4(ip);
+      if (auto r = rdma.find(name); r != rdma.end()) {
+        nic->set_rdma_device(r->second.first);
+        nic->set_rdma_port(r->second.second);
+      }
     }
     if_freenameindex(ifs);
   }
+  FillLldp(options, &fp);
+  FillGpus(&fp);
   for (const auto& r : ccl::ftccl::ListRdmaDevices())
     fp.add_rdma_devices(r.name + " " + r.node_guid);
   for (const auto& g : ccl::ftccl::CudaDevices()) fp.add_gpus(g.name);

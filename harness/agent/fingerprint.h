@@ -10,9 +10,20 @@
 
 namespace fl::harness {
 
+// Where the facts come from beyond the kernel's own interfaces.
+struct FingerprintOptions {
+  // lldpd's control socket for `lldpcli -u` (empty: lldpd's default, /run/lldpd.socket). A
+  // lab's namespaces each run an lldpd of their own, with a socket each.
+  std::string lldp_socket;
+};
+
 // Reads the facts of the network namespace and machine this process runs in. Never fails:
-// what cannot be read is left empty.
-faultline::v1::Fingerprint CollectFingerprint();
+// what cannot be read is left empty. Per NIC (interfaces of this namespace but lo): driver,
+// firmware and speed (ethtool ioctl), MAC, state (IFF_UP and carrier), IPv4 addresses, PCI
+// address and NUMA node (sysfs, for a NIC on a PCI bus), its RDMA device and port, and its
+// LLDP neighbour when lldpd runs (lldpcli -f json show neighbors, at most 3 s); the GPUs'
+// PCI addresses and NUMA nodes from the nvidia driver's sysfs.
+faultline::v1::Fingerprint CollectFingerprint(const FingerprintOptions& options = {});
 
 // The version of the NCCL that dlopen finds (FL_NCCL_LIBRARY, else libnccl.so.2), "2.21.5",
 // with " +shrink" when it exports ncclCommShrink; "" when there is none (not an error).

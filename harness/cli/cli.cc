@@ -11,19 +11,20 @@
 
 namespace fl::harness {
 
-void AddLabCommands(CLI::App& app, int* exit_code);      // harness/cli/lab_cmd.cc
-void AddRunCommands(CLI::App& app, int* exit_code);      // harness/cli/run_cmd.cc
-void AddReportCommands(CLI::App& app, int* exit_code);   // harness/cli/report_cmd.cc
-void AddSuiteCommands(CLI::App& app, int* exit_code);    // harness/cli/suite_cmd.cc
-void AddCertsCommands(CLI::App& app, int* exit_code);    // harness/cli/certs_cmd.cc
-void AddPluginCommands(CLI::App& app, int* exit_code);   // harness/cli/plugins_cmd.cc
-void AddStoreCommands(CLI::App& app, int* exit_code);    // harness/cli/store_cmd.cc
-void AddProjectCommands(CLI::App& app, int* exit_code);  // harness/cli/project_cmd.cc
-void AddSweepCommands(CLI::App& app, int* exit_code);    // harness/cli/sweep_cmd.cc
-void AddScoreCommands(CLI::App& app, int* exit_code);    // harness/cli/score_cmd.cc
-void AddAlertsCommands(CLI::App& app, int* exit_code);   // harness/cli/alerts_cmd.cc
-void AddGateCommands(CLI::App& app, int* exit_code);     // harness/cli/gate_cmd.cc
-void AddDoctorCommands(CLI::App& app, int* exit_code);   // harness/cli/doctor_cmd.cc
+void AddLabCommands(CLI::App& app, int* exit_code);        // harness/cli/lab_cmd.cc
+void AddRunCommands(CLI::App& app, int* exit_code);        // harness/cli/run_cmd.cc
+void AddReportCommands(CLI::App& app, int* exit_code);     // harness/cli/report_cmd.cc
+void AddSuiteCommands(CLI::App& app, int* exit_code);      // harness/cli/suite_cmd.cc
+void AddCertsCommands(CLI::App& app, int* exit_code);      // harness/cli/certs_cmd.cc
+void AddPluginCommands(CLI::App& app, int* exit_code);     // harness/cli/plugins_cmd.cc
+void AddStoreCommands(CLI::App& app, int* exit_code);      // harness/cli/store_cmd.cc
+void AddProjectCommands(CLI::App& app, int* exit_code);    // harness/cli/project_cmd.cc
+void AddSweepCommands(CLI::App& app, int* exit_code);      // harness/cli/sweep_cmd.cc
+void AddScoreCommands(CLI::App& app, int* exit_code);      // harness/cli/score_cmd.cc
+void AddAlertsCommands(CLI::App& app, int* exit_code);     // harness/cli/alerts_cmd.cc
+void AddGateCommands(CLI::App& app, int* exit_code);       // harness/cli/gate_cmd.cc
+void AddDoctorCommands(CLI::App& app, int* exit_code);     // harness/cli/doctor_cmd.cc
+void AddInventoryCommands(CLI::App& app, int* exit_code);  // harness/cli/inventory_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -106,6 +107,7 @@ int RunCli(int argc, char** argv) {
   AddAlertsCommands(app, &exit_code);
   AddGateCommands(app, &exit_code);
   AddDoctorCommands(app, &exit_code);
+  AddInventoryCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <memory>
+#include <tuple>
 
+#include "common/build_info.h"
 #include "harness/cli/cli.h"
 #include "harness/suite/doctor.h"
 
@@ -14,6 +16,7 @@ namespace {
 struct DoctorArgs {
   suite::DoctorOptions o;
   bool json = false;
+  std::string agent_wait = "15s", max_clock_offset = "500ms";
 };
 
 int Doctor(DoctorArgs& a) {
@@ -22,6 +25,17 @@ int Doctor(DoctorArgs& a) {
     std::fprintf(stderr, "faultline doctor: give --suite, --scenario or --lab (see --help)\n");
     return 2;
   }
+  for (auto [flag, text, out] :
+       {std::tuple{"--agent-wait", &a.agent_wait, &a.o.agent_wait},
+        std::tuple{"--max-clock-offset", &a.max_clock_offset, &a.o.max_clock_offset}}) {
+    auto v = ParseDurationFlag(flag, *text);
+    if (!v.ok()) {
+      std::fprintf(stderr, "faultline doctor: %s\n", v.status().ToUserString().c_str());
+      return 2;
+    }
+    *out = *v;
+  }
+  a.o.coordinator_version = VersionAndRevision();
   auto lines = suite::RunDoctor(a.o);
   if (a.json)
     std::printf("%s\n", suite::DoctorJson(lines).dump(2).c_str());
@@ -39,7 +53,8 @@ void AddDoctorCommands(CLI::App& app, int* exit_code) {
       "check every precondition of a run before anything is touched: the suite's scenarios on\n"
       "the lab (targets exist), each planned fault against the agents' policy, certificates\n"
       "(expired: CRITICAL, under 30 days: WARNING), faults left in the journal, switches'\n"
-      "SSH host keys (unknown or changed: CRITICAL, never accepted), room for results, what the\n"
+      "SSH host keys (unknown or changed: CRITICAL, never accepted), an inventory's agents\n"
+      "(each reachable, its version, its clock, its NICs), room for results, what the\n"
       "lab needs of this host. One line per finding, OK, WARNING or CRITICAL with what to do;\n"
       "exit 0, 1 or 2 as Nagios plugins do (docs/operations.md)");
   c->add_option("--lab", a->o.lab_file, "the lab: a topology or an inventory file");
@@ -53,6 +68,16 @@ void AddDoctorCommands(CLI::App& app, int* exit_code) {
                 "this host's fault journal (default $FAULTLINE_STATE_DIR/journal)");
   c->add_option("--cert-warn-days", a->o.cert_warn_days,
                 "a certificate expiring within this many days is a WARNING")
+      ->capture_default_str();
+  c->add_flag(
+      "--no-agents", [a](int64_t) { a->o.agents = false; },
+      "do not ask an inventory's agents (by default each must dial in: its version,\n"
+      "clock and NICs are checked; they are sent Shutdown after, their service restarts\n"
+      "them)");
+  c->add_option("--agent-wait", a->agent_wait, "how long to wait for the agents")
+      ->capture_default_str();
+  c->add_option("--max-clock-offset", a->max_clock_offset,
+                "an agent's clock off by more than this is CRITICAL (a tenth of it: WARNING)")
       ->capture_default_str();
   c->add_flag("--json", a->json, "the findings as JSON");
   AddDbOption(c, &a->o.db);

@@ -303,6 +303,7 @@ class ControlServer::Impl final : public pb::Coordinator::CallbackService, publi
       info.host = host;
       info.peer = peer;
       info.fingerprint = hello.fingerprint();
+      info.agent_version = hello.agent_version();
       info.connected = true;
       info.instance = hello.instance_id();
       if (!resumed) info.registered_wall_ns = WallNowNs();

@@ -85,6 +85,7 @@ struct AgentInfo {
   std::string host;
   std::string peer;  // address the agent connected from
   faultline::v1::Fingerprint fingerprint;
+  std::string agent_version;  // Hello.agent_version: "0.1.0 (git 6267765a1b2c)"
   ClockOffset clock;
   bool clock_measured = false;
   bool connected = false;

@@ -31,7 +31,7 @@ constexpr Nanos kMaxAgentWait = 3600 * kNsPerSec;
 Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "nic"));
   FL_RETURN_IF_ERROR(
-      doc.CheckKeys(n, {"name", "ifname", "address", "touch", "switch", "port"}, "nic"));
+      doc.CheckKeys(n, {"name", "ifname", "address", "touch", "switch", "port", "expect"}, "nic"));
   FL_ASSIGN_OR_RETURN(nic->name, doc.Get<std::string>(n, "name"));
   if (!IsHostName(nic->name) || nic->name.find("rank") == 0)
     return doc.Error(n["name"], "NIC name '" + nic->name +
@@ -50,6 +50,20 @@ Status ParseNic(const YamlDoc& doc, const YAML::Node& n, InventoryNic* nic) {
   // Checked against the listed switches and their drivers by the caller.
   FL_ASSIGN_OR_RETURN(nic->sw, doc.GetOr<std::string>(n, "switch", ""));
   FL_ASSIGN_OR_RETURN(nic->sw_port, doc.GetOr<std::string>(n, "port", ""));
+  if (doc.Has(n, "expect")) {
+    const YAML::Node e = n["expect"];
+    FL_RETURN_IF_ERROR(doc.ExpectMap(e, "expect"));
+    FL_RETURN_IF_ERROR(doc.CheckKeys(
+        e, {"driver", "firmware", "pci", "numa", "speed_mbps", "mac", "rdma"}, "expect"));
+    NicFacts& f = nic->expect;
+    FL_ASSIGN_OR_RETURN(f.driver, doc.GetOr<std::string>(e, "driver", ""));
+    FL_ASSIGN_OR_RETURN(f.firmware, doc.GetOr<std::string>(e, "firmware", ""));
+    FL_ASSIGN_OR_RETURN(f.pci, doc.GetOr<std::string>(e, "pci", ""));
+    FL_ASSIGN_OR_RETURN(f.mac, doc.GetOr<std::string>(e, "mac", ""));
+    FL_ASSIGN_OR_RETURN(f.rdma, doc.GetOr<std::string>(e, "rdma", ""));
+    FL_ASSIGN_OR_RETURN(f.numa, doc.GetBoundedOr<int>(e, "numa", -1, -1, 1023));
+    FL_ASSIGN_OR_RETURN(f.speed_mbps, doc.GetOr<uint64_t>(e, "speed_mbps", 0));
+  }
   return OkStatus();
 }
 
@@ -251,7 +265,10 @@ class Wiring {
   Status Use(const std::string& sw, const YAML::Node& sw_node, const std::string& port,
              const YAML::Node& port_node, const std::string& what) {
     auto it = switches_.find(sw);
-    if (it == switches_.end()) {
+    // Without a switches section, a NIC's wiring says only where it is cabled (what
+    // `inventory discover` writes from LLDP, and --check compares): no switch is driven.
+    const bool unmanaged = switches_.empty() && what.find("uplink") != 0;
+    if (it == switches_.end() && !unmanaged) {
       std::string known;
       for (const auto& [name, p] : switches_) known += (known.empty() ? "" : ", ") + name;
       return doc_.Error(sw_node, what + ": no switch '" + sw + "' in switches (" +
@@ -261,7 +278,8 @@ class Wiring {
       return doc_.Error(port_node, what + ": '" + port +
                                        "' is not a switch port name ([A-Za-z0-9_/:.-], at most " +
                                        std::to_string(kMaxSwitchPortBytes) + ")");
-    if (Status st = it->second.driver ? it->second.driver->CheckPortName(port) : OkStatus();
+    if (Status st =
+            !unmanaged && it->second.driver ? it->second.driver->CheckPortName(port) : OkStatus();
         !st.ok())
       return doc_.Error(port_node,
                         what + ": port '" + port + "' of switch " + sw + ": " + st.message());
@@ -332,7 +350,7 @@ class Wiring {
 
 Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "host"));
-  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ranks", "nics", "containers"}, "host"));
+  FL_RETURN_IF_ERROR(doc.CheckKeys(n, {"name", "ranks", "nics", "containers", "gpus"}, "host"));
   FL_ASSIGN_OR_RETURN(host->name, doc.Get<std::string>(n, "name"));
   if (!IsHostName(host->name) || host->name == "fabric" || host->name.rfind("rank", 0) == 0)
     return doc.Error(n["name"], "host name '" + host->name +
@@ -352,6 +370,19 @@ Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
     host->nics.push_back(nic);
   }
   if (host->nics.empty()) return doc.Error(nics, "host " + host->name + " needs at least one NIC");
+  if (doc.Has(n, "gpus")) {
+    const YAML::Node gs = n["gpus"];
+    FL_RETURN_IF_ERROR(doc.ExpectSequence(gs, "gpus"));
+    for (const auto& g : gs) {
+      FL_RETURN_IF_ERROR(doc.ExpectMap(g, "gpu"));
+      FL_RETURN_IF_ERROR(doc.CheckKeys(g, {"pci", "numa", "model"}, "gpu"));
+      InventoryGpu gpu;
+      FL_ASSIGN_OR_RETURN(gpu.pci, doc.Get<std::string>(g, "pci"));
+      FL_ASSIGN_OR_RETURN(gpu.numa, doc.GetBoundedOr<int>(g, "numa", -1, -1, 1023));
+      FL_ASSIGN_OR_RETURN(gpu.model, doc.GetOr<std::string>(g, "model", ""));
+      host->gpus.push_back(gpu);
+    }
+  }
   if (doc.Has(n, "containers")) {
     const YAML::Node cs = n["containers"];
     FL_RETURN_IF_ERROR(doc.ExpectSequence(cs, "containers"));
@@ -576,7 +607,7 @@ std::unique_ptr<harness::FaultCatalog> HostSideCatalog(const Inventory& inv) {
     for (size_t i = 0; i < h.nics.size(); ++i) {
       if (!h.nics[i].touch) continue;
       targets["nic"].push_back(h.name + "." + h.nics[i].name);
-      if (!h.nics[i].sw.empty())
+      if (!h.nics[i].sw.empty() && inv.has_switches())
         targets["tor_port"].push_back(SwitchPortTarget(h.nics[i].sw, h.nics[i].sw_port));
       rails.insert(i);
       any = true;

@@ -23,7 +23,11 @@
 //       nics:                         # rail order: NIC i of every host is on rail i
 //         - {name: nic0, ifname: ens1f0np0, address: 10.0.0.1}
 //         - {name: nic1, ifname: ens1f1np1, address: 10.1.0.1, touch: false}
+//                                     # expect: {driver, firmware, pci, numa, speed_mbps, mac,
+//                                     # rdma: mlx5_1/1}: what discovery saw, for --check
 //                                     # touch: false: ranks use it, no fault may touch it
+//       gpus:                         # optional, as discovered (compared by --check)
+//         - {pci: "0000:19:00.0", numa: 0, model: NVIDIA H200}
 //       containers:                   # optional: ranks in engine containers (container_kill
 //         - {rank: 0, runtime: docker, id: trainer-0}   # goes through docker/podman)
 //
@@ -41,6 +45,8 @@
 //       jump: ops@bastion:22          # optional jump host
 //       connect_timeout: 5s           # optional
 //   (a host NIC names its switch port: {name: nic0, ..., switch: leaf1, port: Ethernet12})
+//   (without `switches:` the wiring only records where a NIC is cabled, as `faultline
+//   inventory discover` writes it from LLDP for --check: no switch is driven, no tor_port target)
 //   uplinks:                          # optional: switch-to-switch links, both ends listed
 //     - {switch: leaf1, port: Ethernet48, peer_switch: spine1, peer_port: Ethernet0}
 //   fabric_agent: {host: mgmt1}       # optional: where the fabric agent runs (messages only)
@@ -80,6 +86,26 @@ class YamlDoc;
 
 namespace fl::lab {
 
+// What a NIC was when the inventory was discovered (`expect:`), for `inventory discover
+// --check`: empty strings, numa -1 and speed 0 are "not said" (not compared).
+struct NicFacts {
+  std::string driver, firmware, pci, mac;
+  int numa = -1;
+  uint64_t speed_mbps = 0;
+  std::string rdma;  // "mlx5_0/1": RDMA device and port
+  bool empty() const {
+    return driver.empty() && firmware.empty() && pci.empty() && mac.empty() && numa < 0 &&
+           speed_mbps == 0 && rdma.empty();
+  }
+};
+
+// A GPU the host had when discovered (`gpus:` of a host; informational and for --check).
+struct InventoryGpu {
+  std::string pci;  // "0000:19:00.0"
+  int numa = -1;
+  std::string model;  // "NVIDIA H200"
+};
+
 struct InventoryNic {
   std::string name;  // "nic0": the target is "<host>.<name>"
   std::string ifname;
@@ -87,6 +113,7 @@ struct InventoryNic {
   bool touch = true;    // false: no fault may act on it (ranks still use it)
   std::string sw;       // the switch its link goes to ("" = not wired)
   std::string sw_port;  // that switch's port ("Ethernet12")
+  NicFacts expect;      // what discovery saw (`expect:`); compared by --check
 };
 
 // A real switch: what its driver needs (the SwitchConn, shared by every Port on it).
@@ -114,6 +141,7 @@ struct InventoryHost {
   int ranks = 1;
   std::vector<InventoryNic> nics;
   std::vector<InventoryContainer> containers;
+  std::vector<InventoryGpu> gpus;  // `gpus:` (discovered; compared by --check)
 };
 
 struct Inventory {

@@ -1,6 +1,6 @@
-// What LLDP says a host's NICs are cabled to, and how that differs from an inventory: the
-// first parts of `faultline inventory discover` and `--check` (issue 30; the agents' side that
-// runs lldpcli on every host and the command itself are not built yet).
+// What LLDP says a host's NICs are cabled to, and how that differs from an inventory: parts of
+// `faultline inventory discover` and `--check` (inventory_discovery.h). Every agent runs
+// lldpcli for its host facts (harness/agent/fingerprint.h) with this parser.
 //
 // ParseLldpNeighbors reads `lldpcli -f json show neighbors` (lldpd 1.0; Debian 12): one entry
 // per local interface and neighbour. lldpcli writes "interface" as an object keyed by the

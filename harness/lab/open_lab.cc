@@ -156,8 +156,9 @@ void AddSiteFlags(CLI::App& app, SiteOptions* o) {
                  "or: the inventory file of real hosts (configs/inventories/*.yaml); this agent\n"
                  "acts on --host's NICs in its own network namespace and runs ranks in cgroups;\n"
                  "with --host fabric it is the fabric agent, acting on the inventory's switches\n"
-                 "over SSH (their switch_ports must be in its --policy)")
-      ->check(CLI::ExistingFile);
+                 "over SSH (their switch_ports must be in its --policy). Until the file\n"
+                 "exists (day one, before `faultline inventory discover` wrote it) the agent\n"
+                 "only answers a census: it says its host's facts, and runs no rank or fault");
   app.add_option("--slurm-nics", o->slurm_nics,
                  "or: a node of a Slurm lab (started by srun): its data NICs by interface name,\n"
                  "rail order; --host defaults to $SLURMD_NODENAME")

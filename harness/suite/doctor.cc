@@ -14,9 +14,12 @@
 #include "common/file_util.h"
 #include "common/process.h"
 #include "harness/agent/agent_policy.h"
+#include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/lab/inventory.h"
+#include "harness/lab/inventory_discovery.h"
 #include "harness/run/prepare.h"
+#include "harness/suite/census.h"
 #include "harness/suite/suite_file.h"
 #include "injectors/journal.h"
 #include "reports/store/sql.h"
@@ -291,6 +294,93 @@ void CheckSwitches(const DoctorOptions& o, const lab::Inventory* inv,
   }
 }
 
+std::string Millis(Nanos ns) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.1f ms", static_cast<double>(ns) / 1e6);
+  return b;
+}
+
+// The inventory's agents asked who they are (census.h): reachable, version, clock, NICs.
+void CheckAgents(const DoctorOptions& o, const lab::Inventory* inv, std::vector<DoctorLine>* out) {
+  if (!inv || !o.agents) return;
+  CensusOptions co;
+  co.listen = inv->listen;
+  for (const auto& h : inv->hosts) co.hosts.push_back(h.name);
+  co.wait = o.agent_wait;
+  co.progress = [](const std::string&) {};
+  auto token = ReadTokenFile(inv->token_file);
+  if (!token.ok()) {
+    out->push_back(Line(GateLevel::kCritical, "agents", token.status().message(),
+                        "put the shared token where the inventory says (0600)"));
+    return;
+  }
+  co.token = *token;
+  const std::string tls_dir = TlsDirOf(o, inv);
+  auto tls = LoadTlsMaterial(tls_dir, CertRole::kCoordinator, "");
+  if (!tls.ok()) {
+    out->push_back(Line(GateLevel::kCritical, "agents",
+                        "no coordinator certificate to hear the agents: " + tls.status().message(),
+                        "faultline certs issue --role coordinator (docs/control_plane.md)"));
+    return;
+  }
+  co.tls = std::move(*tls);
+  auto census = TakeCensus(co);
+  if (!census.ok()) {
+    out->push_back(Line(GateLevel::kWarning, "agents",
+                        "cannot listen at " + inv->listen + ": " + census.status().message() +
+                            "; the agents were not checked",
+                        "a run may hold the address: run doctor again after it"));
+    return;
+  }
+  const Nanos warn_clock = o.max_clock_offset / 10;
+  for (const auto& h : census->hosts) {
+    if (!h.seen) {
+      out->push_back(Line(
+          GateLevel::kCritical, "agents",
+          h.host + ": no agent dialled in at " + inv->listen + " within " + Millis(o.agent_wait),
+          "start it (systemctl status faultline-agent@" + h.host + ") and check it dials " +
+              inv->listen));
+      continue;
+    }
+    if (!inv->FindHost(h.host)) continue;  // a stranger: not this inventory's business
+    std::string what = h.host + ": agent " + h.facts.agent_version;
+    if (!o.coordinator_version.empty() && h.facts.agent_version != o.coordinator_version)
+      out->push_back(Line(GateLevel::kWarning, "agents",
+                          what + ", this coordinator " + o.coordinator_version,
+                          "install the same faultline-agent version on every host"));
+    if (!h.clock) {
+      out->push_back(Line(GateLevel::kWarning, "agents",
+                          h.host + ": clock not measured (" + h.clock_error + ")",
+                          "check the agent's log"));
+      continue;
+    }
+    const Nanos off = h.clock->offset_ns;
+    const Nanos mag = off < 0 ? -off : off;
+    const std::string clock = "clock " + std::string(off >= 0 ? "+" : "-") + Millis(mag) +
+                              " (+/- " + Millis(h.clock->uncertainty_ns) + ")";
+    if (mag > o.max_clock_offset)
+      out->push_back(Line(GateLevel::kCritical, "agents",
+                          h.host + ": " + clock + ", more than " + Millis(o.max_clock_offset),
+                          "synchronise the host's clock (chrony or systemd-timesyncd)"));
+    else if (mag > warn_clock)
+      out->push_back(Line(GateLevel::kWarning, "agents", h.host + ": " + clock,
+                          "synchronise the host's clock (chrony or systemd-timesyncd)"));
+    else
+      out->push_back(Line(GateLevel::kOk, "agents", what + ", " + clock));
+  }
+  // What the hosts have against what the inventory says (the NICs that faults will target).
+  for (const auto& d : lab::CheckDrift(*inv, census->SeenFacts())) {
+    if (d.find("not seen") != std::string::npos || d.find("new host") != std::string::npos)
+      continue;  // said above
+    const bool missing = d.find("no such interface") != std::string::npos;
+    out->push_back(Line(missing ? GateLevel::kCritical : GateLevel::kWarning, "agents",
+                        "drift " + d,
+                        missing ? "fix the inventory's ifname, or the host (faultline inventory "
+                                  "discover --check shows every difference)"
+                                : "faultline inventory discover --check shows every difference"));
+  }
+}
+
 void CheckRoom(const DoctorOptions& o, std::vector<DoctorLine>* out) {
   if (o.db.empty() || reports::sql::IsPostgresTarget(o.db)) return;
   struct statvfs st;
@@ -347,6 +437,7 @@ std::vector<DoctorLine> RunDoctor(const DoctorOptions& o) {
   CheckCerts(o, invp, now, &out);
   CheckJournal(o, &out);
   CheckSwitches(o, invp, &out);
+  CheckAgents(o, invp, &out);
   CheckRoom(o, &out);
   CheckHost(prepared, &out);
   return out;

@@ -17,8 +17,14 @@
 //              fingerprint, and never accepted
 //   room       room for results beside a SQLite store
 //   host       on a local lab (this host is the lab): cgroup v2, AF_PACKET, network namespaces
-// Not checked here (each needs the hosts' agents to answer, which the control plane cannot
-// ask yet): agents' reachability and versions, their clocks, their own policies and tools.
+//   agents     on an inventory (unless --no-agents): a census of its hosts' agents (census.h;
+//              they are sent Shutdown after, and their service starts them again): each one
+//              that does not dial in within --agent-wait is CRITICAL; a version other than this
+//              coordinator's a WARNING; a clock off by more than --max-clock-offset (500 ms)
+//              CRITICAL, by more than a tenth of it a WARNING; an inventory NIC the host does
+//              not have CRITICAL; other drift from the inventory (a moved NIC, new firmware, a
+//              link down: inventory_discovery.h) a WARNING
+// Not checked here: the hosts' own policies and tools (the agents do not report them yet).
 //
 // Thread-safety: one call at a time. Blocking: bounded by the probes' timeouts.
 #pragma once
@@ -49,7 +55,11 @@ struct DoctorOptions {
   std::string db;                           // results store (a SQLite path or a URI)
   int cert_warn_days = 30;
   Nanos probe_timeout = 5 * kNsPerSec;  // per switch
-  Nanos now_wall_ns = 0;                // 0: now
+  bool agents = true;                   // the census of an inventory's agents
+  Nanos agent_wait = 15 * kNsPerSec;
+  Nanos max_clock_offset = 500 * kNsPerMs;
+  std::string coordinator_version;  // this build's ("0.1.0 (git ...)"), for the skew check
+  Nanos now_wall_ns = 0;            // 0: now
 };
 
 std::vector<DoctorLine> RunDoctor(const DoctorOptions& options);

@@ -214,13 +214,27 @@ TEST_CASE("inventory switches: every mistake names file:line:col", "[unit]") {
               "switches need launcher: systemd");
 }
 
-TEST_CASE("inventory switches: wiring and uplinks without switches are refused", "[unit]") {
-  // The inventory without its switches section.
+TEST_CASE(
+    "inventory switches: wiring without switches only records the cabling - uplinks without "
+    "switches are refused",
+    "[unit]") {
+  // The inventory without its switches section: the NICs' wiring stays (what discovery writes
+  // from LLDP), but no switch is driven, so no tor_port target or switch-side kind exists.
   std::string k = kSw;
   const size_t from = k.find("switches:\n"), to = k.find("hosts:\n");
   const std::string bare = k.substr(0, from) + k.substr(to);
-  ExpectError(bare.substr(0, bare.find("uplinks:")), "leaf0",
-              "node01.nic0: no switch 'leaf0' in switches (the inventory lists none)");
+  auto cabled = ParseInventory(bare.substr(0, bare.find("uplinks:")), "bare.yaml");
+  REQUIRE(cabled.ok());
+  CHECK(!cabled->has_switches());
+  CHECK(cabled->hosts[0].nics[0].sw == "leaf0");
+  CHECK(HostSideCatalog(*cabled)->Targets("tor_port").empty());
+  // A port wired twice is still an error there.
+  std::string twice = bare.substr(0, bare.find("uplinks:"));
+  const std::string p1 = cabled->hosts[0].nics[0].sw_port, p2 = cabled->hosts[1].nics[0].sw_port;
+  twice.replace(twice.find("port: " + p2), 6 + p2.size(), "port: " + p1);
+  auto dup = ParseInventory(twice, "twice.yaml");
+  REQUIRE(!dup.ok());
+  CHECK(dup.status().message().find("is wired twice") != std::string::npos);
   std::string unwired =
       std::regex_replace(bare, std::regex(", switch: [a-z0-9]+, port: [^,}]+"), "");
   ExpectError(unwired, "- {switch: leaf0", "uplinks need switches");

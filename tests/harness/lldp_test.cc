@@ -12,6 +12,7 @@
 
 #include "common/file_util.h"
 #include "common/process.h"
+#include "tests/harness/lldpd_testing.h"
 #include "tests/injectors/lab_testing.h"
 #include "tests/test_util.h"
 
@@ -65,10 +66,20 @@ Inventory TwoHosts() {
   for (const char* h : {"node01", "node02"}) {
     InventoryHost host;
     host.name = h;
-    host.nics.push_back({"nic0", "ens1f0np0", "10.0.0.1", true, "leaf0",
-                         std::string("Ethernet") + (h[5] == '1' ? "12" : "13")});
-    host.nics.push_back({"nic1", "ens1f1np1", "10.1.0.1", true, "leaf1",
-                         std::string("swp") + (h[5] == '1' ? "3" : "4")});
+    host.nics.push_back({"nic0",
+                         "ens1f0np0",
+                         "10.0.0.1",
+                         true,
+                         "leaf0",
+                         std::string("Ethernet") + (h[5] == '1' ? "12" : "13"),
+                         {}});
+    host.nics.push_back({"nic1",
+                         "ens1f1np1",
+                         "10.1.0.1",
+                         true,
+                         "leaf1",
+                         std::string("swp") + (h[5] == '1' ? "3" : "4"),
+                         {}});
     inv.hosts.push_back(host);
   }
   return inv;
@@ -97,49 +108,6 @@ TEST_CASE(
   CHECK(d[0] == "node02: not seen");
 }
 
-// lldpd in a namespace, its control socket in dir; stopped by pid.
-struct Lldpd {
-  int pid = -1;
-  std::string ctl, netns, log;
-  Lldpd(const std::string& ns, const std::string& dir, const std::string& name,
-        const std::string& iface)
-      : netns(ns) {
-    ctl = dir + "/" + name + ".ctl";
-    ProcessSpec spec;
-    spec.argv = {"/usr/sbin/lldpd", "-d", "-u", ctl, "-I", iface};
-    spec.netns = ns;
-    spec.out.kind = Stdio::kNull;
-    spec.err = {Stdio::kFile, dir + "/" + name + ".log"};
-    log = dir + "/" + name + ".log";
-    auto p = Spawn(spec);
-    REQUIRE(p.ok());
-    pid = p->pid();
-    bool up = WaitUntil(
-        [&] {
-          return Cli({"show", "configuration"}).ok();
-        },
-        Deadline::After(10 * kNsPerSec), 50 * kNsPerMs);
-    auto err = ReadFile(log);
-    INFO("lldpd: " + (err.ok() ? *err : std::string()) + " / " +
-         Cli({"show", "configuration"}).status().message());
-    REQUIRE(up);
-    REQUIRE(Cli({"configure", "system", "hostname", name}).ok());
-    REQUIRE(Cli({"configure", "lldp", "tx-interval", "1"}).ok());
-  }
-  StatusOr<std::string> Cli(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {"/usr/sbin/lldpcli", "-u", ctl};
-    argv.insert(argv.end(), args.begin(), args.end());
-    RunOptions o;
-    o.netns = netns;
-    FL_ASSIGN_OR_RETURN(RunResult r, Run(argv, o));
-    if (r.exit_code != 0) return UnavailableError("lldpcli: " + r.err);
-    return r.out;
-  }
-  ~Lldpd() {
-    if (pid > 0) Stop(pid, 2 * kNsPerSec);
-  }
-};
-
 TEST_CASE("lldp: real lldpd in a lab's host and ToR namespaces sees the lab's cabling",
           "[.root][integration]") {
   testing::ScopedStateDir state;
@@ -150,12 +118,14 @@ TEST_CASE("lldp: real lldpd in a lab's host and ToR namespaces sees the lab's ca
   REQUIRE(l.ok());
   LocalLab& lab = (*l)->lab();
   // h0's nic0 is cabled to tor0's port "h0" (the local lab names a ToR's ports by host).
-  Lldpd host(lab.NetnsOf("h0"), dir.path(), "h0", "nic0");
-  Lldpd tor(lab.NetnsOf("tor0"), dir.path(), "tor0", "h0");
+  auto host = testing::Lldpd::Start(lab.NetnsOf("h0"), dir.path(), "h0", "nic0");
+  REQUIRE(host.ok());
+  auto tor = testing::Lldpd::Start(lab.NetnsOf("tor0"), dir.path(), "tor0", "h0");
+  REQUIRE(tor.ok());
   std::vector<LldpNeighbor> seen;
   bool found = WaitUntil(
       [&] {
-        auto out = host.Cli({"-f", "json", "show", "neighbors"});
+        auto out = (*host)->Cli({"-f", "json", "show", "neighbors"});
         if (!out.ok()) return false;
         auto n = ParseLldpNeighbors(*out, "h0: lldpcli");
         if (!n.ok() || n->empty()) return false;
@@ -170,7 +140,7 @@ TEST_CASE("lldp: real lldpd in a lab's host and ToR namespaces sees the lab's ca
   CHECK(seen[0].port == "h0");
 
   Inventory inv;
-  inv.hosts.push_back({"h0", 1, {{"nic0", "nic0", "10.0.0.1", true, "tor0", "h0"}}, {}});
+  inv.hosts.push_back({"h0", 1, {{"nic0", "nic0", "10.0.0.1", true, "tor0", "h0", {}}}, {}, {}});
   CHECK(CompareWiring(inv, {{"h0", seen}}).empty());
   inv.hosts[0].nics[0].sw_port = "h1";  // what a recabling looks like
   auto d = CompareWiring(inv, {{"h0", seen}});

@@ -703,7 +703,7 @@ std::vector<std::string> InventoryFixture::AgentArgv(const std::string& host) co
                                  : opts_.agent_binary;
   char timeout[32];
   std::snprintf(timeout, sizeof timeout, "%g", opts_.connect_timeout_s);
-  const std::vector<std::pair<std::string, std::string>> values = {
+  std::vector<std::pair<std::string, std::string>> values = {
       {"--coordinator", listen()},
       {"--token-file", token_path_},
       {"--host", host},
@@ -712,6 +712,8 @@ std::vector<std::string> InventoryFixture::AgentArgv(const std::string& host) co
       {"--connect-timeout", timeout},
       {"--journal-dir", journal_dir(host)},
       {"--tls-dir", tls_dir()}};
+  if (opts_.extra_agent_flags)
+    for (auto& kv : opts_.extra_agent_flags(host)) values.push_back(std::move(kv));
   if (std::string unit = FindAgentUnit(); !unit.empty())
     if (auto text = ReadFile(unit); text.ok())
       if (auto exec = UnitExecStart(*text); exec.ok())
@@ -724,7 +726,10 @@ Status InventoryFixture::StartInstance(Agent* a) {
       dir_ + "/hosts/" + a->host + "/agent." + std::to_string(a->starts) + ".log";
   ProcessSpec spec;
   spec.argv = AgentArgv(a->host);
-  spec.env = CleanEnvironment({"FAULTLINE_STATE_DIR=" + state_dir(a->host)});
+  std::vector<std::string> env = {"FAULTLINE_STATE_DIR=" + state_dir(a->host)};
+  if (opts_.extra_agent_env)
+    for (auto& e : opts_.extra_agent_env(a->host)) env.push_back(std::move(e));
+  spec.env = CleanEnvironment(env);
   // The fabric agent runs on a management host: here the root namespace, which reaches the
   // switches' sshd on the lab's management network.
   spec.netns = a->host == "fabric" ? "" : netns_of(a->host);

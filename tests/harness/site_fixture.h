@@ -35,6 +35,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -83,6 +84,11 @@ struct InventoryFixtureOptions {
                                                  "link_blackhole"};
   // The agent.
   std::string agent_binary;  // default: FL_BUILD_DIR/bin/faultline-agent
+  // Further flags of a host's agent, e.g. {"--lldp-socket", DIR + "/h0.lldpd"}.
+  std::function<std::vector<std::pair<std::string, std::string>>(const std::string& host)>
+      extra_agent_flags;
+  // Further environment of a host's agent at each start ("NAME=value"), e.g. libfaketime's.
+  std::function<std::vector<std::string>(const std::string& host)> extra_agent_env;
   double connect_timeout_s = 60;
   Nanos restart_delay = 100 * kNsPerMs;  // systemd's RestartSec default
   Nanos stop_grace = 10 * kNsPerSec;     // SIGTERM, then SIGKILL (TimeoutStopSec)

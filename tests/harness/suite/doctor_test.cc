@@ -76,6 +76,7 @@ struct Lab {
     o.policy_file = policy;
     o.journal_dir = journal;
     o.db = dir.path() + "/results.db";
+    o.agents = false;  // no agent runs here (real ones: tests/harness/run/doctor_agents_test.cc)
     return o;
   }
 };

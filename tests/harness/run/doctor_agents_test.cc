@@ -1,0 +1,115 @@
+// `faultline doctor --lab INVENTORY` with the hosts' real agents (site_fixture.h): a census of
+// them says each is reachable, its version and its clock; a clean lab exits 0. An agent whose
+// clock is 2 s off (the agent run under libfaketime, as a host with a bad clock would be) is
+// CRITICAL with its offset (exit 2); so is a host that does not answer, and an inventory NIC
+// the host does not have.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "tests/harness/run_testing.h"
+#include "tests/harness/site_fixture.h"
+#include "tests/test_util.h"
+
+namespace fl::testing {
+namespace {
+
+constexpr const char* kFaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+// `faultline doctor --json` on the fixture's inventory: its exit code and findings.
+std::pair<int, nlohmann::json> Doctor(InventoryFixture& fx, const std::string& dir,
+                                      const std::string& tag, const std::string& inventory = "",
+                                      const std::string& wait = "20s") {
+  REQUIRE(MakeDirs(dir + "/journal", 0700).ok());
+  Faultline f({"doctor", "--lab", inventory.empty() ? fx.inventory_path() : inventory, "--policy",
+               fx.policy_path(), "--journal-dir", dir + "/journal", "--db", dir + "/results.db",
+               "--agent-wait", wait, "--json"},
+              dir, tag);
+  auto rc = f.Wait(Deadline::After(90 * kNsPerSec));
+  INFO(f.out() + f.err());
+  REQUIRE(rc.has_value());
+  auto j = nlohmann::json::parse(f.out(), nullptr, false);
+  REQUIRE(!j.is_discarded());
+  return {*rc, j};
+}
+
+std::vector<nlohmann::json> AgentLines(const nlohmann::json& j, const std::string& level) {
+  std::vector<nlohmann::json> out;
+  for (const auto& c : j["checks"])
+    if (c["check"] == "agents" && c["level"] == level) out.push_back(c);
+  return out;
+}
+
+TEST_CASE(
+    "faultline doctor with real agents: a clean lab is OK - a clock 2 s off, a host that does not "
+    "answer and a NIC the host lacks are CRITICAL",
+    "[.root][integration]") {
+  TempDir dir("fl_doctor_agents");
+  const std::string d = dir.path();
+  std::atomic<bool> skewed{false};
+  InventoryFixtureOptions o;
+  o.extra_agent_env = [&skewed](const std::string& host) {
+    if (host != "h1" || !skewed) return std::vector<std::string>{};
+    return std::vector<std::string>{std::string("LD_PRELOAD=") + kFaketime, "FAKETIME=+2s",
+                                    "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+  };
+  auto fx = InventoryFixture::Create(o);
+  REQUIRE(fx.ok());
+  REQUIRE((*fx)->StartAgents().ok());
+
+  auto [rc, j] = Doctor(**fx, d, "clean");
+  INFO(j.dump(2));
+  CHECK(rc == 0);
+  auto ok = AgentLines(j, "OK");
+  REQUIRE(ok.size() == 2);
+  CHECK(ok[0]["message"].get<std::string>().rfind("h0: agent 0.", 0) == 0);
+  CHECK(ok[0]["message"].get<std::string>().find(", clock ") != std::string::npos);
+
+  // h1's agent restarts with its clock 2 s ahead.
+  skewed = true;
+  const int before = (*fx)->agent_restarts("h1");
+  if ((*fx)->agent_pid("h1") > 0) (*fx)->KillAgent("h1", SIGTERM).IgnoreError();
+  REQUIRE((*fx)->WaitAgentRestarts("h1", before + 1, Deadline::After(30 * kNsPerSec)));
+  std::tie(rc, j) = Doctor(**fx, d, "skewed");
+  INFO(j.dump(2));
+  CHECK(rc == 2);
+  auto crit = AgentLines(j, "CRITICAL");
+  REQUIRE(crit.size() == 1);
+  const std::string m = crit[0]["message"];
+  CHECK(m.rfind("h1: clock +2", 0) == 0);  // +2000.x ms
+  CHECK(m.find("more than 500.0 ms") != std::string::npos);
+  CHECK(AgentLines(j, "OK").size() == 1);  // h0
+
+  // An inventory that names a NIC h0 does not have, and a host with no agent.
+  auto text = ReadFile((*fx)->inventory_path());
+  REQUIRE(text.ok());
+  std::string bad = *text;
+  const std::string nic = "ifname: " + (*fx)->nics_of("h0").back();
+  REQUIRE(bad.find(nic) != std::string::npos);
+  bad.replace(bad.find(nic), nic.size(), "ifname: ens9f9");
+  bad += "  - name: h9\n    ranks: " + std::to_string(o.ranks_per_host) + "\n    nics:\n";
+  for (int i = 0; i < o.nics_per_host; ++i)
+    bad += "      - {name: n" + std::to_string(i) + ", ifname: n" + std::to_string(i) +
+           ", address: 10.9.9." + std::to_string(i + 1) + "}\n";
+  const std::string bad_path = (*fx)->dir() + "/bad_inventory.yaml";
+  REQUIRE(WriteFileAtomic(bad_path, bad).ok());
+  skewed = false;
+  std::tie(rc, j) = Doctor(**fx, d, "bad", bad_path, "5s");
+  INFO(j.dump(2));
+  CHECK(rc == 2);
+  bool missing_host = false, missing_nic = false;
+  for (const auto& c : AgentLines(j, "CRITICAL")) {
+    const std::string msg = c["message"];
+    missing_host = missing_host || msg.rfind("h9: no agent dialled in", 0) == 0;
+    missing_nic =
+        missing_nic || msg.find("(ens9f9): missing (no such interface") != std::string::npos;
+  }
+  CHECK(missing_host);
+  CHECK(missing_nic);
+  (*fx)->StopAgents().IgnoreError();
+}
+
+}  // namespace
+}  // namespace fl::testing
