@@ -87,8 +87,18 @@ int AgentMain(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  opts.fingerprint = harness::CollectFingerprint(fp_opts);
-  opts.collect_fingerprint = [fp_opts] { return harness::CollectFingerprint(fp_opts); };
+  // The policy's text goes with the host facts (`faultline doctor` checks the suite with it).
+  std::string policy_text;
+  if (!policy_file.empty())
+    if (auto t = ReadFile(policy_file); t.ok()) policy_text = *t;
+  auto collect = [fp_opts, policy_file, policy_text] {
+    faultline::v1::Fingerprint fp = harness::CollectFingerprint(fp_opts);
+    fp.set_policy_source(policy_file);
+    fp.set_policy_yaml(policy_text);
+    return fp;
+  };
+  opts.fingerprint = collect();
+  opts.collect_fingerprint = collect;
   opts.agent_version = VersionAndRevision();
   if (print_fingerprint) {
     std::printf("%s", opts.fingerprint.DebugString().c_str());

@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <linux/ethtool.h>
+#include <linux/if_packet.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -27,6 +29,7 @@
 #include "common/file_util.h"
 #include "common/process.h"
 #include "harness/lab/lldp.h"
+#include "injectors/sys.h"
 
 namespace fl::harness {
 namespace {
@@ -240,6 +243,20 @@ void FillLldp(const FingerprintOptions& options, faultline::v1::Fingerprint* fp)
       }
 }
 
+// What the injectors need of this host that it lacks: the tools they run, cgroup v2 (ranks'
+// containers), AF_PACKET raw sockets (PFC frames).
+void FillLacks(faultline::v1::Fingerprint* fp) {
+  for (const char* tool : {"ip", "tc", "nft"})
+    if (!ResolveTool(tool).ok()) fp->add_lacks(std::string(tool) + ": not installed");
+  if (auto cg = injectors::Cgroup2Root(); !cg.ok())
+    fp->add_lacks("cgroup v2: " + cg.status().message());
+  int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    fp->add_lacks(std::string("AF_PACKET: ") + std::strerror(errno));
+  else
+    close(fd);
+}
+
 }  // namespace
 
 std::string NcclVersion() {
@@ -289,6 +306,7 @@ faultline::v1::Fingerprint CollectFingerprint(const FingerprintOptions& options)
   }
   FillLldp(options, &fp);
   FillGpus(&fp);
+  FillLacks(&fp);
   for (const auto& r : ccl::ftccl::ListRdmaDevices())
     fp.add_rdma_devices(r.name + " " + r.node_guid);
   for (const auto& g : ccl::ftccl::CudaDevices()) fp.add_gpus(g.name);

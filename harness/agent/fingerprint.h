@@ -22,7 +22,8 @@ struct FingerprintOptions {
 // firmware and speed (ethtool ioctl), MAC, state (IFF_UP and carrier), IPv4 addresses, PCI
 // address and NUMA node (sysfs, for a NIC on a PCI bus), its RDMA device and port, and its
 // LLDP neighbour when lldpd runs (lldpcli -f json show neighbors, at most 3 s); the GPUs'
-// PCI addresses and NUMA nodes from the nvidia driver's sysfs.
+// PCI addresses and NUMA nodes from the nvidia driver's sysfs; what the injectors need that
+// the host lacks (ip, tc, nft, cgroup v2, AF_PACKET). The policy fields are the caller's.
 faultline::v1::Fingerprint CollectFingerprint(const FingerprintOptions& options = {});
 
 // The version of the NCCL that dlopen finds (FL_NCCL_LIBRARY, else libnccl.so.2), "2.21.5",

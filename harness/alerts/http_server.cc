@@ -110,6 +110,8 @@ class Server final : public HttpServer {
     s->reply.keep_alive(false);
     s->reply.body() = std::move(reply.body);
     s->reply.prepare_payload();
+    // A client that stops reading is dropped after the same time as one that stops sending.
+    s->stream.expires_after(std::chrono::nanoseconds(options_.read_timeout));
     http::async_write(s->stream, s->reply, [s](boost::system::error_code, size_t) {
       boost::system::error_code ignored;
       s->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);

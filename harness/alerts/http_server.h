@@ -1,7 +1,9 @@
 // A small HTTP/1.1 server on one thread (Boost.Beast, in http_server.cc only): each request is
 // read whole (bounded body, read timeout), handed to the handler, and answered with what it
 // returns; one request per connection. What faultline serves over HTTP goes through it: the
-// Alertmanager webhook receiver (receiver.h) and a run's live metrics (metrics_endpoint.h).
+// Alertmanager webhook receiver (receiver.h), a run's live metrics (metrics_endpoint.h) and
+// the results server (`faultline serve`, reports/serve/results_site.h). Headers are bounded
+// by Beast's parser (8 KiB), the body by max_body; reading and writing by read_timeout each.
 //
 // Thread-safety: the handler runs on the server's thread, one request at a time. Stop is
 // idempotent and joins the thread; the destructor stops.

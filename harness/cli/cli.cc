@@ -25,6 +25,7 @@ void AddAlertsCommands(CLI::App& app, int* exit_code);     // harness/cli/alerts
 void AddGateCommands(CLI::App& app, int* exit_code);       // harness/cli/gate_cmd.cc
 void AddDoctorCommands(CLI::App& app, int* exit_code);     // harness/cli/doctor_cmd.cc
 void AddInventoryCommands(CLI::App& app, int* exit_code);  // harness/cli/inventory_cmd.cc
+void AddServeCommands(CLI::App& app, int* exit_code);      // harness/cli/serve_cmd.cc
 
 // Command modules: each lives in harness/cli/<name>_cmd.cc and adds its subcommands to the
 // app; a subcommand's callback stores the process exit code in *exit_code.
@@ -108,6 +109,7 @@ int RunCli(int argc, char** argv) {
   AddGateCommands(app, &exit_code);
   AddDoctorCommands(app, &exit_code);
   AddInventoryCommands(app, &exit_code);
+  AddServeCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

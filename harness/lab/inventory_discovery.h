@@ -40,6 +40,10 @@ struct HostFacts {
   std::vector<InventoryGpu> gpus;
   bool lldp_read = false;  // lldpd answered
   std::string lldp_note;   // why not
+  // The agent's policy (its file's path and text; empty text: the built-in default) and what
+  // the injectors need that the host lacks ("tc: not installed").
+  std::string policy_source, policy_yaml;
+  std::vector<std::string> lacks;
 };
 
 struct DiscoverOptions {

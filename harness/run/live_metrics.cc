@@ -3,23 +3,10 @@
 #include <cstdio>
 
 #include "harness/alerts/http_server.h"
+#include "reports/render/openmetrics.h"
 
 namespace fl::harness::run {
 namespace {
-
-// A label value: backslash, double quote and line feed escaped (the text format's rules).
-std::string LabelValue(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 void Metric(std::string& out, const char* name, const char* type, const char* help,
             const std::string& labels, double value) {
@@ -72,7 +59,9 @@ std::string LiveMetrics::Render() {
   std::lock_guard lock(mu_);
   std::string out;
   Metric(out, "faultline_run_info", "gauge", "The run this coordinator drives.",
-         "{run_id=\"" + LabelValue(run_id_) + "\",scenario=\"" + LabelValue(scenario_) + "\"}", 1);
+         "{run_id=\"" + reports::render::EscapeLabelValue(run_id_) + "\",scenario=\"" +
+             reports::render::EscapeLabelValue(scenario_) + "\"}",
+         1);
   if (!progress_) return out;
   uint64_t samples = 0, mismatches = 0;
   Nanos last = 0;

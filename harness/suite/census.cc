@@ -51,6 +51,9 @@ lab::HostFacts FactsOf(const AgentInfo& info) {
     f.gpus.push_back({g.pci_address(), g.numa_node(), g.name()});
   f.lldp_read = fp.lldp_read();
   f.lldp_note = fp.lldp_note();
+  f.policy_source = fp.policy_source();
+  f.policy_yaml = fp.policy_yaml();
+  f.lacks.assign(fp.lacks().begin(), fp.lacks().end());
   return f;
 }
 

@@ -81,13 +81,49 @@ std::vector<run::Prepared> CheckScenarios(const DoctorOptions& o, std::vector<Do
   return prepared;
 }
 
+// The planned faults that `host`'s agent would apply (every fault when host is empty) decided
+// by `policy` (named `source` in the lines) as the agent decides; returns how many it allows.
+size_t CheckFaultsAgainst(const AgentPolicy& policy, const std::string& source,
+                          const std::vector<run::Prepared>& prepared, const std::string& host,
+                          std::vector<DoctorLine>* out) {
+  size_t allowed = 0;
+  for (const auto& p : prepared) {
+    for (const auto& f : p.plan.faults) {
+      const std::string target_host = f.target.substr(0, f.target.find('.'));
+      if (!host.empty() && target_host != host) continue;
+      faultline::v1::InjectFault msg;
+      msg.set_fault_id(f.id);
+      msg.set_kind(f.kind);
+      msg.set_target(f.target);
+      for (const auto& [k, v] : f.params) (*msg.mutable_params())[k] = v;
+      msg.set_duration_ms(f.duration_ns / kNsPerMs);
+      InjectDecision d = DecideInject(policy, /*disposable_site=*/false, target_host, msg);
+      if (d.status.ok()) {
+        ++allowed;
+        if (d.capped)
+          out->push_back(Line(GateLevel::kWarning, "policy",
+                              p.scenario.name + " " + f.id + " " + f.kind + " on " + f.target +
+                                  ": allowed, but the policy cuts its duration",
+                              "raise max_fault_duration in " + source));
+        continue;
+      }
+      out->push_back(Line(GateLevel::kCritical, "policy",
+                          p.scenario.name + " " + f.id + " " + f.kind + " on " + f.target +
+                              ": refused by " + source + ": " + d.status.message(),
+                          "allow it in the policy the hosts run (allow_kinds, "
+                          "target_prefixes), or leave the fault out of the suite"));
+    }
+  }
+  return allowed;
+}
+
 void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepared,
                  std::vector<DoctorLine>* out) {
   if (o.policy_file.empty()) {
     if (!prepared.empty() && !o.lab_file.empty())
-      out->push_back(
-          Line(GateLevel::kOk, "policy",
-               "not checked: give --policy FILE, the policy the hosts' agents run with"));
+      out->push_back(Line(GateLevel::kOk, "policy",
+                          "not checked here: give --policy FILE, the policy the hosts' agents run "
+                          "with (an inventory's agents are asked for theirs)"));
     return;
   }
   auto policy = LoadAgentPolicy(o.policy_file);
@@ -96,34 +132,7 @@ void CheckPolicy(const DoctorOptions& o, const std::vector<run::Prepared>& prepa
                         "fix the policy file"));
     return;
   }
-  size_t allowed = 0;
-  for (const auto& p : prepared) {
-    for (const auto& f : p.plan.faults) {
-      faultline::v1::InjectFault msg;
-      msg.set_fault_id(f.id);
-      msg.set_kind(f.kind);
-      msg.set_target(f.target);
-      for (const auto& [k, v] : f.params) (*msg.mutable_params())[k] = v;
-      msg.set_duration_ms(f.duration_ns / kNsPerMs);
-      const std::string host = f.target.substr(0, f.target.find('.'));
-      InjectDecision d = DecideInject(*policy, /*disposable_site=*/false, host, msg);
-      if (d.status.ok()) {
-        ++allowed;
-        if (d.capped)
-          out->push_back(Line(GateLevel::kWarning, "policy",
-                              p.scenario.name + " " + f.id + " " + f.kind + " on " + f.target +
-                                  ": allowed, but the policy cuts its duration",
-                              "raise max_fault_duration in " + o.policy_file));
-        continue;
-      }
-      out->push_back(Line(GateLevel::kCritical, "policy",
-                          p.scenario.name + " " + f.id + " " + f.kind + " on " + f.target +
-                              ": refused by " + o.policy_file + ": " + d.status.message(),
-                          "allow it in the policy the hosts run (allow_kinds, "
-                          "target_prefixes), or leave the fault out of the suite"));
-    }
-  }
-  if (allowed)
+  if (size_t allowed = CheckFaultsAgainst(*policy, o.policy_file, prepared, "", out))
     out->push_back(Line(GateLevel::kOk, "policy",
                         std::to_string(allowed) + " planned fault(s) allowed by " + o.policy_file));
 }
@@ -301,7 +310,8 @@ std::string Millis(Nanos ns) {
 }
 
 // The inventory's agents asked who they are (census.h): reachable, version, clock, NICs.
-void CheckAgents(const DoctorOptions& o, const lab::Inventory* inv, std::vector<DoctorLine>* out) {
+void CheckAgents(const DoctorOptions& o, const lab::Inventory* inv,
+                 const std::vector<run::Prepared>& prepared, std::vector<DoctorLine>* out) {
   if (!inv || !o.agents) return;
   CensusOptions co;
   co.listen = inv->listen;
@@ -367,6 +377,29 @@ void CheckAgents(const DoctorOptions& o, const lab::Inventory* inv, std::vector<
                           "synchronise the host's clock (chrony or systemd-timesyncd)"));
     else
       out->push_back(Line(GateLevel::kOk, "agents", what + ", " + clock));
+  }
+  for (const auto& h : census->hosts) {
+    if (!h.seen || !inv->FindHost(h.host)) continue;
+    for (const auto& lack : h.facts.lacks)
+      out->push_back(Line(GateLevel::kCritical, "agents", h.host + " lacks " + lack,
+                          "install iproute2 and nftables, mount cgroup v2, run the agent as root "
+                          "(its unit does)"));
+    // The faults this host's agent would apply, decided by the policy it really runs with.
+    const std::string source =
+        h.host + "'s policy " +
+        (h.facts.policy_source.empty() ? std::string("(the built-in default)")
+                                       : h.facts.policy_source);
+    auto policy = h.facts.policy_yaml.empty()
+                      ? StatusOr<AgentPolicy>(AgentPolicy{})
+                      : ParseAgentPolicy(h.facts.policy_yaml, h.facts.policy_source);
+    if (!policy.ok()) {
+      out->push_back(Line(GateLevel::kCritical, "policy",
+                          source + ": " + policy.status().ToUserString(), "fix the policy file"));
+      continue;
+    }
+    if (size_t allowed = CheckFaultsAgainst(*policy, source, prepared, h.host, out))
+      out->push_back(Line(GateLevel::kOk, "policy",
+                          std::to_string(allowed) + " planned fault(s) allowed by " + source));
   }
   // What the hosts have against what the inventory says (the NICs that faults will target).
   for (const auto& d : lab::CheckDrift(*inv, census->SeenFacts())) {
@@ -437,7 +470,7 @@ std::vector<DoctorLine> RunDoctor(const DoctorOptions& o) {
   CheckCerts(o, invp, now, &out);
   CheckJournal(o, &out);
   CheckSwitches(o, invp, &out);
-  CheckAgents(o, invp, &out);
+  CheckAgents(o, invp, prepared, &out);
   CheckRoom(o, &out);
   CheckHost(prepared, &out);
   return out;

@@ -23,8 +23,11 @@
 //              coordinator's a WARNING; a clock off by more than --max-clock-offset (500 ms)
 //              CRITICAL, by more than a tenth of it a WARNING; an inventory NIC the host does
 //              not have CRITICAL; other drift from the inventory (a moved NIC, new firmware, a
-//              link down: inventory_discovery.h) a WARNING
-// Not checked here: the hosts' own policies and tools (the agents do not report them yet).
+//              link down: inventory_discovery.h) a WARNING; what the injectors need that a
+//              host lacks (ip, tc, nft, cgroup v2, AF_PACKET) CRITICAL; and each planned fault
+//              decided by the policy the agent that would apply it runs with (its Hello
+//              carries it), as the policy check does with --policy
+// Not checked: faults in the hosts' own journals (each agent reverts them at its start).
 //
 // Thread-safety: one call at a time. Blocking: bounded by the probes' timeouts.
 #pragma once

@@ -35,22 +35,6 @@ std::optional<Family> FamilyOf(const MetricRecord& m) {
   return std::nullopt;  // enums (outcome) are exported as a state set below
 }
 
-std::string EscapeLabelValue(const std::string& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
 std::string EscapeHelp(const std::string& v) {
   std::string out;
   for (char c : v) {
@@ -111,6 +95,22 @@ class Writer {
 };
 
 }  // namespace
+
+std::string EscapeLabelValue(const std::string& v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
 
 std::string TagLabelName(const std::string& key) {
   std::string s = "tag_";

@@ -22,4 +22,7 @@ std::string RenderOpenMetrics(const RunData& run);
 // in front ("fw" -> "tag_fw", "nic.firmware" -> "tag_nic_firmware").
 std::string TagLabelName(const std::string& key);
 
+// A label value with backslash, double quote and line feed escaped (the text format's rules).
+std::string EscapeLabelValue(const std::string& v);
+
 }  // namespace fl::reports::render

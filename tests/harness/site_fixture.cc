@@ -837,6 +837,20 @@ bool InventoryFixture::WaitAgentRestarts(const std::string& host, int n, Deadlin
                    10 * kNsPerMs);
 }
 
+Status InventoryFixture::RestartAgent(const std::string& host, Deadline deadline) {
+  // An instance that is running now (not one between a Shutdown and its restart), so that
+  // the one after it starts after this call.
+  for (;;) {
+    if (deadline.Expired()) return DeadlineExceededError(host + "'s agent is not running");
+    const int before = agent_restarts(host);
+    if (agent_pid(host) > 0 && KillAgent(host, SIGTERM).ok()) {
+      if (WaitAgentRestarts(host, before + 1, deadline)) return OkStatus();
+      return DeadlineExceededError(host + "'s agent was not restarted");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 Status InventoryFixture::StopAgents() {
   stop_.store(true);
   if (supervisor_.joinable()) supervisor_.join();

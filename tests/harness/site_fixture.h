@@ -229,6 +229,9 @@ class InventoryFixture {
   std::vector<int> agent_exits(const std::string& host) const;
   std::vector<std::string> agent_logs(const std::string& host) const;
   std::string AgentLogText(const std::string& host) const;  // every log, for INFO
+  // Ends host's running agent (SIGTERM; waits for one to run first) and waits until the next
+  // instance runs: that one starts after this call (a file written before it is seen).
+  Status RestartAgent(const std::string& host, Deadline deadline);
   // Waits until host's agent was restarted at least n times and runs.
   bool WaitAgentRestarts(const std::string& host, int n, Deadline deadline) const;
   // Ends supervision and every agent: SIGTERM, SIGKILL after stop_grace. DeadlineExceeded

@@ -1,0 +1,291 @@
+#include "reports/serve/results_site.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+
+#include "reports/render/escape.h"
+#include "reports/render/html.h"
+#include "reports/render/json_view.h"
+#include "reports/render/openmetrics.h"
+#include "reports/serve/overview.h"
+
+namespace fl::reports::serve {
+namespace {
+
+using nlohmann::json;
+using render::HtmlEscape;
+
+constexpr size_t kMaxTarget = 2048;
+constexpr size_t kMaxLimit = 1000;
+
+SiteReply Text(int status, std::string body) {
+  return {status, "text/plain; charset=utf-8", std::move(body)};
+}
+SiteReply Json(int status, const json& j) {
+  return {status, "application/json", j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"};
+}
+SiteReply ApiError(int status, const std::string& what) { return Json(status, {{"error", what}}); }
+
+// A run id as NewRunId makes them: [A-Za-z0-9_-], at most 64 (anything else is 400, never a
+// query).
+bool IsRunId(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
+  return true;
+}
+
+// "a=1&b=2&b=3" -> {a: [1], b: [2, 3]}; nullopt for a malformed escape.
+std::optional<std::multimap<std::string, std::string>> ParseQuery(std::string_view q) {
+  std::multimap<std::string, std::string> out;
+  while (!q.empty()) {
+    const size_t amp = q.find('&');
+    std::string_view part = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    auto k = UrlDecode(part.substr(0, eq));
+    auto v = UrlDecode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+    if (!k || !v) return std::nullopt;
+    out.emplace(*k, *v);
+  }
+  return out;
+}
+
+const char* kStyle = R"(
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.5em}
+table{border-collapse:collapse}td,th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left}
+.new_failure{background:#f8b4b4;font-weight:bold}.failed{background:#fbd5d5}
+.running{background:#fdf6b2}.not_run{background:#e5e7eb;color:#555}.passed{background:#def7ec}
+.muted{color:#666}a{color:#1a56db}
+@media print{a{color:#000;text-decoration:none}}
+)";
+
+std::string Page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+         HtmlEscape(title) + "</title><style>" + kStyle + "</style></head><body>\n" + body +
+         "</body></html>\n";
+}
+
+json OverviewJson(const std::vector<OverviewGroup>& groups) {
+  json a = json::array();
+  for (const auto& g : groups) {
+    json cells = json::array();
+    for (const auto& c : g.cells)
+      cells.push_back(
+          {{"scenario", c.scenario},
+           {"state", CellStateName(c.state)},
+           {"run_id", c.run_id.empty() ? json(nullptr) : json(c.run_id)},
+           {"status", c.status.empty() ? json(nullptr) : json(c.status)},
+           {"message", c.message},
+           {"previous_run_id", c.previous_id.empty() ? json(nullptr) : json(c.previous_id)}});
+    a.push_back({{"cluster", g.cluster},
+                 {"suite", g.suite},
+                 {"night", g.night},
+                 {"newest_wall_ns", g.newest_wall_ns},
+                 {"counts",
+                  {{"new_failure", g.Count(CellState::kNewFailure)},
+                   {"failed", g.Count(CellState::kFailed)},
+                   {"running", g.Count(CellState::kRunning)},
+                   {"not_run", g.Count(CellState::kNotRun)},
+                   {"passed", g.Count(CellState::kPassed)}}},
+                 {"cells", cells}});
+  }
+  return {{"groups", a}};
+}
+
+std::string OverviewHtml(const std::vector<OverviewGroup>& groups, const std::string& db) {
+  std::string b = "<h1>faultline: the latest night</h1>\n<p class=\"muted\">" + HtmlEscape(db) +
+                  " &middot; <a href=\"/api/v1/overview\">JSON</a></p>\n";
+  size_t cells = 0;
+  if (groups.empty()) b += "<p>No runs in this store yet.</p>\n";
+  for (const auto& g : groups) {
+    b += "<h2>" + HtmlEscape(g.cluster) +
+         (g.suite.empty() ? "" : " &middot; " + HtmlEscape(g.suite)) + " &middot; " + g.night +
+         "</h2>\n<p class=\"muted\">" + std::to_string(g.Count(CellState::kNewFailure)) +
+         " new failures, " + std::to_string(g.Count(CellState::kFailed)) + " failed, " +
+         std::to_string(g.Count(CellState::kNotRun)) + " not run, " +
+         std::to_string(g.Count(CellState::kPassed)) + " passed</p>\n";
+    b += "<table "
+         "class=\"fl-night\"><tr><th>scenario</th><th>state</th><th>run</th><th>why</th></tr>\n";
+    for (const auto& c : g.cells) {
+      ++cells;
+      const std::string state(CellStateName(c.state));
+      b += "<tr class=\"fl-cell " + state + "\" data-state=\"" + state + "\"><td>" +
+           HtmlEscape(c.scenario) + "</td><td>" + state + "</td><td>";
+      if (!c.run_id.empty())
+        b += "<a href=\"/runs/" + HtmlEscape(c.run_id) + "\">" + HtmlEscape(c.run_id) + "</a>";
+      else if (!c.previous_id.empty())
+        b += "<span class=\"muted\">last: <a href=\"/runs/" + HtmlEscape(c.previous_id) + "\">" +
+             HtmlEscape(c.previous_id) + "</a></span>";
+      b += "</td><td>" + HtmlEscape(c.message) + "</td></tr>\n";
+    }
+    b += "</table>\n";
+  }
+  b += "<div id=\"fl-render-status\" data-groups=\"" + std::to_string(groups.size()) +
+       "\" data-cells=\"" + std::to_string(cells) + "\"></div>\n";
+  return Page("faultline: the latest night", b);
+}
+
+std::string Label(const std::string& v) { return render::EscapeLabelValue(render::ValidUtf8(v)); }
+
+}  // namespace
+
+std::optional<std::string> UrlDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%') {
+      if (i + 2 >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i + 1])) ||
+          !std::isxdigit(static_cast<unsigned char>(s[i + 2])))
+        return std::nullopt;
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+SiteReply ResultsSite::Handle(const std::string& method, const std::string& target) {
+  if (method != "GET" && method != "HEAD") {
+    SiteReply r = Text(405, "only GET and HEAD: this server writes nothing\n");
+    return r;
+  }
+  if (target.size() > kMaxTarget || target.empty() || target[0] != '/')
+    return Text(400, "bad request target\n");
+  const size_t qm = target.find('?');
+  const std::string path = target.substr(0, qm);
+  const std::string query = qm == std::string::npos ? "" : target.substr(qm + 1);
+  try {
+    if (path == "/healthz") {
+      auto v = store_.SchemaVersion();
+      if (!v.ok()) return Text(503, "store: " + v.status().message() + "\n");
+      return Text(200, "ok\n");
+    }
+    if (path == "/" || path == "/index.html") return Overview(false);
+    if (path == "/api/v1/overview") return Overview(true);
+    if (path == "/api/v1/runs") return Runs(query);
+    if (path == "/metrics") return Metrics();
+    const std::pair<std::string, bool> run_pages[] = {{"/api/v1/runs/", true}, {"/runs/", false}};
+    for (const auto& [p, as_json] : run_pages) {
+      if (path.rfind(p, 0) != 0) continue;
+      auto id = UrlDecode(path.substr(p.size()));
+      if (!id || !IsRunId(*id))
+        return as_json ? ApiError(400, "not a run id: '" +
+                                           render::ValidUtf8(path.substr(p.size())) + "'")
+                       : Text(400, "not a run id\n");
+      return Run(*id, as_json);
+    }
+  } catch (const std::exception& e) {  // a bug, said as one, the server goes on
+    return Text(500, std::string("internal error: ") + e.what() + "\n");
+  }
+  if (path.rfind("/api/", 0) == 0)
+    return ApiError(404, "no such endpoint: " + render::ValidUtf8(path));
+  return Text(404, "not found\n");
+}
+
+SiteReply ResultsSite::Overview(bool as_json) {
+  RunFilter f;
+  f.limit = options_.overview_runs;
+  auto runs = store_.ListRuns(f);
+  if (!runs.ok())
+    return as_json ? ApiError(503, runs.status().message())
+                   : Text(503, "store: " + runs.status().message() + "\n");
+  auto groups = BuildOverview(*runs);
+  if (as_json) return Json(200, OverviewJson(groups));
+  return {200, "text/html; charset=utf-8", OverviewHtml(groups, options_.db_label)};
+}
+
+SiteReply ResultsSite::Runs(const std::string& query) {
+  auto q = ParseQuery(query);
+  if (!q) return ApiError(400, "malformed query string (a bad %-escape)");
+  RunFilter f;
+  f.limit = 100;
+  for (const auto& [k, v] : *q) {
+    if (k == "scenario") {
+      f.scenario_name = v;
+    } else if (k == "status") {
+      auto s = ParseRunStatus(v);
+      if (!s.ok())
+        return ApiError(400, "status: '" + render::ValidUtf8(v) +
+                                 "' is not one of running, passed, failed, aborted, error");
+      f.status = *s;
+    } else if (k == "tag") {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return ApiError(400, "tag: want KEY=VALUE, got '" + render::ValidUtf8(v) + "'");
+      f.tags[v.substr(0, eq)] = v.substr(eq + 1);
+    } else if (k == "limit") {
+      size_t used = 0;
+      long n = -1;
+      try {
+        n = std::stol(v, &used);
+      } catch (const std::exception&) {
+        n = -1;
+      }
+      if (used != v.size() || n < 1 || n > static_cast<long>(kMaxLimit))
+        return ApiError(400, "limit: want 1 to " + std::to_string(kMaxLimit) + ", got '" +
+                                 render::ValidUtf8(v) + "'");
+      f.limit = static_cast<size_t>(n);
+    } else {
+      return ApiError(
+          400, "unknown parameter '" + render::ValidUtf8(k) + "' (scenario, status, tag, limit)");
+    }
+  }
+  auto runs = store_.ListRuns(f);
+  if (!runs.ok()) return ApiError(503, runs.status().message());
+  return {200, "application/json", render::RunListJson(*runs)};
+}
+
+SiteReply ResultsSite::Run(const std::string& id, bool as_json) {
+  auto data = store_.LoadRun(id);
+  if (!data.ok()) {
+    const int code = data.status().code() == Code::kNotFound ? 404 : 503;
+    return as_json ? ApiError(code, data.status().message())
+                   : Text(code, data.status().message() + "\n");
+  }
+  if (as_json) return {200, "application/json", render::RunJson(*data)};
+  render::HtmlOptions ho;
+  ho.db_path = options_.db_label;
+  return {200, "text/html; charset=utf-8", render::RenderHtml(*data, ho)};
+}
+
+SiteReply ResultsSite::Metrics() {
+  RunFilter f;
+  f.limit = options_.overview_runs;
+  auto runs = store_.ListRuns(f);
+  if (!runs.ok()) return Text(503, "store: " + runs.status().message() + "\n");
+  std::map<std::string, size_t> by_status;
+  for (const char* s : {"running", "passed", "failed", "aborted", "error"}) by_status[s] = 0;
+  for (const auto& r : *runs) ++by_status[std::string(RunStatusName(r.status))];
+  std::string m;
+  m += "# HELP faultline_serve_runs Runs in the store by status (the newest " +
+       std::to_string(options_.overview_runs) + " at most).\n# TYPE faultline_serve_runs gauge\n";
+  for (const auto& [s, n] : by_status)
+    m += "faultline_serve_runs{status=\"" + s + "\"} " + std::to_string(n) + "\n";
+  const auto groups = BuildOverview(*runs);
+  m += "# HELP faultline_night_start_seconds When the latest run of each cluster and suite "
+       "started.\n# TYPE faultline_night_start_seconds gauge\n# UNIT faultline_night_start_seconds "
+       "seconds\n";
+  for (const auto& g : groups)
+    m += "faultline_night_start_seconds{cluster=\"" + Label(g.cluster) + "\",suite=\"" +
+         Label(g.suite) + "\"} " + std::to_string(g.newest_wall_ns / kNsPerSec) + "\n";
+  m += "# HELP faultline_night_scenarios Scenarios of each cluster and suite's latest night, by "
+       "state.\n# TYPE faultline_night_scenarios gauge\n";
+  for (const auto& g : groups)
+    for (auto s : {CellState::kNewFailure, CellState::kFailed, CellState::kRunning,
+                   CellState::kNotRun, CellState::kPassed})
+      m += "faultline_night_scenarios{cluster=\"" + Label(g.cluster) + "\",suite=\"" +
+           Label(g.suite) + "\",state=\"" + std::string(CellStateName(s)) + "\"} " +
+           std::to_string(g.Count(s)) + "\n";
+  m += "# EOF\n";
+  return {200, "application/openmetrics-text; version=1.0.0; charset=utf-8", m};
+}
+
+}  // namespace fl::reports::serve

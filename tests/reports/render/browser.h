@@ -1,0 +1,125 @@
+// Headless Chromium for the page tests (browser_test.cc: the HTML report from file://;
+// serve_test.cc: `faultline serve`'s pages over HTTP): finding the browser, running it on a
+// page with --dump-dom or --screenshot, and reading back what the page's own script wrote
+// (#fl-render-status), PNG sizes and console errors.
+//
+// Chromium is a Debian package that scripts/setup.sh installs; FL_CHROMIUM names another.
+#pragma once
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/reports/render/helpers.h"
+#include "tests/reports/temp_dir.h"
+
+namespace fl::reports::render {
+
+inline std::string FindChromium() {
+  if (const char* env = std::getenv("FL_CHROMIUM"); env && *env) return env;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+      std::string p = dir + "/" + name;
+      if (access(p.c_str(), X_OK) == 0) return p;
+    }
+  return "";
+}
+
+class Browser {
+ public:
+  explicit Browser(std::string binary) : binary_(std::move(binary)) {}
+
+  // Runs the browser headless on a file (file://) or a URL with extra arguments; its output
+  // goes to log.
+  testing::ProcessResult Run(const std::string& html, const std::vector<std::string>& extra,
+                             const std::string& log) {
+    std::vector<std::string> argv = {binary_,
+                                     "--headless",
+                                     "--no-sandbox",  // needed as root (CI); harmless otherwise
+                                     "--disable-gpu",
+                                     "--disable-dev-shm-usage",
+                                     "--no-first-run",
+                                     "--no-default-browser-check",
+                                     "--disable-extensions",
+                                     "--hide-scrollbars",
+                                     "--force-device-scale-factor=1",
+                                     "--enable-logging=stderr",
+                                     "--v=0",
+                                     "--user-data-dir=" + profile_.File("profile"),
+                                     "--virtual-time-budget=10000"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(html.find("://") == std::string::npos ? "file://" + html : html);
+    return testing::RunProcess(argv, log, std::chrono::seconds(90));
+  }
+
+ private:
+  std::string binary_;
+  testing::TempDir profile_;  // a throwaway --user-data-dir, removed with the test
+};
+
+// The attributes of <div id="fl-render-status" ...> in a DOM dump.
+inline std::map<std::string, std::string> RenderStatus(const std::string& dom) {
+  std::map<std::string, std::string> attrs;
+  size_t p = dom.find("id=\"fl-render-status\"");
+  if (p == std::string::npos) return attrs;
+  size_t b = dom.rfind('<', p), e = dom.find('>', p);
+  std::string tag = dom.substr(b, e - b);
+  std::regex re("([a-z-]+)=\"([^\"]*)\"");
+  for (std::sregex_iterator it(tag.begin(), tag.end(), re), end; it != end; ++it)
+    attrs[(*it)[1]] = (*it)[2];
+  // The element's text: the script errors, if any.
+  size_t close = dom.find("</div>", e);
+  attrs["text"] = dom.substr(e + 1, close - e - 1);
+  return attrs;
+}
+
+inline std::vector<long> Numbers(const std::string& list) {
+  std::vector<long> out;
+  std::regex re("-?[0-9]+");
+  for (std::sregex_iterator it(list.begin(), list.end(), re), end; it != end; ++it)
+    out.push_back(std::stol(it->str()));
+  return out;
+}
+
+// Width and height from a PNG's IHDR chunk; {0, 0} when it is not a PNG.
+inline std::pair<uint32_t, uint32_t> PngSize(const std::string& png) {
+  if (png.size() < 24 || png.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) return {0, 0};
+  auto be32 = [&](size_t o) {
+    return (uint32_t(uint8_t(png[o])) << 24) | (uint32_t(uint8_t(png[o + 1])) << 16) |
+           (uint32_t(uint8_t(png[o + 2])) << 8) | uint32_t(uint8_t(png[o + 3]));
+  };
+  return {be32(16), be32(20)};
+}
+
+// Console errors the browser logged (uncaught exceptions, console.error), from its stderr.
+inline std::vector<std::string> ConsoleErrors(const std::string& log) {
+  std::vector<std::string> out;
+  std::stringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("CONSOLE") != std::string::npos &&
+        (line.find("Uncaught") != std::string::npos || line.find(":ERROR:") != std::string::npos))
+      out.push_back(line);
+  return out;
+}
+
+inline std::string ChromiumOrFail() {
+  std::string binary = FindChromium();
+  if (binary.empty())
+    FAIL(
+        "chromium not found: scripts/setup.sh installs it (Debian package 'chromium'); "
+        "FL_CHROMIUM=/path/to/browser names another");
+  return binary;
+}
+
+}  // namespace fl::reports::render

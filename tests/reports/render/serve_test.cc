@@ -1,0 +1,314 @@
+// `faultline serve` (reports/serve/results_site.h, harness/cli/serve_cmd.cc): the overview's
+// cells from a history of nights ([unit]); the site over a real SQLite store of synthetic runs:
+// the API's answers and its 400s for bad parameters (never a 500), /metrics through promtool;
+// and the real server process over HTTP, its overview and run pages drawn by headless Chromium
+// with no console error ([integration]; screenshots kept as test artefacts next to the test
+// binaries).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/process.h"
+#include "reports/serve/overview.h"
+#include "reports/serve/results_site.h"
+#include "tests/reports/render/browser.h"
+#include "tests/reports/render/helpers.h"
+#include "tests/reports/render/synthetic_run.h"
+#include "tests/reports/temp_dir.h"
+
+namespace fl::reports::serve {
+namespace {
+
+using nlohmann::json;
+using render::Browser;
+using render::ChromiumOrFail;
+using render::ConsoleErrors;
+using render::PngSize;
+using render::RenderStatus;
+
+constexpr Nanos kDay = 86400 * kNsPerSec;
+const Nanos kNight0 = 1'790'000'000 * kNsPerSec;  // 2026-09-21 (UTC), 12:53
+
+RunRecord Rec(const std::string& id, const std::string& scenario, RunStatus st, int night,
+              const std::string& cluster = "rack7", const std::string& suite = "nightly") {
+  RunRecord r;
+  r.id = id;
+  r.scenario_name = scenario;
+  r.status = st;
+  r.start_wall_ns = kNight0 + night * kDay;
+  r.tags = {{"cluster", cluster}, {"suite", suite}};
+  return r;
+}
+
+TEST_CASE("serve overview: the latest night per cluster x suite, new failures first", "[unit]") {
+  // Newest first, as the store lists them.
+  std::vector<RunRecord> runs = {
+      Rec("r9", "flap", RunStatus::kFailed, 2),  // passed the night before: new failure
+      Rec("r8", "kill", RunStatus::kFailed, 2),  // failed the night before too
+      Rec("r7", "storm", RunStatus::kPassed, 2),
+      Rec("r6", "flap", RunStatus::kPassed, 1),
+      Rec("r5", "kill", RunStatus::kAborted, 1),
+      Rec("r4", "blackhole", RunStatus::kPassed, 1),  // not run on night 2
+      Rec("r3", "flap", RunStatus::kPassed, 0, "rack9"),
+  };
+  RunRecord topo = Rec("r2", "flap", RunStatus::kError, 0, "", "");
+  topo.tags.clear();
+  topo.lab_text = "# a topology\nname: rail4  # four hosts\nhosts: 4\n";
+  runs.push_back(topo);
+  auto g = BuildOverview(runs);
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].cluster == "rack7");
+  CHECK(g[0].suite == "nightly");
+  CHECK(g[0].night == NightOf(kNight0 + 2 * kDay));
+  REQUIRE(g[0].cells.size() == 4);
+  CHECK(g[0].cells[0].scenario == "flap");
+  CHECK(g[0].cells[0].state == CellState::kNewFailure);
+  CHECK(g[0].cells[0].run_id == "r9");
+  CHECK(g[0].cells[0].previous_id == "r6");
+  CHECK(g[0].cells[1].scenario == "kill");
+  CHECK(g[0].cells[1].state == CellState::kFailed);
+  CHECK(g[0].cells[2].scenario == "blackhole");
+  CHECK(g[0].cells[2].state == CellState::kNotRun);
+  CHECK(g[0].cells[2].run_id.empty());
+  CHECK(g[0].cells[3].state == CellState::kPassed);
+  // Older nights after; a run without tags is its lab's, outside any suite, and with no
+  // earlier run its failure is new.
+  CHECK(g[1].cluster == "rack9");
+  CHECK(g[2].cluster == "rail4");
+  CHECK(g[2].suite.empty());
+  CHECK(g[2].cells[0].state == CellState::kNewFailure);
+  CHECK(NightOf(kNight0) == "2026-09-21");
+}
+
+// A store of synthetic runs: rack7/nightly over two nights (flap passed, then failed), and one
+// run outside a suite.
+struct Fixture {
+  testing::TempDir dir;
+  std::string db = dir.File("results.db");
+  std::vector<std::string> ids;
+  Fixture() {
+    int n = 0;
+    for (auto [scenario, night, pass] :
+         {std::tuple{"flap", 0, true}, {"flap", 1, false}, {"kill", 1, true}}) {
+      testing::SyntheticRunSpec spec;
+      spec.run_id = "20260921-0" + std::to_string(n++) + "0000-serve";
+      spec.scenario = scenario;
+      spec.duration_s = 40;
+      RunData d = testing::MakeSyntheticRun(spec);
+      d.run.status = pass ? RunStatus::kPassed : RunStatus::kFailed;
+      d.run.message = pass ? "" : "expectations failed";
+      d.run.start_wall_ns += night * kDay;
+      if (d.run.end_wall_ns) *d.run.end_wall_ns += night * kDay;
+      d.run.tags["cluster"] = "rack7";
+      d.run.tags["suite"] = "nightly";
+      REQUIRE(testing::WriteRun(db, d).ok());
+      ids.push_back(spec.run_id);
+    }
+  }
+};
+
+TEST_CASE(
+    "serve site: the API answers from the store - bad parameters are a clear 400, never a 500 - "
+    "only GET",
+    "[unit]") {
+  Fixture fx;
+  auto store = Store::Open(fx.db, {.create = false});
+  REQUIRE(store.ok());
+  ResultsSite site(**store, {});
+  auto r = site.Handle("GET", "/healthz");
+  CHECK(r.status == 200);
+  r = site.Handle("GET", "/api/v1/overview");
+  REQUIRE(r.status == 200);
+  auto j = json::parse(r.body);
+  REQUIRE(j["groups"].size() == 1);
+  CHECK(j["groups"][0]["cluster"] == "rack7");
+  CHECK(j["groups"][0]["counts"]["new_failure"] == 1);
+  CHECK(j["groups"][0]["cells"][0]["run_id"] == fx.ids[1]);
+  r = site.Handle("GET", "/api/v1/runs?scenario=flap&limit=1");
+  REQUIRE(r.status == 200);
+  j = json::parse(r.body);
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["run_id"] == fx.ids[1]);
+  r = site.Handle("GET", "/api/v1/runs?tag=suite%3Dnightly&status=passed");
+  REQUIRE(r.status == 200);
+  CHECK(json::parse(r.body).size() == 2);
+  r = site.Handle("GET", "/api/v1/runs/" + fx.ids[0]);
+  REQUIRE(r.status == 200);
+  CHECK(json::parse(r.body)["run_id"] == fx.ids[0]);
+  r = site.Handle("GET", "/runs/" + fx.ids[0]);
+  CHECK(r.status == 200);
+  CHECK(r.body.find("id=\"fl-render-status\"") != std::string::npos);
+  r = site.Handle("GET", "/");
+  CHECK(r.status == 200);
+  CHECK(r.body.find("href=\"/runs/" + fx.ids[1] + "\"") != std::string::npos);
+
+  for (const auto& [target, want] : std::vector<std::pair<std::string, std::string>>{
+           {"/api/v1/runs?limit=0", "limit: want 1 to 1000"},
+           {"/api/v1/runs?limit=12abc", "limit: want 1 to 1000"},
+           {"/api/v1/runs?limit=99999999999999999999", "limit: want 1 to 1000"},
+           {"/api/v1/runs?status=great", "status: 'great' is not one of"},
+           {"/api/v1/runs?tag=nokey", "tag: want KEY=VALUE"},
+           {"/api/v1/runs?color=red", "unknown parameter 'color'"},
+           {"/api/v1/runs?scenario=%zz", "malformed query string"},
+           {"/api/v1/runs/..%2F..%2Fetc", "not a run id"},
+           {"/api/v1/runs/%ff%fe", "not a run id"}}) {
+    INFO(target);
+    r = site.Handle("GET", target);
+    CHECK(r.status == 400);
+    auto e = json::parse(r.body, nullptr, false);
+    REQUIRE(!e.is_discarded());
+    CHECK(e["error"].get<std::string>().find(want) != std::string::npos);
+  }
+  CHECK(site.Handle("GET", "/api/v1/runs/no-such-run").status == 404);
+  CHECK(site.Handle("GET", "/runs/no-such-run").status == 404);
+  CHECK(site.Handle("GET", "/api/v2/everything").status == 404);
+  CHECK(site.Handle("GET", "/nope").status == 404);
+  CHECK(site.Handle("POST", "/api/v1/runs").status == 405);
+  CHECK(site.Handle("DELETE", "/runs/" + fx.ids[0]).status == 405);
+  CHECK(site.Handle("GET", "relative").status == 400);
+  CHECK(site.Handle("GET", "/" + std::string(5000, 'a')).status == 400);
+}
+
+TEST_CASE("serve site: /metrics passes promtool check metrics", "[integration]") {
+  REQUIRE(access("/usr/bin/promtool", X_OK) == 0);  // Debian's prometheus (scripts/setup.sh)
+  Fixture fx;
+  auto store = Store::Open(fx.db, {.create = false});
+  REQUIRE(store.ok());
+  ResultsSite site(**store, {});
+  auto r = site.Handle("GET", "/metrics");
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("faultline_night_scenarios{cluster=\"rack7\",suite=\"nightly\",state=\"new_"
+                    "failure\"} 1") != std::string::npos);
+  const std::string path = fx.dir.File("metrics.txt");
+  { std::ofstream(path) << r.body; }
+  auto res = testing::RunProcess(
+      {"/bin/sh", "-c", "exec /usr/bin/promtool check metrics < '" + path + "'"},
+      fx.dir.File("promtool.log"), std::chrono::seconds(30));
+  INFO(testing::ReadAll(fx.dir.File("promtool.log")) + r.body);
+  CHECK(res.exit_code == 0);
+}
+
+// One HTTP/1.1 request to 127.0.0.1:port; the whole reply ("" when it cannot connect).
+std::string HttpGet(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buf[65536];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+// `faultline serve` as a process, on the port it chose; stopped with SIGINT (it must exit 0).
+struct ServeProcess {
+  int pid = -1;
+  int port = 0;
+  std::string log;
+  ServeProcess(const std::string& db, const std::string& dir) : log(dir + "/serve.log") {
+    ProcessSpec spec;
+    spec.argv = {FL_FAULTLINE_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"};
+    spec.out.kind = Stdio::kNull;
+    spec.err = {Stdio::kFile, log};
+    auto p = Spawn(spec);
+    REQUIRE(p.ok());
+    pid = p->pid();
+    const std::regex re("http://127\\.0\\.0\\.1:([0-9]+)/");
+    REQUIRE(WaitUntil(
+        [&] {
+          std::smatch m;
+          const std::string text = testing::ReadAll(log);
+          if (!std::regex_search(text, m, re)) return false;
+          port = std::stoi(m[1]);
+          return true;
+        },
+        Deadline::After(30 * kNsPerSec), 50 * kNsPerMs));
+  }
+  int StopAndWait() {
+    kill(pid, SIGINT);
+    auto st = WaitExit(pid, Deadline::After(10 * kNsPerSec));
+    pid = -1;
+    return st.ok() ? st->Code() : -1;
+  }
+  ~ServeProcess() {
+    if (pid > 0) Stop(pid, kNsPerSec);
+  }
+};
+
+TEST_CASE(
+    "faultline serve: the overview and a run page drawn by headless Chromium from the server - "
+    "no console error - HTTP limits hold",
+    "[integration]") {
+  Browser browser(ChromiumOrFail());
+  Fixture fx;
+  ServeProcess serve(fx.db, fx.dir.path());
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port);
+
+  // The overview: the night's cells, the new failure first, linking to its run.
+  auto res = browser.Run(base + "/", {"--dump-dom"}, fx.dir.File("overview.html"));
+  REQUIRE(res.exit_code == 0);
+  std::string dom = testing::ReadAll(fx.dir.File("overview.html"));
+  INFO(dom.substr(0, 3000));
+  auto status = RenderStatus(dom);
+  CHECK(status["data-groups"] == "1");
+  CHECK(status["data-cells"] == "2");
+  const size_t first = dom.find("data-state=\"new_failure\"");
+  CHECK(first != std::string::npos);
+  CHECK(first < dom.find("data-state=\"passed\""));
+  CHECK(dom.find("href=\"/runs/" + fx.ids[1] + "\"") != std::string::npos);
+  CHECK(ConsoleErrors(dom).empty());
+
+  // The run page, live from the store: the report's charts drawn.
+  res = browser.Run(base + "/runs/" + fx.ids[1], {"--dump-dom"}, fx.dir.File("run.html"));
+  REQUIRE(res.exit_code == 0);
+  dom = testing::ReadAll(fx.dir.File("run.html"));
+  status = RenderStatus(dom);
+  CHECK(status["data-state"] == "drawn");
+  CHECK(status["data-errors"] == "0");
+  CHECK(ConsoleErrors(dom).empty());
+
+  // Screenshots, kept as artefacts.
+  for (const auto& [page, name] : {std::pair<std::string, std::string>{"/", "serve_overview"},
+                                   {"/runs/" + fx.ids[1], "serve_run"}}) {
+    const std::string shot = fx.dir.File(name + ".png");
+    res = browser.Run(base + page, {"--screenshot=" + shot, "--window-size=1280,900"},
+                      fx.dir.File(name + ".log"));
+    REQUIRE(res.exit_code == 0);
+    CHECK(PngSize(testing::ReadAll(shot)) == std::pair<uint32_t, uint32_t>{1280, 900});
+    std::filesystem::copy_file(shot, FL_TEST_OUTPUT_DIR "/" + name + ".png",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+
+  // Over the wire: a body is refused, so is a method that writes, and a header too large.
+  CHECK(HttpGet(serve.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").find(" 200 ") !=
+        std::string::npos);
+  CHECK(HttpGet(serve.port, "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+            .find(" 413 ") != std::string::npos);
+  CHECK(HttpGet(serve.port, "PUT /x HTTP/1.1\r\nHost: x\r\n\r\n").find(" 405 ") !=
+        std::string::npos);
+  const std::string big =
+      "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n";
+  CHECK(HttpGet(serve.port, big).find(" 200 ") == std::string::npos);
+  // Still serving after all that.
+  CHECK(HttpGet(serve.port, "GET /api/v1/overview HTTP/1.1\r\nHost: x\r\n\r\n").find(" 200 ") !=
+        std::string::npos);
+  CHECK(serve.StopAndWait() == 0);
+}
+
+}  // namespace
+}  // namespace fl::reports::serve
