@@ -10,8 +10,8 @@
 #include "harness/alerts/http_server.h"
 #include "harness/cli/cli.h"
 #include "harness/suite/suite_runner.h"
+#include "reports/compare/run_metrics.h"
 #include "reports/serve/results_site.h"
-#include "reports/store/store.h"
 
 namespace fl::harness {
 namespace {
@@ -38,12 +38,12 @@ int Serve(const ServeArgs& a) {
     std::fprintf(stderr, "faultline serve: --listen %s\n", st.ToUserString().c_str());
     return 2;
   }
-  auto store = reports::Store::Open(a.db, {.create = false});
-  if (!store.ok()) return ErrorExit("serve", store.status());
+  auto reader = reports::compare::RunReader::Open(a.db);
+  if (!reader.ok()) return ErrorExit("serve", reader.status());
   reports::serve::SiteOptions so;
   so.overview_runs = a.overview_runs;
   so.db_label = DbLabel(a.db);
-  reports::serve::ResultsSite site(**store, so);
+  reports::serve::ResultsSite site(**reader, so);
   alerts::HttpServerOptions ho;
   ho.listen = a.listen;
   ho.max_body = 0;            // GET only: any body is refused
@@ -77,8 +77,9 @@ void AddServeCommands(CLI::App& app, int* exit_code) {
   auto* c = app.add_subcommand(
       "serve",
       "serve the results store over HTTP, read-only: the latest night per cluster x suite (/),\n"
-      "each run's report (/runs/ID), a JSON API (/api/v1/overview, /api/v1/runs,\n"
-      "/api/v1/runs/ID), OpenMetrics for Prometheus (/metrics) and /healthz. Every page is\n"
+      "each run's report (/runs/ID), a scenario's metrics over nights with change points\n"
+      "(/trends?scenario=NAME), a JSON API (/api/v1/overview, /api/v1/runs, /api/v1/runs/ID,\n"
+      "/api/v1/trends), OpenMetrics for Prometheus (/metrics) and /healthz. Every page is\n"
       "self-contained (no network). Listens on loopback unless --listen says otherwise\n"
       "(docs/serve.md)");
   AddDbOption(c, &a->db);

@@ -79,6 +79,7 @@ StatusOr<Census> TakeCensus(const CensusOptions& options) {
   so.run_id = "census-" + std::to_string(WallNowNs() / kNsPerSec);
   so.tls = options.tls;
   so.lease_ns = 10 * kNsPerSec;  // nothing is leased: the agents hold no fault
+  const Nanos t0 = MonoNowNs();
   FL_ASSIGN_OR_RETURN(auto server, ControlServer::Start(so));
   say("[census] waiting up to " + FormatDuration(options.wait) + " for " +
       std::to_string(options.hosts.size()) + " agents to dial in at " + server->address());
@@ -141,9 +142,12 @@ StatusOr<Census> TakeCensus(const CensusOptions& options) {
       ch.clock_error = it->second.status().message();
   }
   server->Shutdown();
+  char took[32];
+  std::snprintf(took, sizeof took, " in %.2f s", static_cast<double>(MonoNowNs() - t0) / 1e9);
   say("[census] " + std::to_string(seen.size()) + " agents answered" +
       (census.missing.empty() ? std::string()
-                              : ", " + std::to_string(census.missing.size()) + " did not"));
+                              : ", " + std::to_string(census.missing.size()) + " did not") +
+      took);
   return census;
 }
 

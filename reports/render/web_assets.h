@@ -15,5 +15,6 @@ extern const std::string_view kUplotLicense;  // uplot/LICENSE (MIT: kept with t
 extern const std::string_view kReportJs;      // web/report.js: draws the charts from the data
 extern const std::string_view kReportCss;     // web/report.css
 extern const std::string_view kHistoryJs;     // web/history.js: the `faultline history` page
+extern const std::string_view kTrendsJs;      // web/trends.js: `faultline serve`'s trends page
 
 }  // namespace fl::reports::render

@@ -9,7 +9,10 @@
 #include "reports/render/html.h"
 #include "reports/render/json_view.h"
 #include "reports/render/openmetrics.h"
+#include "reports/render/run_view.h"
+#include "reports/render/web_assets.h"
 #include "reports/serve/overview.h"
+#include "reports/serve/trends.h"
 
 namespace fl::reports::serve {
 namespace {
@@ -97,6 +100,21 @@ json OverviewJson(const std::vector<OverviewGroup>& groups) {
   return {{"groups", a}};
 }
 
+// A query value %-escaped (RFC 3986 unreserved characters kept).
+std::string Escape(const std::string& v) {
+  std::string o;
+  for (unsigned char c : v) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      o += static_cast<char>(c);
+    } else {
+      char b[4];
+      std::snprintf(b, sizeof b, "%%%02X", c);
+      o += b;
+    }
+  }
+  return o;
+}
+
 std::string OverviewHtml(const std::vector<OverviewGroup>& groups, const std::string& db) {
   std::string b = "<h1>faultline: the latest night</h1>\n<p class=\"muted\">" + HtmlEscape(db) +
                   " &middot; <a href=\"/api/v1/overview\">JSON</a></p>\n";
@@ -115,7 +133,8 @@ std::string OverviewHtml(const std::vector<OverviewGroup>& groups, const std::st
       ++cells;
       const std::string state(CellStateName(c.state));
       b += "<tr class=\"fl-cell " + state + "\" data-state=\"" + state + "\"><td>" +
-           HtmlEscape(c.scenario) + "</td><td>" + state + "</td><td>";
+           "<a href=\"/trends?scenario=" + HtmlEscape(Escape(c.scenario)) + "\">" +
+           HtmlEscape(c.scenario) + "</a></td><td>" + state + "</td><td>";
       if (!c.run_id.empty())
         b += "<a href=\"/runs/" + HtmlEscape(c.run_id) + "\">" + HtmlEscape(c.run_id) + "</a>";
       else if (!c.previous_id.empty())
@@ -131,6 +150,75 @@ std::string OverviewHtml(const std::vector<OverviewGroup>& groups, const std::st
 }
 
 std::string Label(const std::string& v) { return render::EscapeLabelValue(render::ValidUtf8(v)); }
+
+json TrendsJson(const std::string& scenario, const std::vector<TrendSeries>& series) {
+  json a = json::array();
+  for (const auto& s : series) {
+    json nights = json::array(), changes = json::array();
+    for (const auto& n : s.nights)
+      nights.push_back({{"night", n.night},
+                        {"median", n.median},
+                        {"min", n.min},
+                        {"max", n.max},
+                        {"runs", n.runs},
+                        {"last_run_id", n.last_run_id}});
+    for (const auto& c : s.changes)
+      changes.push_back({{"night", c.night},
+                         {"night_index", c.night_index},
+                         {"before", c.before},
+                         {"after", c.after},
+                         {"shift", c.shift},
+                         {"relative", c.relative},
+                         {"score", c.score},
+                         {"changed", c.changed},
+                         {"before_run_id", c.before_run_id},
+                         {"after_run_id", c.after_run_id}});
+    a.push_back({{"key", s.key}, {"unit", s.unit}, {"nights", nights}, {"change_points", changes}});
+  }
+  return {{"scenario", scenario}, {"series", a}};
+}
+
+std::string TrendsHtml(const std::string& scenario, const std::vector<TrendSeries>& series) {
+  std::string data =
+      TrendsJson(scenario, series).dump(-1, ' ', false, json::error_handler_t::replace);
+  for (size_t p = 0; (p = data.find("</", p)) != std::string::npos; p += 3)
+    data.replace(p, 2, "<\\/");
+  std::string b = render::ErrorCaptureScript() + "<style>" + std::string(render::kUplotCss) +
+                  "</style>\n<h1>" + HtmlEscape(scenario) +
+                  " over nights</h1>\n<p class=\"muted\"><a href=\"/\">overview</a> &middot; "
+                  "<a href=\"/api/v1/trends?scenario=" +
+                  HtmlEscape(scenario) + "\">JSON</a></p>\n";
+  for (size_t i = 0; i < series.size(); ++i) {
+    const TrendSeries& s = series[i];
+    b += "<h2>" + HtmlEscape(s.key) + (s.unit.empty() ? "" : " (" + HtmlEscape(s.unit) + ")") +
+         "</h2>\n<div id=\"fl-trend-" + std::to_string(i) + "\"></div>\n";
+    if (s.changes.empty()) {
+      b += "<p class=\"muted\">no change point over " + std::to_string(s.nights.size()) +
+           " nights</p>\n";
+      continue;
+    }
+    b += "<table class=\"fl-changes\"><tr><th>first night</th><th>before</th><th>after</th>"
+         "<th>shift</th><th>what changed</th></tr>\n";
+    for (const auto& c : s.changes) {
+      std::string changed;
+      for (const auto& x : c.changed) changed += (changed.empty() ? "" : "; ") + x;
+      char shift[64];
+      std::snprintf(shift, sizeof shift, "%+.1f%%", 100 * c.relative);
+      b += "<tr class=\"fl-change\"><td>" + c.night + "</td><td>" + render::FormatNumber(c.before) +
+           "</td><td>" + render::FormatNumber(c.after) + "</td><td>" + shift + "</td><td>" +
+           (changed.empty() ? std::string("nothing recorded") : HtmlEscape(changed)) +
+           " (<a href=\"/runs/" + HtmlEscape(c.before_run_id) + "\">before</a>, <a href=\"/runs/" +
+           HtmlEscape(c.after_run_id) + "\">after</a>)</td></tr>\n";
+    }
+    b += "</table>\n";
+  }
+  if (series.empty()) b += "<p>No finished run of this scenario has these metrics.</p>\n";
+  b += "<div id=\"fl-render-status\" data-state=\"pending\"></div>\n";
+  b += "<script type=\"application/json\" id=\"fl-trends-data\">" + data + "</script>\n";
+  b += render::UplotScripts();
+  b += render::InlineScriptElement(render::kTrendsJs);
+  return Page(scenario + " over nights", b);
+}
 
 }  // namespace
 
@@ -172,6 +260,8 @@ SiteReply ResultsSite::Handle(const std::string& method, const std::string& targ
     if (path == "/api/v1/overview") return Overview(true);
     if (path == "/api/v1/runs") return Runs(query);
     if (path == "/metrics") return Metrics();
+    if (path == "/trends") return Trends(query, false);
+    if (path == "/api/v1/trends") return Trends(query, true);
     const std::pair<std::string, bool> run_pages[] = {{"/api/v1/runs/", true}, {"/runs/", false}};
     for (const auto& [p, as_json] : run_pages) {
       if (path.rfind(p, 0) != 0) continue;
@@ -254,6 +344,40 @@ SiteReply ResultsSite::Run(const std::string& id, bool as_json) {
   render::HtmlOptions ho;
   ho.db_path = options_.db_label;
   return {200, "text/html; charset=utf-8", render::RenderHtml(*data, ho)};
+}
+
+SiteReply ResultsSite::Trends(const std::string& query, bool as_json) {
+  auto bad = [&](const std::string& what) {
+    return as_json ? ApiError(400, what) : Text(400, what + "\n");
+  };
+  auto q = ParseQuery(query);
+  if (!q) return bad("malformed query string (a bad %-escape)");
+  std::string scenario;
+  TrendOptions o;
+  for (const auto& [k, v] : *q) {
+    if (k == "scenario") {
+      scenario = v;
+    } else if (k == "metric") {
+      if (v.empty() || v.size() > 128) return bad("metric: want a metric name");
+      o.metrics.push_back(v);
+    } else if (k == "tag") {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return bad("tag: want KEY=VALUE, got '" + render::ValidUtf8(v) + "'");
+      o.tags[v.substr(0, eq)] = v.substr(eq + 1);
+    } else {
+      return bad("unknown parameter '" + render::ValidUtf8(k) + "' (scenario, metric, tag)");
+    }
+  }
+  if (scenario.empty()) return bad("scenario: which scenario (?scenario=NAME)");
+  auto trends = LoadTrends(reader_, scenario, o);
+  if (!trends.ok()) {
+    const int code = trends.status().code() == Code::kNotFound ? 404 : 503;
+    return as_json ? ApiError(code, trends.status().message())
+                   : Text(code, trends.status().message() + "\n");
+  }
+  if (as_json) return Json(200, TrendsJson(scenario, *trends));
+  return {200, "text/html; charset=utf-8", TrendsHtml(scenario, *trends)};
 }
 
 SiteReply ResultsSite::Metrics() {

@@ -4,10 +4,13 @@
 //
 //   GET /                     the overview (overview.h): the latest night per cluster x suite
 //   GET /runs/ID              a run's report (reports/render/html.h), live from the store
+//   GET /trends?scenario=NAME a scenario's metrics over nights with change points (trends.h):
+//                             &metric=NAME (repeat; default history's), &tag=K=V (repeat)
 //   GET /api/v1/overview      the overview as JSON
 //   GET /api/v1/runs          runs, newest first: ?scenario=NAME&status=STATUS&tag=K=V (repeat)
 //                             &limit=N (1-1000, default 100)
 //   GET /api/v1/runs/ID       a run as `faultline report --json` prints it
+//   GET /api/v1/trends        the trends as JSON (the same parameters)
 //   GET /metrics              OpenMetrics: runs per status, each group's latest night and cells
 //   GET /healthz              "ok" once the store answers
 // Anything else is 404; a method other than GET or HEAD 405; a bad parameter 400 with what is
@@ -16,9 +19,11 @@
 // Thread-safety: one request at a time (the store is not shared across threads).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
-#include "reports/store/store.h"
+#include "reports/compare/run_metrics.h"
 
 namespace fl::reports::serve {
 
@@ -35,7 +40,8 @@ struct SiteOptions {
 
 class ResultsSite {
  public:
-  ResultsSite(Store& store, SiteOptions options) : store_(store), options_(std::move(options)) {}
+  ResultsSite(compare::RunReader& reader, SiteOptions options)
+      : reader_(reader), store_(reader.store()), options_(std::move(options)) {}
   SiteReply Handle(const std::string& method, const std::string& target);
 
  private:
@@ -43,7 +49,9 @@ class ResultsSite {
   SiteReply Runs(const std::string& query);
   SiteReply Run(const std::string& id, bool json);
   SiteReply Metrics();
+  SiteReply Trends(const std::string& query, bool json);
 
+  compare::RunReader& reader_;
   Store& store_;
   SiteOptions options_;
 };

@@ -13,11 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/process.h"
+#include "reports/analysis/change_points.h"
+#include "reports/compare/run_metrics.h"
 #include "reports/serve/overview.h"
 #include "reports/serve/results_site.h"
 #include "tests/reports/render/browser.h"
@@ -121,9 +124,9 @@ TEST_CASE(
     "only GET",
     "[unit]") {
   Fixture fx;
-  auto store = Store::Open(fx.db, {.create = false});
-  REQUIRE(store.ok());
-  ResultsSite site(**store, {});
+  auto reader = compare::RunReader::Open(fx.db);
+  REQUIRE(reader.ok());
+  ResultsSite site(**reader, {});
   auto r = site.Handle("GET", "/healthz");
   CHECK(r.status == 200);
   r = site.Handle("GET", "/api/v1/overview");
@@ -181,9 +184,9 @@ TEST_CASE(
 TEST_CASE("serve site: /metrics passes promtool check metrics", "[integration]") {
   REQUIRE(access("/usr/bin/promtool", X_OK) == 0);  // Debian's prometheus (scripts/setup.sh)
   Fixture fx;
-  auto store = Store::Open(fx.db, {.create = false});
-  REQUIRE(store.ok());
-  ResultsSite site(**store, {});
+  auto reader = compare::RunReader::Open(fx.db);
+  REQUIRE(reader.ok());
+  ResultsSite site(**reader, {});
   auto r = site.Handle("GET", "/metrics");
   REQUIRE(r.status == 200);
   CHECK(r.body.find("faultline_night_scenarios{cluster=\"rack7\",suite=\"nightly\",state=\"new_"
@@ -307,6 +310,141 @@ TEST_CASE(
   // Still serving after all that.
   CHECK(HttpGet(serve.port, "GET /api/v1/overview HTTP/1.1\r\nHost: x\r\n\r\n").find(" 200 ") !=
         std::string::npos);
+  CHECK(serve.StopAndWait() == 0);
+}
+
+}  // namespace
+}  // namespace fl::reports::serve
+
+namespace fl::reports::serve {
+namespace {
+
+TEST_CASE("change points: a step is found at its first night, noise and one wild night are not",
+          "[unit]") {
+  // 100 +/- 3 for 12 nights, then 150 +/- 3: one change at index 12.
+  std::vector<double> step;
+  for (int i = 0; i < 24; ++i) step.push_back((i < 12 ? 100 : 150) + ((i * 5) % 7 - 3));
+  auto cps = analysis::FindChangePoints(step);
+  REQUIRE(cps.size() == 1);
+  CHECK(cps[0].index == 12);
+  CHECK(cps[0].before == Approx(100).margin(3));
+  CHECK(cps[0].after == Approx(150).margin(3));
+  CHECK(cps[0].relative == Approx(0.5).margin(0.05));
+  // The same noise without the step, and with one night 3x the others (a shared machine).
+  std::vector<double> flat;
+  for (int i = 0; i < 24; ++i) flat.push_back(100 + ((i * 5) % 7 - 3));
+  CHECK(analysis::FindChangePoints(flat).empty());
+  flat[9] = 300;
+  CHECK(analysis::FindChangePoints(flat).empty());
+  // Two steps (up, then back down): both.
+  std::vector<double> two = step;
+  for (int i = 18; i < 24; ++i) two[static_cast<size_t>(i)] = 100 + (i % 3);
+  cps = analysis::FindChangePoints(two);
+  REQUIRE(cps.size() == 2);
+  CHECK(cps[0].index == 12);
+  CHECK(cps[1].index == 18);
+  // Too short to tell.
+  CHECK(analysis::FindChangePoints({1, 1, 9, 9, 9}).empty());
+}
+
+// A store of nightly runs of one scenario, three a night, whose f0/recovery_ms is `level(night)`
+// give or take 4%, tagged fw=fw(night).
+std::string NightlyStore(const testing::TempDir& dir, const std::string& name, int nights,
+                         const std::function<double(int)>& level,
+                         const std::function<std::string(int)>& fw) {
+  const std::string db = dir.File(name + ".db");
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  uint32_t rng = 7;
+  for (int n = 0; n < nights; ++n)
+    for (int k = 0; k < 3; ++k) {
+      RunRecord r;
+      r.id = name + "-" + std::to_string(n) + "-" + std::to_string(k);
+      r.scenario_name = "nic_flap";
+      r.scenario_text = "name: nic_flap\n";
+      r.start_wall_ns = kNight0 + n * kDay + k * 600 * kNsPerSec;
+      r.tags = {{"fw", fw(n)}, {"suite", "nightly"}, {"suite_run", r.id}};
+      REQUIRE((*store)->CreateRun(r).ok());
+      rng = rng * 1103515245u + 12345u;
+      const double noise = (static_cast<double>((rng >> 16) % 801) / 10000.0) - 0.04;
+      const std::vector<MetricRecord> m = {
+          {r.id, std::string("f0"), "recovery_ms", level(n) * (1 + noise), "ms"}};
+      REQUIRE((*store)->ReplaceMetrics(r.id, m).ok());
+      REQUIRE((*store)->FinishRun(r.id, RunStatus::kPassed, r.start_wall_ns + kNsPerSec, "").ok());
+    }
+  return db;
+}
+
+TEST_CASE(
+    "serve trends: a planted shift is marked at its first night naming the tag that changed - "
+    "a store without one marks nothing",
+    "[unit]") {
+  testing::TempDir dir;
+  const std::string shifted = NightlyStore(
+      dir, "shifted", 20, [](int n) { return n < 13 ? 80.0 : 120.0; },
+      [](int n) { return n < 13 ? std::string("22.39") : std::string("22.41"); });
+  auto reader = compare::RunReader::Open(shifted);
+  REQUIRE(reader.ok());
+  ResultsSite site(**reader, {});
+  auto r = site.Handle("GET", "/api/v1/trends?scenario=nic_flap&metric=recovery_ms");
+  REQUIRE(r.status == 200);
+  auto j = json::parse(r.body);
+  INFO(j.dump(2));
+  REQUIRE(j["series"].size() == 1);
+  const auto& s = j["series"][0];
+  CHECK(s["key"] == "f0/recovery_ms");
+  CHECK(s["nights"].size() == 20);
+  REQUIRE(s["change_points"].size() == 1);
+  const auto& c = s["change_points"][0];
+  CHECK(c["night"] == NightOf(kNight0 + 13 * kDay));
+  CHECK(c["relative"].get<double>() == Approx(0.5).margin(0.08));
+  CHECK(c["changed"] == json::array({"fw: 22.39 -> 22.41"}));  // not suite_run
+  // The page: a chart and the change's row.
+  r = site.Handle("GET", "/trends?scenario=nic_flap");
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("fw: 22.39 -&gt; 22.41") != std::string::npos);
+
+  const std::string flat = NightlyStore(
+      dir, "flat", 20, [](int) { return 80.0; }, [](int) { return std::string("22.39"); });
+  auto flat_reader = compare::RunReader::Open(flat);
+  REQUIRE(flat_reader.ok());
+  ResultsSite flat_site(**flat_reader, {});
+  r = flat_site.Handle("GET", "/api/v1/trends?scenario=nic_flap");
+  REQUIRE(r.status == 200);
+  j = json::parse(r.body);
+  for (const auto& series : j["series"]) CHECK(series["change_points"].empty());
+  // Bad requests.
+  CHECK(flat_site.Handle("GET", "/api/v1/trends").status == 400);
+  CHECK(flat_site.Handle("GET", "/api/v1/trends?scenario=nic_flap&nights=3").status == 400);
+  CHECK(flat_site.Handle("GET", "/api/v1/trends?scenario=no_such").status == 404);
+}
+
+TEST_CASE("faultline serve: the trends page draws its chart and change point in headless Chromium",
+          "[integration]") {
+  Browser browser(ChromiumOrFail());
+  testing::TempDir dir;
+  const std::string db = NightlyStore(
+      dir, "shifted", 20, [](int n) { return n < 13 ? 80.0 : 120.0; },
+      [](int n) { return n < 13 ? std::string("22.39") : std::string("22.41"); });
+  ServeProcess serve(db, dir.path());
+  const std::string url = "http://127.0.0.1:" + std::to_string(serve.port) +
+                          "/trends?scenario=nic_flap&metric=recovery_ms";
+  auto res = browser.Run(url, {"--dump-dom"}, dir.File("trends.html"));
+  REQUIRE(res.exit_code == 0);
+  const std::string dom = testing::ReadAll(dir.File("trends.html"));
+  auto status = RenderStatus(dom);
+  INFO(status["text"]);
+  CHECK(status["data-state"] == "drawn");
+  CHECK(status["data-errors"] == "0");
+  CHECK(status["data-charts"] == "1");
+  CHECK(status["data-change-points"] == "1");
+  CHECK(ConsoleErrors(dom).empty());
+  const std::string shot = dir.File("trends.png");
+  res = browser.Run(url, {"--screenshot=" + shot, "--window-size=1280,700"},
+                    dir.File("trends_shot.log"));
+  REQUIRE(res.exit_code == 0);
+  std::filesystem::copy_file(shot, FL_TEST_OUTPUT_DIR "/serve_trends.png",
+                             std::filesystem::copy_options::overwrite_existing);
   CHECK(serve.StopAndWait() == 0);
 }
 
