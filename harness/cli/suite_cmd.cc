@@ -16,6 +16,7 @@
 #include "harness/suite/shrink.h"
 #include "harness/suite/suite_file.h"
 #include "harness/suite/suite_runner.h"
+#include "reports/compare/acceptance.h"
 #include "reports/compare/compare.h"
 #include "reports/compare/history.h"
 #include "reports/compare/json.h"
@@ -101,6 +102,17 @@ void AddSuite(CLI::App& app, int* exit_code) {
   });
 }
 
+// The tolerances of compare and accept: --suite's policies, then each --tolerance (flags win).
+Status LoadTolerances(const std::string& suite_file, const std::vector<std::string>& flags,
+                      cmp::PolicyTable* policies) {
+  if (!suite_file.empty()) {
+    FL_ASSIGN_OR_RETURN(auto s, suite::LoadSuiteFile(suite_file));
+    *policies = s.policies;
+  }
+  for (const auto& t : flags) FL_RETURN_IF_ERROR(cmp::ParseToleranceFlag(t, *policies));
+  return OkStatus();
+}
+
 void AddCompare(CLI::App& app, int* exit_code) {
   struct Args {
     std::string a, b, db, md, html, suite, scenario;
@@ -150,20 +162,9 @@ void AddCompare(CLI::App& app, int* exit_code) {
     cmp::CompareOptions o;
     o.metrics = a->metrics;
     o.bootstrap = {a->resamples, a->confidence, a->seed};
-    if (!a->suite.empty()) {
-      auto s = suite::LoadSuiteFile(a->suite);
-      if (!s.ok()) {
-        *exit_code = ErrorExit("compare", s.status());
-        return;
-      }
-      o.policies = s->policies;
-    }
-    for (const auto& t : a->tolerances) {
-      Status st = cmp::ParseToleranceFlag(t, o.policies);
-      if (!st.ok()) {
-        *exit_code = ErrorExit("compare", st);
-        return;
-      }
+    if (Status st = LoadTolerances(a->suite, a->tolerances, &o.policies); !st.ok()) {
+      *exit_code = ErrorExit("compare", st);
+      return;
     }
     auto reader = cmp::RunReader::Open(a->db);
     if (!reader.ok()) {
@@ -206,6 +207,69 @@ void AddCompare(CLI::App& app, int* exit_code) {
     if (!a->md.empty()) ok = WriteOut("compare", a->md, cmp::RenderMarkdown(result)) && ok;
     if (!a->html.empty()) ok = WriteOut("compare", a->html, cmp::RenderHtml(result)) && ok;
     *exit_code = !ok ? 3 : result.Count(cmp::Verdict::kRegressed) > 0 ? 1 : 0;
+  });
+}
+
+// `faultline accept`: compare's method as one verdict over a suite's scenarios
+// (reports/compare/acceptance.h); exit 1 when a metric regressed.
+void AddAccept(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string baseline, candidate, db, md, html, json, suite, scenario;
+    std::vector<std::string> tolerances;
+    int resamples = 4000;
+    uint64_t seed = 1;
+  };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand(
+      "accept",
+      "firmware acceptance: the candidate's runs against the baseline's over the same\n"
+      "scenarios, as one verdict (ACCEPTED when no metric of any scenario regressed; the method\n"
+      "is compare's, docs/suites.md), one line per scenario, and a page to hand a vendor\n"
+      "(--html prints well; also --md, --json; `faultline serve` shows the same at /accept).\n"
+      "Exit 0 accepted, 1 rejected, 2 bad input");
+  c->add_option("--baseline", a->baseline, "run id, 'latest', or tag:k=v[,k=v] (tag:fw=22.39)")
+      ->required();
+  c->add_option("--candidate", a->candidate, "the same for the candidate (tag:fw=22.41)")
+      ->required();
+  AddDbOption(c, &a->db);
+  c->add_option("--html", a->html, "write the acceptance page (self-contained, printable)");
+  c->add_option("--md", a->md, "write it as Markdown");
+  c->add_option("--json", a->json, "write it as JSON");
+  c->add_option("--suite", a->suite, "take tolerances from this suite file (flags win)");
+  c->add_option("--tolerance", a->tolerances, "METRIC=VALUE (repeatable), as compare's");
+  c->add_option("--scenario", a->scenario, "only this scenario");
+  c->add_option("--resamples", a->resamples, "bootstrap resamples")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 1000000));
+  c->add_option("--seed", a->seed, "bootstrap seed (same seed, same intervals)")
+      ->capture_default_str();
+  c->callback([a, exit_code] {
+    QuietLogsUnlessAsked();
+    cmp::AcceptanceOptions o;
+    o.baseline = a->baseline;
+    o.candidate = a->candidate;
+    if (!a->scenario.empty()) o.scenario = a->scenario;
+    o.compare.bootstrap = {a->resamples, 0.95, a->seed};
+    if (Status st = LoadTolerances(a->suite, a->tolerances, &o.compare.policies); !st.ok()) {
+      *exit_code = ErrorExit("accept", st);
+      return;
+    }
+    auto reader = cmp::RunReader::Open(a->db);
+    if (!reader.ok()) {
+      *exit_code = ErrorExit("accept", reader.status());
+      return;
+    }
+    auto result = cmp::RunAcceptance(**reader, o);
+    if (!result.ok()) {
+      *exit_code = ErrorExit("accept", result.status());
+      return;
+    }
+    std::fputs(cmp::AcceptanceText(*result).c_str(), stdout);
+    bool ok = true;
+    if (!a->html.empty()) ok = WriteOut("accept", a->html, cmp::AcceptanceHtml(*result)) && ok;
+    if (!a->md.empty()) ok = WriteOut("accept", a->md, cmp::AcceptanceMarkdown(*result)) && ok;
+    if (!a->json.empty()) ok = WriteOut("accept", a->json, cmp::AcceptanceJson(*result)) && ok;
+    *exit_code = !ok ? 3 : result->accepted() ? 0 : 1;
   });
 }
 
@@ -317,6 +381,7 @@ void AddShrink(CLI::App& app, int* exit_code) {
 void AddSuiteCommands(CLI::App& app, int* exit_code) {
   AddSuite(app, exit_code);
   AddCompare(app, exit_code);
+  AddAccept(app, exit_code);
   AddHistory(app, exit_code);
   AddShrink(app, exit_code);
 }

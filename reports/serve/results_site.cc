@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "reports/compare/acceptance.h"
 #include "reports/render/escape.h"
 #include "reports/render/html.h"
 #include "reports/render/json_view.h"
@@ -262,6 +263,8 @@ SiteReply ResultsSite::Handle(const std::string& method, const std::string& targ
     if (path == "/metrics") return Metrics();
     if (path == "/trends") return Trends(query, false);
     if (path == "/api/v1/trends") return Trends(query, true);
+    if (path == "/accept") return Accept(query, false);
+    if (path == "/api/v1/accept") return Accept(query, true);
     const std::pair<std::string, bool> run_pages[] = {{"/api/v1/runs/", true}, {"/runs/", false}};
     for (const auto& [p, as_json] : run_pages) {
       if (path.rfind(p, 0) != 0) continue;
@@ -378,6 +381,37 @@ SiteReply ResultsSite::Trends(const std::string& query, bool as_json) {
   }
   if (as_json) return Json(200, TrendsJson(scenario, *trends));
   return {200, "text/html; charset=utf-8", TrendsHtml(scenario, *trends)};
+}
+
+SiteReply ResultsSite::Accept(const std::string& query, bool as_json) {
+  auto bad = [&](const std::string& what) {
+    return as_json ? ApiError(400, what) : Text(400, what + "\n");
+  };
+  auto q = ParseQuery(query);
+  if (!q) return bad("malformed query string (a bad %-escape)");
+  compare::AcceptanceOptions o;  // compare's defaults: the CLI's without flags
+  for (const auto& [k, v] : *q) {
+    if (k == "baseline") {
+      o.baseline = v;
+    } else if (k == "candidate") {
+      o.candidate = v;
+    } else if (k == "scenario") {
+      o.scenario = v;
+    } else {
+      return bad("unknown parameter '" + render::ValidUtf8(k) +
+                 "' (baseline, candidate, scenario)");
+    }
+  }
+  if (o.baseline.empty() || o.candidate.empty())
+    return bad("baseline and candidate: run selectors (tag:fw=22.39, a run id, latest)");
+  auto a = compare::RunAcceptance(reader_, o);
+  if (!a.ok()) {
+    const Code code = a.status().code();
+    const int http = code == Code::kNotFound ? 404 : code == Code::kInvalidArgument ? 400 : 503;
+    return as_json ? ApiError(http, a.status().message()) : Text(http, a.status().message() + "\n");
+  }
+  if (as_json) return {200, "application/json", compare::AcceptanceJson(*a)};
+  return {200, "text/html; charset=utf-8", compare::AcceptanceHtml(*a)};
 }
 
 SiteReply ResultsSite::Metrics() {

@@ -6,11 +6,15 @@
 //   GET /runs/ID              a run's report (reports/render/html.h), live from the store
 //   GET /trends?scenario=NAME a scenario's metrics over nights with change points (trends.h):
 //                             &metric=NAME (repeat; default history's), &tag=K=V (repeat)
+//   GET /accept?baseline=SEL&candidate=SEL[&scenario=NAME]
+//                             firmware acceptance (compare/acceptance.h): the page
+//                             `faultline accept --html` writes, same verdicts
 //   GET /api/v1/overview      the overview as JSON
 //   GET /api/v1/runs          runs, newest first: ?scenario=NAME&status=STATUS&tag=K=V (repeat)
 //                             &limit=N (1-1000, default 100)
 //   GET /api/v1/runs/ID       a run as `faultline report --json` prints it
 //   GET /api/v1/trends        the trends as JSON (the same parameters)
+//   GET /api/v1/accept        the acceptance as JSON (`faultline accept --json`)
 //   GET /metrics              OpenMetrics: runs per status, each group's latest night and cells
 //   GET /healthz              "ok" once the store answers
 // Anything else is 404; a method other than GET or HEAD 405; a bad parameter 400 with what is
@@ -50,6 +54,7 @@ class ResultsSite {
   SiteReply Run(const std::string& id, bool json);
   SiteReply Metrics();
   SiteReply Trends(const std::string& query, bool json);
+  SiteReply Accept(const std::string& query, bool json);
 
   compare::RunReader& reader_;
   Store& store_;

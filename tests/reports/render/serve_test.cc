@@ -450,3 +450,104 @@ TEST_CASE("faultline serve: the trends page draws its chart and change point in 
 
 }  // namespace
 }  // namespace fl::reports::serve
+
+namespace fl::reports::serve {
+namespace {
+
+// Six runs each of two scenarios under fw=22.39 and fw=22.41; under 22.41 nic_flap's
+// f0/recovery_ms is 50% higher (1200 ms against 800: beyond its 200 ms allowance, a
+// regression), kill's the same.
+std::string FirmwareStore(const testing::TempDir& dir) {
+  const std::string db = dir.File("ab.db");
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  uint32_t rng = 11;
+  int n = 0;
+  for (const std::string fw : {"22.39", "22.41"})
+    for (const std::string scenario : {"nic_flap", "kill"})
+      for (int k = 0; k < 6; ++k) {
+        RunRecord r;
+        r.id = "ab-" + std::to_string(n++);
+        r.scenario_name = scenario;
+        r.scenario_text = "name: " + scenario + "\n";
+        r.start_wall_ns = kNight0 + n * 600 * kNsPerSec;
+        r.tags = {{"fw", fw}};
+        REQUIRE((*store)->CreateRun(r).ok());
+        rng = rng * 1103515245u + 12345u;
+        const double noise = (static_cast<double>((rng >> 16) % 801) / 10000.0) - 0.04;
+        const double level = scenario == "nic_flap" && fw == "22.41" ? 1200 : 800;
+        const std::vector<MetricRecord> m = {
+            {r.id, std::string("f0"), "recovery_ms", level * (1 + noise), "ms"}};
+        REQUIRE((*store)->ReplaceMetrics(r.id, m).ok());
+        REQUIRE(
+            (*store)->FinishRun(r.id, RunStatus::kPassed, r.start_wall_ns + kNsPerSec, "").ok());
+      }
+  return db;
+}
+
+TEST_CASE(
+    "faultline accept: two firmware tags of generated runs - REJECTED naming the regressed "
+    "metric, exit 1 - the server's acceptance page and JSON give the same verdicts",
+    "[integration]") {
+  testing::TempDir dir;
+  const std::string db = FirmwareStore(dir);
+  const std::string json_path = dir.File("accept.json"), html_path = dir.File("accept.html");
+  auto res = testing::RunProcess(
+      {FL_FAULTLINE_BIN, "accept", "--baseline", "tag:fw=22.39", "--candidate", "tag:fw=22.41",
+       "--db", db, "--json", json_path, "--html", html_path, "--md", dir.File("accept.md")},
+      dir.File("accept.out"), std::chrono::seconds(60));
+  const std::string out = testing::ReadAll(dir.File("accept.out"));
+  INFO(out);
+  CHECK(res.exit_code == 1);
+  CHECK(out.find("REJECTED: candidate tag:fw=22.41") != std::string::npos);
+  CHECK(out.find("FAIL  nic_flap") != std::string::npos);
+  CHECK(out.find("pass  kill") != std::string::npos);
+  CHECK(out.find("REGRESSED nic_flap f0/recovery_ms") != std::string::npos);
+  const auto cli = json::parse(testing::ReadAll(json_path));
+  CHECK(cli["accepted"] == false);
+
+  auto reader = compare::RunReader::Open(db);
+  REQUIRE(reader.ok());
+  ResultsSite site(**reader, {});
+  auto r = site.Handle("GET", "/api/v1/accept?baseline=tag:fw%3D22.39&candidate=tag:fw%3D22.41");
+  REQUIRE(r.status == 200);
+  CHECK(json::parse(r.body) == cli);  // the same computation, seeded: the same numbers
+  r = site.Handle("GET", "/accept?baseline=tag:fw%3D22.39&candidate=tag:fw%3D22.41");
+  REQUIRE(r.status == 200);
+  CHECK(r.body == testing::ReadAll(html_path));
+  // The page's verdicts are the JSON's, row by row.
+  const std::regex row("data-key=\"([^\"]+)\" data-verdict=\"([^\"]+)\"");
+  std::map<std::string, std::string> page;
+  for (std::sregex_iterator it(r.body.begin(), r.body.end(), row), end; it != end; ++it)
+    page[(*it)[1]] = (*it)[2];
+  REQUIRE(page.size() == cli["comparison"]["rows"].size());
+  for (const auto& row_json : cli["comparison"]["rows"])
+    CHECK(page[row_json["group"].get<std::string>() + " " + row_json["key"].get<std::string>()] ==
+          row_json["verdict"].get<std::string>());
+  // Bad requests.
+  CHECK(site.Handle("GET", "/api/v1/accept?baseline=tag:fw%3D22.39").status == 400);
+  CHECK(site.Handle("GET", "/api/v1/accept?baseline=tag:fw%3D1&candidate=tag:fw%3D2").status ==
+        404);
+  CHECK(site.Handle("GET", "/api/v1/accept?baseline=a&candidate=b&x=1").status == 400);
+
+  // Drawn by Chromium from the server, without a console error.
+  Browser browser(ChromiumOrFail());
+  ServeProcess serve(db, dir.path());
+  const std::string url = "http://127.0.0.1:" + std::to_string(serve.port) +
+                          "/accept?baseline=tag:fw%3D22.39&candidate=tag:fw%3D22.41";
+  res = browser.Run(url, {"--dump-dom"}, dir.File("accept_dom.html"));
+  REQUIRE(res.exit_code == 0);
+  const std::string dom = testing::ReadAll(dir.File("accept_dom.html"));
+  CHECK(dom.find("data-accepted=\"false\"") != std::string::npos);
+  CHECK(ConsoleErrors(dom).empty());
+  const std::string shot = dir.File("accept.png");
+  res = browser.Run(url, {"--screenshot=" + shot, "--window-size=1100,800"},
+                    dir.File("accept_shot.log"));
+  REQUIRE(res.exit_code == 0);
+  std::filesystem::copy_file(shot, FL_TEST_OUTPUT_DIR "/serve_accept.png",
+                             std::filesystem::copy_options::overwrite_existing);
+  CHECK(serve.StopAndWait() == 0);
+}
+
+}  // namespace
+}  // namespace fl::reports::serve
