@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <vector>
 
 #include "reports/analysis/stats.h"
@@ -14,13 +16,45 @@ std::vector<double> Slice(const std::vector<double>& x, size_t a, size_t b) {
   return {x.begin() + static_cast<std::ptrdiff_t>(a), x.begin() + static_cast<std::ptrdiff_t>(b)};
 }
 
-// Sum of absolute deviations of x[a, b) from its median.
-double Cost(const std::vector<double>& x, size_t a, size_t b) {
-  const double m = Median(Slice(x, a, b));
-  double c = 0;
-  for (size_t i = a; i < b; ++i) c += std::fabs(x[i] - m);
-  return c;
-}
+// The sums of absolute deviations from the median of x[s, t) for a fixed s and growing t,
+// in O(log n) per step: the lower half in a max-heap, the upper in a min-heap, and their sums.
+// SAD = (sum of the upper half - m x its size) + (m x the lower half's size - its sum), m the
+// lower half's top (any value between the two middle ones gives the same sum).
+class RunningSad {
+ public:
+  void Add(double v) {
+    if (lo_.empty() || v <= lo_.top()) {
+      lo_.push(v);
+      lo_sum_ += v;
+    } else {
+      hi_.push(v);
+      hi_sum_ += v;
+    }
+    if (lo_.size() > hi_.size() + 1) {
+      const double t = lo_.top();
+      lo_.pop();
+      lo_sum_ -= t;
+      hi_.push(t);
+      hi_sum_ += t;
+    } else if (hi_.size() > lo_.size()) {
+      const double t = hi_.top();
+      hi_.pop();
+      hi_sum_ -= t;
+      lo_.push(t);
+      lo_sum_ += t;
+    }
+  }
+  double Sad() const {
+    const double m = lo_.top();
+    return (hi_sum_ - m * static_cast<double>(hi_.size())) +
+           (m * static_cast<double>(lo_.size()) - lo_sum_);
+  }
+
+ private:
+  std::priority_queue<double> lo_;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> hi_;
+  double lo_sum_ = 0, hi_sum_ = 0;
+};
 
 }  // namespace
 
@@ -36,21 +70,25 @@ std::vector<ChangePoint> FindChangePoints(const std::vector<double>& x,
   const double penalty = 3 * sigma * std::log(static_cast<double>(n) + 1);
 
   // best[t]: the least cost of x[0, t) cut into segments of at least m; from[t]: where its
-  // last segment starts.
+  // last segment starts. best[s] is final once every start before s was tried, so the starts
+  // go in order, each growing its segment's running median to the end.
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> best(n + 1, inf);
   std::vector<size_t> from(n + 1, 0);
   best[0] = 0;
-  for (size_t t = m; t <= n; ++t)
-    for (size_t s = 0; s + m <= t; ++s) {
-      if (s != 0 && s < m) continue;
-      if (best[s] == inf) continue;
-      const double c = best[s] + Cost(x, s, t) + penalty;
+  for (size_t s = 0; s + m <= n; ++s) {
+    if ((s != 0 && s < m) || best[s] == inf) continue;
+    RunningSad sad;
+    for (size_t t = s + 1; t <= n; ++t) {
+      sad.Add(x[t - 1]);
+      if (t - s < m) continue;
+      const double c = best[s] + sad.Sad() + penalty;
       if (c < best[t]) {
         best[t] = c;
         from[t] = s;
       }
     }
+  }
   std::vector<size_t> cuts;  // segment starts after the first
   for (size_t t = n; t > 0; t = from[t])
     if (from[t] > 0) cuts.push_back(from[t]);

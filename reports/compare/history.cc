@@ -42,12 +42,9 @@ StatusOr<std::vector<HistorySeries>> LoadHistory(RunReader& reader, const std::s
   RunFilter f;
   f.scenario_name = scenario;
   f.tags = options.tags;
-  FL_ASSIGN_OR_RETURN(auto runs, reader.store().ListRuns(f));
-  std::vector<RunRecord> finished;
-  for (auto& r : runs)
-    if (r.status == RunStatus::kPassed || r.status == RunStatus::kFailed)
-      finished.push_back(std::move(r));
-  if (options.limit > 0 && finished.size() > options.limit) finished.resize(options.limit);
+  f.finished_only = true;
+  f.limit = options.limit;  // the newest, in the query
+  FL_ASSIGN_OR_RETURN(auto finished, reader.store().ListRuns(f));
   if (finished.empty())
     return NotFoundError("no finished run of scenario '" + scenario + "'" +
                          (options.tags.empty() ? "" : " with tags " + TagText(options.tags)));
@@ -56,8 +53,11 @@ StatusOr<std::vector<HistorySeries>> LoadHistory(RunReader& reader, const std::s
   std::vector<RunMetricSet> sets;
   std::set<std::string> keys;
   std::map<std::string, std::string> units;
-  for (const auto& r : finished) {
-    FL_ASSIGN_OR_RETURN(auto s, reader.Load(r));
+  std::vector<std::string> ids;
+  for (const auto& r : finished) ids.push_back(r.id);
+  FL_ASSIGN_OR_RETURN(auto metrics, reader.store().LoadMetricsOf(ids));
+  for (size_t i = 0; i < finished.size(); ++i) {
+    RunMetricSet s = ToMetricSet(finished[i], metrics[i]);
     for (const auto& [k, v] : s.values)
       if (Wanted(wanted, k)) keys.insert(k), units[k] = s.units[k];
     sets.push_back(std::move(s));

@@ -15,8 +15,18 @@ bool NamesTheRun(const std::string& key) {
   return key == "suite_run" || key.rfind("sweep", 0) == 0;
 }
 
-std::vector<std::string> ChangedTags(const std::map<std::string, std::string>& a,
-                                     const std::map<std::string, std::string>& b) {
+using TagValues = std::map<std::string, std::set<std::string>>;
+
+std::string Join(const std::set<std::string>& v) {
+  if (v.empty()) return "(none)";
+  std::string o;
+  for (const auto& x : v) o += (o.empty() ? "" : ",") + x;
+  return o;
+}
+
+// The tags whose values on the night before differ from those on the change's night (a night
+// of several clusters has each cluster's value: the set is what is compared).
+std::vector<std::string> ChangedTags(const TagValues& a, const TagValues& b) {
   std::set<std::string> keys;
   for (const auto& [k, v] : a) keys.insert(k);
   for (const auto& [k, v] : b) keys.insert(k);
@@ -24,8 +34,8 @@ std::vector<std::string> ChangedTags(const std::map<std::string, std::string>& a
   for (const auto& k : keys) {
     if (NamesTheRun(k)) continue;
     auto x = a.find(k), y = b.find(k);
-    const std::string before = x == a.end() ? "(none)" : x->second;
-    const std::string after = y == b.end() ? "(none)" : y->second;
+    const std::string before = x == a.end() ? "(none)" : Join(x->second);
+    const std::string after = y == b.end() ? "(none)" : Join(y->second);
     if (before != after) out.push_back(k + ": " + before + " -> " + after);
   }
   return out;
@@ -42,6 +52,7 @@ std::vector<TrendSeries> BuildTrends(const std::vector<compare::HistorySeries>& 
     // Points are oldest first; a night's points are consecutive.
     struct Night {
       std::vector<double> values;
+      TagValues tags;
       const compare::HistoryPoint* first = nullptr;
       const compare::HistoryPoint* last = nullptr;
     };
@@ -52,6 +63,7 @@ std::vector<TrendSeries> BuildTrends(const std::vector<compare::HistorySeries>& 
       if (nights.empty() || nights.back().first != night) nights.push_back({night, {}});
       Night& n = nights.back().second;
       n.values.push_back(*p.value);
+      for (const auto& [k, v] : p.tags) n.tags[k].insert(v);
       if (!n.first) n.first = &p;
       n.last = &p;
     }
@@ -80,7 +92,7 @@ std::vector<TrendSeries> BuildTrends(const std::vector<compare::HistorySeries>& 
       const auto* after = nights[cp.index].second.first;
       c.before_run_id = before->run_id;
       c.after_run_id = after->run_id;
-      c.changed = ChangedTags(before->tags, after->tags);
+      c.changed = ChangedTags(nights[cp.index - 1].second.tags, nights[cp.index].second.tags);
       s.changes.push_back(std::move(c));
     }
     out.push_back(std::move(s));

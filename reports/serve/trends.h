@@ -2,8 +2,9 @@
 // docs/serve.md): the finished runs' values (compare/history.h) grouped by UTC night into
 // median, min, max and count; the nightly medians searched for level shifts
 // (analysis/change_points.h); each shift named by its first night and size, and by what
-// changed between the last run before it and the first run of that night: the tags that
-// differ (the hosts' fingerprint tags: fw, nic.driver, kernel, nccl..., and any --tag).
+// changed between the night before it and its first night: the tags whose values on the two
+// nights differ (the hosts' fingerprint tags: fw, nic.driver, kernel, nccl..., and any --tag;
+// a night with several clusters' runs compares the sets of values).
 //
 // Thread-safety: BuildTrends is pure; LoadTrends reads through the reader (one thread).
 #pragma once
@@ -28,6 +29,7 @@ struct TrendChange {
   std::string night;
   double before = 0, after = 0, shift = 0, relative = 0, score = 0;
   std::vector<std::string> changed;  // "fw: 22.39 -> 22.41"; empty: nothing recorded changed
+  // The last run of the night before and the first of the change's night.
   std::string before_run_id, after_run_id;
 };
 

@@ -191,8 +191,15 @@ CREATE TABLE detections (
 CREATE INDEX detections_by_run ON detections (run_id);
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4,
-                                                                      kV5, kV6, kV7, kV8};
+// Version 9: runs by start time, for the newest-first lists of `faultline runs` and
+// `faultline serve` (its overview reads the newest runs with LIMIT: without this index a store
+// of 100,000 runs was sorted whole for each request; docs/store.md, "Indexes").
+constexpr std::string_view kV9 = R"sql(
+CREATE INDEX runs_by_start ON runs (start_wall_ns, id);
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kV1, kV2, kV3, kV4, kV5,
+                                                                      kV6, kV7, kV8, kV9};
 
 }  // namespace
 

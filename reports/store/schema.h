@@ -18,7 +18,7 @@
 
 namespace fl::reports {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 // The SQL of each migration: index 0 creates version 1 from an empty database.
 std::span<const std::string_view> SchemaMigrations();

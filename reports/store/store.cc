@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -411,33 +412,49 @@ StatusOr<std::vector<std::string>> Store::MarkDeadRunsAborted(
 
 StatusOr<std::vector<RunRecord>> Store::ListRuns(const RunFilter& filter) {
   std::lock_guard lock(mu_);
-  std::string q = "SELECT " + std::string(kRunColumns) + " FROM runs r WHERE TRUE";
+  // The selection, once for the runs and once (as a subquery) for all their tags: one query
+  // each, not one per run (a round trip each on PostgreSQL: 5,000 runs took 300 ms).
+  std::string where = " FROM runs r WHERE TRUE";
   int n = 0;
-  if (filter.scenario_name) q += " AND scenario_name = ?" + std::to_string(++n);
-  if (filter.status) q += " AND status = ?" + std::to_string(++n);
+  if (filter.scenario_name) where += " AND scenario_name = ?" + std::to_string(++n);
+  if (filter.status) where += " AND status = ?" + std::to_string(++n);
+  if (filter.finished_only) where += " AND status IN ('passed', 'failed')";
   for (size_t i = 0; i < filter.tags.size(); ++i) {
-    q += " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?" +
-         std::to_string(n + 1) + " AND t.value = ?" + std::to_string(n + 2) + ")";
+    where += " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?" +
+             std::to_string(n + 1) + " AND t.value = ?" + std::to_string(n + 2) + ")";
     n += 2;
   }
-  q += " ORDER BY start_wall_ns DESC, id DESC";
-  if (filter.limit > 0) q += " LIMIT " + std::to_string(filter.limit);
-  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare(q));
-  int i = 0;
-  if (filter.scenario_name) st.Bind(++i, *filter.scenario_name);
-  if (filter.status) st.Bind(++i, RunStatusName(*filter.status));
-  for (const auto& [k, v] : filter.tags) {
-    st.Bind(++i, k);
-    st.Bind(++i, v);
-  }
+  where += " ORDER BY start_wall_ns DESC, id DESC";
+  if (filter.limit > 0) where += " LIMIT " + std::to_string(filter.limit);
+  auto bind = [&](sql::Stmt& st) {
+    int i = 0;
+    if (filter.scenario_name) st.Bind(++i, *filter.scenario_name);
+    if (filter.status) st.Bind(++i, RunStatusName(*filter.status));
+    for (const auto& [k, v] : filter.tags) {
+      st.Bind(++i, k);
+      st.Bind(++i, v);
+    }
+  };
+  FL_ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT " + std::string(kRunColumns) + where));
+  bind(st);
   std::vector<RunRecord> runs;
+  std::map<std::string, size_t> index;
   FL_RETURN_IF_ERROR(ForEachRow(st, [&](const sql::Stmt& row) -> Status {
     FL_ASSIGN_OR_RETURN(RunRecord r, ReadRunRow(row));
+    index.emplace(r.id, runs.size());
     runs.push_back(std::move(r));
     return OkStatus();
   }));
   st.Reset();
-  for (auto& r : runs) FL_RETURN_IF_ERROR(LoadTagsLocked(r));
+  if (runs.empty()) return runs;
+  FL_ASSIGN_OR_RETURN(auto tags, db_->Prepare("SELECT run_id, key, value FROM run_tags WHERE "
+                                              "run_id IN (SELECT r.id" +
+                                              where + ")"));
+  bind(tags);
+  FL_RETURN_IF_ERROR(ForEachRow(tags, [&](const sql::Stmt& row) {
+    if (auto it = index.find(row.Text(0)); it != index.end())
+      runs[it->second].tags[row.Text(1)] = row.Text(2);
+  }));
   return runs;
 }
 
@@ -575,6 +592,31 @@ StatusOr<RunData> Store::LoadRun(const std::string& run_id) {
 StatusOr<std::vector<MetricRecord>> Store::LoadMetrics(const std::string& run_id) {
   std::lock_guard lock(mu_);
   return LoadMetricsLocked(run_id);
+}
+
+StatusOr<std::vector<std::vector<MetricRecord>>> Store::LoadMetricsOf(
+    const std::vector<std::string>& run_ids) {
+  std::lock_guard lock(mu_);
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < run_ids.size(); ++i) index.emplace(run_ids[i], i);
+  std::vector<std::vector<MetricRecord>> out(run_ids.size());
+  // In chunks of ids (one query each; both engines allow far more parameters than this).
+  constexpr size_t kChunk = 500;
+  for (size_t a = 0; a < run_ids.size(); a += kChunk) {
+    const size_t b = std::min(run_ids.size(), a + kChunk);
+    std::string q = "SELECT run_id, fault_id, name, value, unit FROM metrics WHERE run_id IN (";
+    for (size_t i = a; i < b; ++i) q += (i == a ? "?" : ", ?") + std::to_string(i - a + 1);
+    q += ") ORDER BY rowid";
+    FL_ASSIGN_OR_RETURN(auto st, db_->Prepare(q));
+    for (size_t i = a; i < b; ++i) st.Bind(static_cast<int>(i - a + 1), run_ids[i]);
+    FL_RETURN_IF_ERROR(ForEachRow(st, [&](const sql::Stmt& m) {
+      auto it = index.find(m.Text(0));
+      if (it == index.end()) return;
+      out[it->second].push_back(
+          MetricRecord{m.Text(0), m.OptText(1), m.Text(2), m.Double(3), m.Text(4)});
+    }));
+  }
+  return out;
 }
 
 StatusOr<std::vector<FaultRecord>> Store::LoadFaults(const std::string& run_id) {

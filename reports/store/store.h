@@ -35,7 +35,8 @@ struct RunFilter {
   std::optional<std::string> scenario_name;
   std::map<std::string, std::string> tags;  // every k=v must be present on the run
   std::optional<RunStatus> status;
-  size_t limit = 0;  // 0: no limit; newest first
+  bool finished_only = false;  // passed or failed only (the runs whose metrics count)
+  size_t limit = 0;            // 0: no limit; newest first
 };
 
 // Parses a run selector "tag:k=v[,k2=v2...]" into filter.tags. InvalidArgument otherwise.
@@ -105,6 +106,9 @@ class Store {
   [[nodiscard]] StatusOr<RunData> LoadRun(const std::string& run_id);
   // Only a run's metrics / verdicts (in insertion order), without its telemetry.
   [[nodiscard]] StatusOr<std::vector<MetricRecord>> LoadMetrics(const std::string& run_id);
+  // The metrics of many runs (one prepared statement for all): out[i] are run_ids[i]'s.
+  [[nodiscard]] StatusOr<std::vector<std::vector<MetricRecord>>> LoadMetricsOf(
+      const std::vector<std::string>& run_ids);
   [[nodiscard]] StatusOr<std::vector<VerdictRecord>> LoadVerdicts(const std::string& run_id);
   [[nodiscard]] StatusOr<std::vector<DetectionRecord>> LoadDetections(const std::string& run_id);
   // A run's faults, by effective (else requested, else scheduled) time.

@@ -108,6 +108,55 @@ TEST_CASE("store: a version 7 database gains the detection ledger", "[unit]") {
   CHECK(*(*store)->LoadDetections("r7") == ledger);
 }
 
+TEST_CASE(
+    "store: a version 8 database gains the runs-by-start index - its runs list newest first with "
+    "their tags, one query each",
+    "[unit]") {
+  TempDir dir;
+  const std::string path = dir.File("v8.db");
+  {
+    Store::Options v8;
+    v8.schema_version = 8;
+    auto store = Store::Open(path, v8);
+    REQUIRE(store.ok());
+    for (int i = 0; i < 5; ++i) {
+      RunRecord r;
+      r.id = "r" + std::to_string(i);
+      r.scenario_name = i % 2 ? "odd" : "even";
+      r.start_wall_ns = kT0 + i;
+      r.tags = {{"i", std::to_string(i)}, {"set", "a"}};
+      REQUIRE((*store)->CreateRun(r).ok());
+      REQUIRE((*store)
+                  ->FinishRun(r.id, i == 4 ? RunStatus::kAborted : RunStatus::kPassed, kT0 + 10, "")
+                  .ok());
+    }
+    CHECK(*RawDb(path)->QueryInt(
+              "SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_start'") == 0);
+  }
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->SchemaVersion() == kSchemaVersion);
+  CHECK(*RawDb(path)->QueryInt("SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_start'") ==
+        1);
+  RunFilter f;
+  f.limit = 3;
+  f.tags = {{"set", "a"}};
+  auto runs = (*store)->ListRuns(f);
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 3);
+  CHECK((*runs)[0].id == "r4");
+  CHECK((*runs)[2].id == "r2");
+  for (const auto& r : *runs) CHECK(r.tags.at("i") == r.id.substr(1));  // each its own tags
+  f = {};
+  f.finished_only = true;
+  runs = (*store)->ListRuns(f);
+  REQUIRE(runs.ok());
+  CHECK(runs->size() == 4);  // not the aborted r4
+  auto metrics = (*store)->LoadMetricsOf({"r1", "r0", "nope"});
+  REQUIRE(metrics.ok());
+  CHECK(metrics->size() == 3);
+}
+
 TEST_CASE("store: opening a version 1 database migrates it and keeps its rows", "[unit]") {
   TempDir dir;
   const std::string path = dir.File("old.db");
