@@ -57,9 +57,18 @@ class AgentSession::Impl {
         args.SetSslTargetNameOverride(options_.tls_server_name);
     }
     channel_ = grpc::CreateCustomChannel(options_.coordinator, creds, args);
-    auto deadline =
+    // In slices, so that a stop (SIGTERM to a service agent waiting for its coordinator) is
+    // answered within 200 ms, not after the whole --connect-timeout.
+    const auto deadline =
         std::chrono::system_clock::now() + std::chrono::nanoseconds(options_.connect_timeout_ns);
-    if (!channel_->WaitForConnected(deadline))
+    bool connected = false;
+    while (!connected && std::chrono::system_clock::now() < deadline) {
+      connected = channel_->WaitForConnected(
+          std::min(deadline, std::chrono::system_clock::now() + std::chrono::milliseconds(200)));
+      if (!connected && options_.keep_going && !options_.keep_going())
+        return CancelledError("stopped while dialling " + options_.coordinator);
+    }
+    if (!connected)
       return UnavailableError("coordinator " + options_.coordinator + " not reachable within " +
                               std::to_string(options_.connect_timeout_ns / kNsPerMs) + " ms" +
                               (options_.tls ? " (or its certificate is not from the lab CA)" : ""));
@@ -496,6 +505,7 @@ StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(AgentSessionOption
 StatusOr<std::unique_ptr<AgentSession>> AgentSession::ConnectUntilWelcomed(
     AgentSessionOptions options, AgentHandlers handlers, const std::function<bool()>& keep_going) {
   if (options.instance_id.empty()) options.instance_id = RandomHex(16);
+  if (!options.keep_going) options.keep_going = keep_going;
   Nanos backoff = 500 * kNsPerMs;
   std::string last_error;
   for (;;) {

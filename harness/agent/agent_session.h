@@ -45,6 +45,9 @@ struct AgentSessionOptions {
   // When set, called for each Hello instead of sending `fingerprint`: the facts as they are at
   // that dial (a service agent may wait hours for a coordinator; a NIC may be recabled meanwhile).
   std::function<faultline::v1::Fingerprint()> collect_fingerprint;
+  // When set and it turns false while the coordinator is dialled, the dial ends at once
+  // (Cancelled): ConnectUntilWelcomed passes its keep_going here.
+  std::function<bool()> keep_going;
   // Said in the Hello: "0.1.0 (git 6267765a1b2c)" (the coordinator warns of a skew).
   std::string agent_version = "unknown";
   Nanos connect_timeout_ns = 10 * kNsPerSec;
