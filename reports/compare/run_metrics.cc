@@ -69,9 +69,10 @@ StatusOr<std::vector<RunMetricSet>> RunReader::SelectAll(
 StatusOr<std::vector<RunMetricSet>> RunReader::Select(const std::string& selector,
                                                       const std::optional<std::string>& scenario) {
   std::vector<RunRecord> runs;
-  if (selector.rfind("tag:", 0) == 0) {
+  if (selector.rfind("tag:", 0) == 0 || selector.rfind("date:", 0) == 0) {
     RunFilter f;
-    FL_RETURN_IF_ERROR(ParseTagSelector(selector, f));
+    FL_RETURN_IF_ERROR(selector[0] == 't' ? ParseTagSelector(selector, f)
+                                          : ParseDateSelector(selector, f));
     f.scenario_name = scenario;
     FL_ASSIGN_OR_RETURN(auto all, store_->ListRuns(f));
     for (auto& r : all)

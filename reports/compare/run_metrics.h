@@ -50,7 +50,8 @@ class RunReader {
   [[nodiscard]] StatusOr<std::vector<VerdictRecord>> Verdicts(const std::string& run_id);
   [[nodiscard]] StatusOr<RunMetricSet> Load(const RunRecord& run);
 
-  // A selector names runs: a run id, "latest", or "tag:k=v[,k=v...]" (every finished run —
+  // A selector names runs: a run id, "latest", "date:2026-12-01[..2026-12-07]" (every finished
+  // run started on those UTC days), or "tag:k=v[,k=v...]" (every finished run —
   // passed or failed — carrying those tags; aborted, errored and running ones have no
   // trustworthy metrics). scenario, when set, narrows a tag selection. Newest first.
   // NotFound when nothing matches.

@@ -3,9 +3,10 @@
 // failed, a new failure (it passed the night before, or never ran before), or not run (it ran
 // on one of the group's earlier nights but not on the latest). New failures first.
 //
-// Cluster: the run's `cluster` tag, else the name of the lab it ran on (the `name:` of its
-// topology or inventory), else "local". Suite: its `suite` tag ("" for runs outside a suite).
-// A run that ended aborted or error is failed here; a run still running is its own state.
+// Cluster: the run's `cluster` tag (harness/run/run_record.cc gives every run one), else the
+// name of the lab it ran on (the `name:` of its topology or inventory), else "local". Suite: its
+// `suite` tag ("" for runs outside a suite). A run that ended aborted or error is failed here; a
+// run still running is its own state.
 //
 // Thread-safety: pure functions over values.
 #pragma once

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "reports/compare/acceptance.h"
+#include "reports/compare/json.h"
 #include "reports/render/escape.h"
 #include "reports/render/html.h"
 #include "reports/render/json_view.h"
@@ -265,6 +266,8 @@ SiteReply ResultsSite::Handle(const std::string& method, const std::string& targ
     if (path == "/api/v1/trends") return Trends(query, true);
     if (path == "/accept") return Accept(query, false);
     if (path == "/api/v1/accept") return Accept(query, true);
+    if (path == "/compare") return CompareSets(query, false);
+    if (path == "/api/v1/compare") return CompareSets(query, true);
     const std::pair<std::string, bool> run_pages[] = {{"/api/v1/runs/", true}, {"/runs/", false}};
     for (const auto& [p, as_json] : run_pages) {
       if (path.rfind(p, 0) != 0) continue;
@@ -412,6 +415,44 @@ SiteReply ResultsSite::Accept(const std::string& query, bool as_json) {
   }
   if (as_json) return {200, "application/json", compare::AcceptanceJson(*a)};
   return {200, "text/html; charset=utf-8", compare::AcceptanceHtml(*a)};
+}
+
+SiteReply ResultsSite::CompareSets(const std::string& query, bool as_json) {
+  auto bad = [&](const std::string& what) {
+    return as_json ? ApiError(400, what) : Text(400, what + "\n");
+  };
+  auto q = ParseQuery(query);
+  if (!q) return bad("malformed query string (a bad %-escape)");
+  std::string a, b;
+  std::optional<std::string> scenario;
+  for (const auto& [k, v] : *q) {
+    if (k == "a") {
+      a = v;
+    } else if (k == "b") {
+      b = v;
+    } else if (k == "scenario") {
+      scenario = v;
+    } else {
+      return bad("unknown parameter '" + render::ValidUtf8(k) + "' (a, b, scenario)");
+    }
+  }
+  if (a.empty() || b.empty())
+    return bad("a and b: run selectors (a run id, latest, tag:k=v, date:YYYY-MM-DD[..YYYY-MM-DD])");
+  auto fail = [&](const Status& st) {
+    const int http = st.code() == Code::kNotFound          ? 404
+                     : st.code() == Code::kInvalidArgument ? 400
+                                                           : 503;
+    return as_json ? ApiError(http, st.message()) : Text(http, st.message() + "\n");
+  };
+  auto ra = reader_.Select(a, scenario);
+  if (!ra.ok()) return fail(ra.status());
+  auto rb = reader_.Select(b, scenario);
+  if (!rb.ok()) return fail(rb.status());
+  compare::Comparison c = compare::Compare(*ra, *rb, {}, a, b);
+  if (c.rows.empty())
+    return fail(InvalidArgumentError("nothing to compare: no scenario has runs on both sides"));
+  if (as_json) return {200, "application/json", compare::ComparisonJson(c) + "\n"};
+  return {200, "text/html; charset=utf-8", compare::RenderHtml(c)};
 }
 
 SiteReply ResultsSite::Metrics() {

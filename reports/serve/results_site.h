@@ -9,12 +9,17 @@
 //   GET /accept?baseline=SEL&candidate=SEL[&scenario=NAME]
 //                             firmware acceptance (compare/acceptance.h): the page
 //                             `faultline accept --html` writes, same verdicts
+//   GET /compare?a=SEL&b=SEL[&scenario=NAME]
+//                             two sets of runs compared (compare/compare.h: medians, interval,
+//                             verdict per metric); SEL: a run id, latest, tag:k=v (fingerprint
+//                             tags too: fw, nic.driver, kernel), date:YYYY-MM-DD[..YYYY-MM-DD]
 //   GET /api/v1/overview      the overview as JSON
 //   GET /api/v1/runs          runs, newest first: ?scenario=NAME&status=STATUS&tag=K=V (repeat)
 //                             &limit=N (1-1000, default 100)
 //   GET /api/v1/runs/ID       a run as `faultline report --json` prints it
 //   GET /api/v1/trends        the trends as JSON (the same parameters)
 //   GET /api/v1/accept        the acceptance as JSON (`faultline accept --json`)
+//   GET /api/v1/compare       the comparison as JSON (`faultline compare --json`)
 //   GET /metrics              OpenMetrics: runs per status, each group's latest night and cells
 //   GET /healthz              "ok" once the store answers
 // Anything else is 404; a method other than GET or HEAD 405; a bad parameter 400 with what is
@@ -55,6 +60,7 @@ class ResultsSite {
   SiteReply Metrics();
   SiteReply Trends(const std::string& query, bool json);
   SiteReply Accept(const std::string& query, bool json);
+  SiteReply CompareSets(const std::string& query, bool json);
 
   compare::RunReader& reader_;
   Store& store_;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -54,6 +55,38 @@ std::optional<bool> OptBool(const sql::Stmt& st, int col) {
 }  // namespace
 
 // ---- helpers ----
+
+Status ParseDateSelector(std::string_view selector, RunFilter& filter) {
+  constexpr std::string_view kPrefix = "date:";
+  auto bad = [&] {
+    return InvalidArgumentError("run selector '" + std::string(selector) +
+                                "': want date:YYYY-MM-DD or date:YYYY-MM-DD..YYYY-MM-DD (UTC)");
+  };
+  if (selector.substr(0, kPrefix.size()) != kPrefix) return bad();
+  std::string_view rest = selector.substr(kPrefix.size());
+  const size_t dots = rest.find("..");
+  const std::string_view from = rest.substr(0, dots);
+  const std::string_view to = dots == std::string_view::npos ? from : rest.substr(dots + 2);
+  auto day = [](std::string_view d) -> std::optional<Nanos> {
+    if (d.size() != 10 || d[4] != '-' || d[7] != '-') return std::nullopt;
+    for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+      if (d[i] < '0' || d[i] > '9') return std::nullopt;
+    std::tm tm{};
+    tm.tm_year = std::stoi(std::string(d.substr(0, 4))) - 1900;
+    tm.tm_mon = std::stoi(std::string(d.substr(5, 2))) - 1;
+    tm.tm_mday = std::stoi(std::string(d.substr(8, 2)));
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31) return std::nullopt;
+    const int mday = tm.tm_mday, mon = tm.tm_mon;
+    const std::time_t t = timegm(&tm);
+    if (tm.tm_mday != mday || tm.tm_mon != mon) return std::nullopt;  // 2026-02-30
+    return static_cast<Nanos>(t) * kNsPerSec;
+  };
+  auto a = day(from), b = day(to);
+  if (!a || !b || *b < *a) return bad();
+  filter.since = *a;
+  filter.until = *b + 86400 * kNsPerSec;
+  return OkStatus();
+}
 
 Status ParseTagSelector(std::string_view selector, RunFilter& filter) {
   constexpr std::string_view kPrefix = "tag:";
@@ -419,6 +452,8 @@ StatusOr<std::vector<RunRecord>> Store::ListRuns(const RunFilter& filter) {
   if (filter.scenario_name) where += " AND scenario_name = ?" + std::to_string(++n);
   if (filter.status) where += " AND status = ?" + std::to_string(++n);
   if (filter.finished_only) where += " AND status IN ('passed', 'failed')";
+  if (filter.since) where += " AND start_wall_ns >= " + std::to_string(*filter.since);
+  if (filter.until) where += " AND start_wall_ns < " + std::to_string(*filter.until);
   for (size_t i = 0; i < filter.tags.size(); ++i) {
     where += " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?" +
              std::to_string(n + 1) + " AND t.value = ?" + std::to_string(n + 2) + ")";

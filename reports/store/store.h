@@ -35,12 +35,16 @@ struct RunFilter {
   std::optional<std::string> scenario_name;
   std::map<std::string, std::string> tags;  // every k=v must be present on the run
   std::optional<RunStatus> status;
-  bool finished_only = false;  // passed or failed only (the runs whose metrics count)
-  size_t limit = 0;            // 0: no limit; newest first
+  bool finished_only = false;         // passed or failed only (the runs whose metrics count)
+  std::optional<Nanos> since, until;  // start_wall_ns in [since, until)
+  size_t limit = 0;                   // 0: no limit; newest first
 };
 
 // Parses a run selector "tag:k=v[,k2=v2...]" into filter.tags. InvalidArgument otherwise.
 [[nodiscard]] Status ParseTagSelector(std::string_view selector, RunFilter& filter);
+// Parses "date:2026-12-01" (that UTC day) or "date:2026-12-01..2026-12-07" (both days
+// included) into filter.since and filter.until. InvalidArgument otherwise.
+[[nodiscard]] Status ParseDateSelector(std::string_view selector, RunFilter& filter);
 
 // SHA-256 of text as 64 lowercase hex digits (what runs.scenario_hash holds).
 std::string ScenarioHash(std::string_view text);

@@ -1,11 +1,14 @@
 // Headless Chromium for the page tests (browser_test.cc: the HTML report from file://;
 // serve_test.cc: `faultline serve`'s pages over HTTP): finding the browser, running it on a
 // page with --dump-dom or --screenshot, and reading back what the page's own script wrote
-// (#fl-render-status), PNG sizes and console errors.
+// (#fl-render-status), PNG sizes and console errors; `faultline serve` as a process.
 //
 // Chromium is a Debian package that scripts/setup.sh installs; FL_CHROMIUM names another.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -19,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/process.h"
 #include "tests/reports/render/helpers.h"
 #include "tests/reports/temp_dir.h"
 
@@ -121,5 +126,58 @@ inline std::string ChromiumOrFail() {
         "FL_CHROMIUM=/path/to/browser names another");
   return binary;
 }
+
+// One HTTP/1.1 request to 127.0.0.1:port; the whole reply ("" when it cannot connect).
+inline std::string HttpGet(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buf[65536];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+// `faultline serve` as a process, on the port it chose; stopped with SIGINT (it must exit 0).
+struct ServeProcess {
+  int pid = -1;
+  int port = 0;
+  std::string log;
+  ServeProcess(const std::string& db, const std::string& dir) : log(dir + "/serve.log") {
+    ProcessSpec spec;
+    spec.argv = {FL_FAULTLINE_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"};
+    spec.out.kind = Stdio::kNull;
+    spec.err = {Stdio::kFile, log};
+    auto p = Spawn(spec);
+    REQUIRE(p.ok());
+    pid = p->pid();
+    const std::regex re("http://127\\.0\\.0\\.1:([0-9]+)/");
+    REQUIRE(WaitUntil(
+        [&] {
+          std::smatch m;
+          const std::string text = testing::ReadAll(log);
+          if (!std::regex_search(text, m, re)) return false;
+          port = std::stoi(m[1]);
+          return true;
+        },
+        Deadline::After(30 * kNsPerSec), 50 * kNsPerMs));
+  }
+  int StopAndWait() {
+    kill(pid, SIGINT);
+    auto st = WaitExit(pid, Deadline::After(10 * kNsPerSec));
+    pid = -1;
+    return st.ok() ? st->Code() : -1;
+  }
+  ~ServeProcess() {
+    if (pid > 0) Stop(pid, kNsPerSec);
+  }
+};
 
 }  // namespace fl::reports::render

@@ -416,6 +416,47 @@ TEST_CASE("the main job's HTML report shows the NIC failover and the timeline in
   }
   Browser browser(ChromiumOrFail());
   CheckReportPage(browser, dir, html, faults);
+  if (path != nullptr && *path != '\0') return;
+  // The same run through `faultline serve`: on the overview, linking to its page, which draws
+  // the same charts; in the API; /metrics passes promtool.
+  ServeProcess serve(dir.File("results.db"), dir.path());
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port);
+  auto res = browser.Run(base + "/", {"--dump-dom"}, dir.File("overview.html"));
+  REQUIRE(res.exit_code == 0);
+  const std::string overview = ReadAll(dir.File("overview.html"));
+  INFO(overview.substr(0, 3000));
+  const std::regex link("href=\"/runs/([A-Za-z0-9_-]+)\"");
+  std::smatch m;
+  REQUIRE(std::regex_search(overview, m, link));
+  const std::string run_id = m[1];
+  CHECK(overview.find("data-state=\"new_failure\"") == std::string::npos);  // it passed
+  CHECK(ConsoleErrors(overview).empty());
+  res = browser.Run(base + "/runs/" + run_id, {"--dump-dom"}, dir.File("served.html"));
+  REQUIRE(res.exit_code == 0);
+  auto status = RenderStatus(ReadAll(dir.File("served.html")));
+  CHECK(status["data-state"] == "drawn");
+  CHECK(status["data-errors"] == "0");
+  CHECK(status["data-fault-windows"] == "1");
+  CHECK(ConsoleErrors(ReadAll(dir.File("served.html"))).empty());
+  const std::string api =
+      HttpGet(serve.port, "GET /api/v1/runs?limit=5 HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(api.find(" 200 ") != std::string::npos);
+  CHECK(api.find("\"run_id\": \"" + run_id + "\"") != std::string::npos);
+  const std::string metrics = HttpGet(serve.port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  const size_t body = metrics.find("\r\n\r\n");
+  REQUIRE(body != std::string::npos);
+  { std::ofstream(dir.File("metrics.txt")) << metrics.substr(body + 4); }
+  auto prom = testing::RunProcess(
+      {"/bin/sh", "-c", "exec /usr/bin/promtool check metrics < '" + dir.File("metrics.txt") + "'"},
+      dir.File("promtool.log"), std::chrono::seconds(30));
+  INFO(ReadAll(dir.File("promtool.log")) + metrics);
+  CHECK(prom.exit_code == 0);
+  // Its cluster is the coordinator host's name ($FAULTLINE_CLUSTER, --tag cluster=...).
+  CHECK(std::regex_search(
+      metrics,
+      std::regex(
+          "faultline_night_scenarios\\{cluster=\"[^\"]+\",suite=\"\",state=\"passed\"\\} 1")));
+  CHECK(serve.StopAndWait() == 0);
 }
 
 }  // namespace

@@ -35,8 +35,10 @@ using nlohmann::json;
 using render::Browser;
 using render::ChromiumOrFail;
 using render::ConsoleErrors;
+using render::HttpGet;
 using render::PngSize;
 using render::RenderStatus;
+using render::ServeProcess;
 
 constexpr Nanos kDay = 86400 * kNsPerSec;
 const Nanos kNight0 = 1'790'000'000 * kNsPerSec;  // 2026-09-21 (UTC), 12:53
@@ -199,59 +201,6 @@ TEST_CASE("serve site: /metrics passes promtool check metrics", "[integration]")
   INFO(testing::ReadAll(fx.dir.File("promtool.log")) + r.body);
   CHECK(res.exit_code == 0);
 }
-
-// One HTTP/1.1 request to 127.0.0.1:port; the whole reply ("" when it cannot connect).
-std::string HttpGet(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-    char buf[65536];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
-// `faultline serve` as a process, on the port it chose; stopped with SIGINT (it must exit 0).
-struct ServeProcess {
-  int pid = -1;
-  int port = 0;
-  std::string log;
-  ServeProcess(const std::string& db, const std::string& dir) : log(dir + "/serve.log") {
-    ProcessSpec spec;
-    spec.argv = {FL_FAULTLINE_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"};
-    spec.out.kind = Stdio::kNull;
-    spec.err = {Stdio::kFile, log};
-    auto p = Spawn(spec);
-    REQUIRE(p.ok());
-    pid = p->pid();
-    const std::regex re("http://127\\.0\\.0\\.1:([0-9]+)/");
-    REQUIRE(WaitUntil(
-        [&] {
-          std::smatch m;
-          const std::string text = testing::ReadAll(log);
-          if (!std::regex_search(text, m, re)) return false;
-          port = std::stoi(m[1]);
-          return true;
-        },
-        Deadline::After(30 * kNsPerSec), 50 * kNsPerMs));
-  }
-  int StopAndWait() {
-    kill(pid, SIGINT);
-    auto st = WaitExit(pid, Deadline::After(10 * kNsPerSec));
-    pid = -1;
-    return st.ok() ? st->Code() : -1;
-  }
-  ~ServeProcess() {
-    if (pid > 0) Stop(pid, kNsPerSec);
-  }
-};
 
 TEST_CASE(
     "faultline serve: the overview and a run page drawn by headless Chromium from the server - "
@@ -546,7 +495,50 @@ TEST_CASE(
   REQUIRE(res.exit_code == 0);
   std::filesystem::copy_file(shot, FL_TEST_OUTPUT_DIR "/serve_accept.png",
                              std::filesystem::copy_options::overwrite_existing);
+  // The compare page of the same two sets.
+  res = browser.Run("http://127.0.0.1:" + std::to_string(serve.port) +
+                        "/compare?a=tag:fw%3D22.39&b=tag:fw%3D22.41",
+                    {"--dump-dom"}, dir.File("compare_dom.html"));
+  REQUIRE(res.exit_code == 0);
+  const std::string cmp_dom = testing::ReadAll(dir.File("compare_dom.html"));
+  CHECK(cmp_dom.find("REGRESSED") != std::string::npos);
+  CHECK(ConsoleErrors(cmp_dom).empty());
   CHECK(serve.StopAndWait() == 0);
+}
+
+}  // namespace
+}  // namespace fl::reports::serve
+
+namespace fl::reports::serve {
+namespace {
+
+TEST_CASE("serve compare: any two sets of runs by tag or date - bad selectors are a 400",
+          "[unit]") {
+  testing::TempDir dir;
+  const std::string db = NightlyStore(
+      dir, "shifted", 20, [](int n) { return n < 13 ? 80.0 : 120.0; },
+      [](int n) { return n < 13 ? std::string("22.39") : std::string("22.41"); });
+  auto reader = compare::RunReader::Open(db);
+  REQUIRE(reader.ok());
+  ResultsSite site(**reader, {});
+  const std::string first = NightOf(kNight0), fifth = NightOf(kNight0 + 4 * kDay);
+  const std::string last = NightOf(kNight0 + 19 * kDay);
+  auto r = site.Handle("GET", "/api/v1/compare?a=date:" + first + ".." + fifth + "&b=date:" + last);
+  REQUIRE(r.status == 200);
+  auto j = json::parse(r.body);
+  CHECK(j["a"]["runs"].size() == 15);  // five nights of three runs
+  CHECK(j["b"]["runs"].size() == 3);
+  REQUIRE(j["rows"].size() == 1);
+  CHECK(j["rows"][0]["key"] == "f0/recovery_ms");
+  CHECK(j["rows"][0]["median_b"].get<double>() > j["rows"][0]["median_a"].get<double>() * 1.3);
+  r = site.Handle("GET", "/compare?a=tag:fw%3D22.39&b=tag:fw%3D22.41");
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("f0/recovery_ms") != std::string::npos);
+  for (const std::string bad :
+       {"date:2026-02-30", "date:2026-12-07..2026-12-01", "date:yesterday", "tag:"})
+    CHECK(site.Handle("GET", "/api/v1/compare?a=" + bad + "&b=latest").status == 400);
+  CHECK(site.Handle("GET", "/api/v1/compare?a=latest").status == 400);
+  CHECK(site.Handle("GET", "/api/v1/compare?a=date:2020-01-01&b=latest").status == 404);
 }
 
 }  // namespace
