@@ -5,7 +5,7 @@
 // the host does not have.
 #include <catch2/catch.hpp>
 
-#include <atomic>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
@@ -50,15 +50,11 @@ std::vector<nlohmann::json> AgentLines(const nlohmann::json& j, const std::strin
   return out;
 }
 
-TEST_CASE(
-    "faultline doctor with real agents: a clean lab is OK - a clock 2 s off, a host that does not "
-    "answer and a NIC the host lacks are CRITICAL",
-    "[.root][integration]") {
-  TempDir dir("fl_doctor_agents");
-  const std::string d = dir.path();
-  std::atomic<bool> skewed{false};
+// The fixture with every host's agent running; h1's under libfaketime, its clock 2 s ahead,
+// when skewed.
+std::unique_ptr<InventoryFixture> Lab(bool skewed) {
   InventoryFixtureOptions o;
-  o.extra_agent_env = [&skewed](const std::string& host) {
+  o.extra_agent_env = [skewed](const std::string& host) {
     if (host != "h1" || !skewed) return std::vector<std::string>{};
     return std::vector<std::string>{std::string("LD_PRELOAD=") + kFaketime, "FAKETIME=+2s",
                                     "FAKETIME_DONT_FAKE_MONOTONIC=1"};
@@ -66,8 +62,16 @@ TEST_CASE(
   auto fx = InventoryFixture::Create(o);
   REQUIRE(fx.ok());
   REQUIRE((*fx)->StartAgents().ok());
+  return std::move(*fx);
+}
 
-  auto [rc, j] = Doctor(**fx, d, "clean");
+TEST_CASE(
+    "faultline doctor with real agents: a clean lab is OK - each agent's version, clock and own "
+    "policy - exit 0",
+    "[.root][integration]") {
+  TempDir dir("fl_doctor_agents");
+  auto fx = Lab(false);
+  auto [rc, j] = Doctor(*fx, dir.path(), "clean");
   INFO(j.dump(2));
   CHECK(rc == 0);
   auto ok = AgentLines(j, "OK");
@@ -76,16 +80,21 @@ TEST_CASE(
   CHECK(ok[0]["message"].get<std::string>().find(", clock ") != std::string::npos);
   bool h0_policy = false;
   for (const auto& c : j["checks"])
-    h0_policy = h0_policy ||
-                (c["check"] == "policy" && c["level"] == "OK" &&
-                 c["message"].get<std::string>().find("allowed by h0's policy " +
-                                                      (*fx)->policy_path()) != std::string::npos);
+    h0_policy =
+        h0_policy || (c["check"] == "policy" && c["level"] == "OK" &&
+                      c["message"].get<std::string>().find("allowed by h0's policy " +
+                                                           fx->policy_path()) != std::string::npos);
   CHECK(h0_policy);
+  fx->StopAgents().IgnoreError();
+}
 
-  // h1's agent restarts with its clock 2 s ahead.
-  skewed = true;
-  REQUIRE((*fx)->RestartAgent("h1", Deadline::After(30 * kNsPerSec)).ok());
-  std::tie(rc, j) = Doctor(**fx, d, "skewed");
+TEST_CASE(
+    "faultline doctor with real agents: an agent whose clock is 2 s off is CRITICAL with its "
+    "offset - exit 2",
+    "[.root][integration]") {
+  TempDir dir("fl_doctor_agents");
+  auto fx = Lab(true);
+  auto [rc, j] = Doctor(*fx, dir.path(), "skewed");
   INFO(j.dump(2));
   CHECK(rc == 2);
   auto crit = AgentLines(j, "CRITICAL");
@@ -94,22 +103,30 @@ TEST_CASE(
   CHECK(m.rfind("h1: clock +2", 0) == 0);  // +2000.x ms
   CHECK(m.find("more than 500.0 ms") != std::string::npos);
   CHECK(AgentLines(j, "OK").size() == 1);  // h0
+  fx->StopAgents().IgnoreError();
+}
 
+TEST_CASE(
+    "faultline doctor with real agents: a host without an agent and a NIC its host does not have "
+    "are CRITICAL - exit 2",
+    "[.root][integration]") {
+  TempDir dir("fl_doctor_agents");
+  auto fx = Lab(false);
   // An inventory that names a NIC h0 does not have, and a host with no agent.
-  auto text = ReadFile((*fx)->inventory_path());
+  auto text = ReadFile(fx->inventory_path());
   REQUIRE(text.ok());
   std::string bad = *text;
-  const std::string nic = "ifname: " + (*fx)->nics_of("h0").back();
+  const std::string nic = "ifname: " + fx->nics_of("h0").back();
   REQUIRE(bad.find(nic) != std::string::npos);
   bad.replace(bad.find(nic), nic.size(), "ifname: ens9f9");
+  const InventoryFixtureOptions& o = fx->options();
   bad += "  - name: h9\n    ranks: " + std::to_string(o.ranks_per_host) + "\n    nics:\n";
   for (int i = 0; i < o.nics_per_host; ++i)
     bad += "      - {name: n" + std::to_string(i) + ", ifname: n" + std::to_string(i) +
            ", address: 10.9.9." + std::to_string(i + 1) + "}\n";
-  const std::string bad_path = (*fx)->dir() + "/bad_inventory.yaml";
+  const std::string bad_path = fx->dir() + "/bad_inventory.yaml";
   REQUIRE(WriteFileAtomic(bad_path, bad).ok());
-  skewed = false;
-  std::tie(rc, j) = Doctor(**fx, d, "bad", bad_path, "5s");
+  auto [rc, j] = Doctor(*fx, dir.path(), "bad", bad_path, "5s");
   INFO(j.dump(2));
   CHECK(rc == 2);
   bool missing_host = false, missing_nic = false;
@@ -121,7 +138,7 @@ TEST_CASE(
   }
   CHECK(missing_host);
   CHECK(missing_nic);
-  (*fx)->StopAgents().IgnoreError();
+  fx->StopAgents().IgnoreError();
 }
 
 }  // namespace
