@@ -97,13 +97,13 @@ int AgentMain(int argc, char** argv) {
     fp.set_policy_yaml(policy_text);
     return fp;
   };
-  opts.fingerprint = collect();
-  opts.collect_fingerprint = collect;
-  opts.agent_version = VersionAndRevision();
   if (print_fingerprint) {
-    std::printf("%s", opts.fingerprint.DebugString().c_str());
+    std::printf("%s", collect().DebugString().c_str());
     return 0;
   }
+  // Collected at each dial (the Hello carries them), not here as well.
+  opts.collect_fingerprint = collect;
+  opts.agent_version = VersionAndRevision();
   if (opts.host.empty()) opts.host = rt.site.DefaultHost();  // e.g. the node srun started us on
   if (opts.coordinator.empty() || token_file.empty() || opts.host.empty()) {
     std::fprintf(stderr, "faultline-agent: --coordinator, --token-file and --host are required\n");

@@ -1,7 +1,6 @@
 #include "reports/serve/overview.h"
 
 #include <algorithm>
-#include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
@@ -48,14 +47,7 @@ std::string ClusterOf(const RunRecord& run) {
   return "local";
 }
 
-std::string NightOf(Nanos wall_ns) {
-  const std::time_t t = static_cast<std::time_t>(wall_ns / kNsPerSec);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[16];
-  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
-  return b;
-}
+std::string NightOf(Nanos wall_ns) { return FormatWallIso(wall_ns).substr(0, 10); }
 
 namespace {
 

@@ -33,6 +33,19 @@ SiteReply Json(int status, const json& j) {
 }
 SiteReply ApiError(int status, const std::string& what) { return Json(status, {{"error", what}}); }
 
+// A bad request (400) as the API or a page says it.
+SiteReply Bad(bool as_json, const std::string& what) {
+  return as_json ? ApiError(400, what) : Text(400, what + "\n");
+}
+
+// A store or selection error: 404 for what is not there, 400 for a bad selector, 503 else.
+SiteReply Failed(bool as_json, const Status& st) {
+  const int http = st.code() == Code::kNotFound          ? 404
+                   : st.code() == Code::kInvalidArgument ? 400
+                                                         : 503;
+  return as_json ? ApiError(http, st.message()) : Text(http, st.message() + "\n");
+}
+
 // A run id as NewRunId makes them: [A-Za-z0-9_-], at most 64 (anything else is 400, never a
 // query).
 bool IsRunId(std::string_view s) {
@@ -341,11 +354,7 @@ SiteReply ResultsSite::Runs(const std::string& query) {
 
 SiteReply ResultsSite::Run(const std::string& id, bool as_json) {
   auto data = store_.LoadRun(id);
-  if (!data.ok()) {
-    const int code = data.status().code() == Code::kNotFound ? 404 : 503;
-    return as_json ? ApiError(code, data.status().message())
-                   : Text(code, data.status().message() + "\n");
-  }
+  if (!data.ok()) return Failed(as_json, data.status());
   if (as_json) return {200, "application/json", render::RunJson(*data)};
   render::HtmlOptions ho;
   ho.db_path = options_.db_label;
@@ -353,45 +362,36 @@ SiteReply ResultsSite::Run(const std::string& id, bool as_json) {
 }
 
 SiteReply ResultsSite::Trends(const std::string& query, bool as_json) {
-  auto bad = [&](const std::string& what) {
-    return as_json ? ApiError(400, what) : Text(400, what + "\n");
-  };
   auto q = ParseQuery(query);
-  if (!q) return bad("malformed query string (a bad %-escape)");
+  if (!q) return Bad(as_json, "malformed query string (a bad %-escape)");
   std::string scenario;
   TrendOptions o;
   for (const auto& [k, v] : *q) {
     if (k == "scenario") {
       scenario = v;
     } else if (k == "metric") {
-      if (v.empty() || v.size() > 128) return bad("metric: want a metric name");
+      if (v.empty() || v.size() > 128) return Bad(as_json, "metric: want a metric name");
       o.metrics.push_back(v);
     } else if (k == "tag") {
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0)
-        return bad("tag: want KEY=VALUE, got '" + render::ValidUtf8(v) + "'");
+        return Bad(as_json, "tag: want KEY=VALUE, got '" + render::ValidUtf8(v) + "'");
       o.tags[v.substr(0, eq)] = v.substr(eq + 1);
     } else {
-      return bad("unknown parameter '" + render::ValidUtf8(k) + "' (scenario, metric, tag)");
+      return Bad(as_json,
+                 "unknown parameter '" + render::ValidUtf8(k) + "' (scenario, metric, tag)");
     }
   }
-  if (scenario.empty()) return bad("scenario: which scenario (?scenario=NAME)");
+  if (scenario.empty()) return Bad(as_json, "scenario: which scenario (?scenario=NAME)");
   auto trends = LoadTrends(reader_, scenario, o);
-  if (!trends.ok()) {
-    const int code = trends.status().code() == Code::kNotFound ? 404 : 503;
-    return as_json ? ApiError(code, trends.status().message())
-                   : Text(code, trends.status().message() + "\n");
-  }
+  if (!trends.ok()) return Failed(as_json, trends.status());
   if (as_json) return Json(200, TrendsJson(scenario, *trends));
   return {200, "text/html; charset=utf-8", TrendsHtml(scenario, *trends)};
 }
 
 SiteReply ResultsSite::Accept(const std::string& query, bool as_json) {
-  auto bad = [&](const std::string& what) {
-    return as_json ? ApiError(400, what) : Text(400, what + "\n");
-  };
   auto q = ParseQuery(query);
-  if (!q) return bad("malformed query string (a bad %-escape)");
+  if (!q) return Bad(as_json, "malformed query string (a bad %-escape)");
   compare::AcceptanceOptions o;  // compare's defaults: the CLI's without flags
   for (const auto& [k, v] : *q) {
     if (k == "baseline") {
@@ -401,28 +401,21 @@ SiteReply ResultsSite::Accept(const std::string& query, bool as_json) {
     } else if (k == "scenario") {
       o.scenario = v;
     } else {
-      return bad("unknown parameter '" + render::ValidUtf8(k) +
-                 "' (baseline, candidate, scenario)");
+      return Bad(as_json, "unknown parameter '" + render::ValidUtf8(k) +
+                              "' (baseline, candidate, scenario)");
     }
   }
   if (o.baseline.empty() || o.candidate.empty())
-    return bad("baseline and candidate: run selectors (tag:fw=22.39, a run id, latest)");
+    return Bad(as_json, "baseline and candidate: run selectors (tag:fw=22.39, a run id, latest)");
   auto a = compare::RunAcceptance(reader_, o);
-  if (!a.ok()) {
-    const Code code = a.status().code();
-    const int http = code == Code::kNotFound ? 404 : code == Code::kInvalidArgument ? 400 : 503;
-    return as_json ? ApiError(http, a.status().message()) : Text(http, a.status().message() + "\n");
-  }
+  if (!a.ok()) return Failed(as_json, a.status());
   if (as_json) return {200, "application/json", compare::AcceptanceJson(*a)};
   return {200, "text/html; charset=utf-8", compare::AcceptanceHtml(*a)};
 }
 
 SiteReply ResultsSite::CompareSets(const std::string& query, bool as_json) {
-  auto bad = [&](const std::string& what) {
-    return as_json ? ApiError(400, what) : Text(400, what + "\n");
-  };
   auto q = ParseQuery(query);
-  if (!q) return bad("malformed query string (a bad %-escape)");
+  if (!q) return Bad(as_json, "malformed query string (a bad %-escape)");
   std::string a, b;
   std::optional<std::string> scenario;
   for (const auto& [k, v] : *q) {
@@ -433,24 +426,21 @@ SiteReply ResultsSite::CompareSets(const std::string& query, bool as_json) {
     } else if (k == "scenario") {
       scenario = v;
     } else {
-      return bad("unknown parameter '" + render::ValidUtf8(k) + "' (a, b, scenario)");
+      return Bad(as_json, "unknown parameter '" + render::ValidUtf8(k) + "' (a, b, scenario)");
     }
   }
   if (a.empty() || b.empty())
-    return bad("a and b: run selectors (a run id, latest, tag:k=v, date:YYYY-MM-DD[..YYYY-MM-DD])");
-  auto fail = [&](const Status& st) {
-    const int http = st.code() == Code::kNotFound          ? 404
-                     : st.code() == Code::kInvalidArgument ? 400
-                                                           : 503;
-    return as_json ? ApiError(http, st.message()) : Text(http, st.message() + "\n");
-  };
+    return Bad(as_json,
+               "a and b: run selectors (a run id, latest, tag:k=v, date:YYYY-MM-DD[..YYYY-MM-DD])");
+
   auto ra = reader_.Select(a, scenario);
-  if (!ra.ok()) return fail(ra.status());
+  if (!ra.ok()) return Failed(as_json, ra.status());
   auto rb = reader_.Select(b, scenario);
-  if (!rb.ok()) return fail(rb.status());
+  if (!rb.ok()) return Failed(as_json, rb.status());
   compare::Comparison c = compare::Compare(*ra, *rb, {}, a, b);
   if (c.rows.empty())
-    return fail(InvalidArgumentError("nothing to compare: no scenario has runs on both sides"));
+    return Failed(as_json,
+                  InvalidArgumentError("nothing to compare: no scenario has runs on both sides"));
   if (as_json) return {200, "application/json", compare::ComparisonJson(c) + "\n"};
   return {200, "text/html; charset=utf-8", compare::RenderHtml(c)};
 }
