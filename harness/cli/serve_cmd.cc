@@ -9,6 +9,7 @@
 
 #include "harness/alerts/http_server.h"
 #include "harness/cli/cli.h"
+#include "harness/control/certs.h"
 #include "harness/suite/suite_runner.h"
 #include "reports/compare/run_metrics.h"
 #include "reports/serve/results_site.h"
@@ -17,7 +18,7 @@ namespace fl::harness {
 namespace {
 
 struct ServeArgs {
-  std::string db, listen = "127.0.0.1:8080";
+  std::string db, listen = "127.0.0.1:8080", tls_dir;
   size_t overview_runs = 5000;
 };
 
@@ -46,7 +47,15 @@ int Serve(const ServeArgs& a) {
   reports::serve::ResultsSite site(**reader, so);
   alerts::HttpServerOptions ho;
   ho.listen = a.listen;
-  ho.max_body = 0;            // GET only: any body is refused
+  ho.max_body = 0;  // GET only: any body is refused
+  if (!a.tls_dir.empty()) {
+    // The lab's own certificates: the coordinator's serves (serverAuth, its host names in the
+    // subjectAltName), and a browser that trusts the lab CA checks it.
+    auto tls = LoadTlsMaterial(a.tls_dir, CertRole::kCoordinator, "");
+    if (!tls.ok()) return ErrorExit("serve", tls.status());
+    ho.tls_cert_pem = tls->cert_pem;
+    ho.tls_key_pem = tls->key_pem;
+  }
   suite::StopOnSignals stop;  // SIGINT, SIGTERM
   auto server = alerts::HttpServer::Start(ho, [&site](const alerts::HttpRequest& r) {
     auto reply = site.Handle(r.method, r.target);
@@ -57,9 +66,10 @@ int Serve(const ServeArgs& a) {
     return 3;
   }
   const std::string host = a.listen.substr(0, a.listen.rfind(':'));
-  std::fprintf(stderr, "faultline serve: %s on http://%s:%d/ (read-only; Ctrl-C stops)\n",
-               so.db_label.c_str(), host.c_str(), (*server)->port());
-  if (host != "127.0.0.1" && host != "[::1]" && host != "::1")
+  std::fprintf(stderr, "faultline serve: %s on %s://%s:%d/ (read-only; Ctrl-C stops)\n",
+               so.db_label.c_str(), (*server)->tls() ? "https" : "http", host.c_str(),
+               (*server)->port());
+  if (!(*server)->tls() && host != "127.0.0.1" && host != "[::1]" && host != "::1")
     std::fprintf(stderr,
                  "faultline serve: listening beyond loopback without TLS: whoever reaches %s "
                  "reads every result\n",
@@ -80,11 +90,15 @@ void AddServeCommands(CLI::App& app, int* exit_code) {
       "each run's report (/runs/ID), a scenario's metrics over nights with change points\n"
       "(/trends?scenario=NAME), a JSON API (/api/v1/overview, /api/v1/runs, /api/v1/runs/ID,\n"
       "/api/v1/trends), OpenMetrics for Prometheus (/metrics) and /healthz. Every page is\n"
-      "self-contained (no network). Listens on loopback unless --listen says otherwise\n"
-      "(docs/serve.md)");
+      "self-contained (no network). Listens on loopback unless --listen says otherwise;\n"
+      "HTTPS with the lab's certificates by --tls-dir (docs/serve.md)");
   AddDbOption(c, &a->db);
   c->add_option("--listen", a->listen, "ADDRESS:PORT to listen on (port 0: any)")
       ->capture_default_str();
+  c->add_option("--tls-dir", a->tls_dir,
+                "serve HTTPS with the lab's coordinator certificate from this directory\n"
+                "(`faultline certs init` and `certs issue --role coordinator` make it)")
+      ->check(CLI::ExistingDirectory);
   c->add_option("--overview-runs", a->overview_runs,
                 "how many of the newest runs the overview and /metrics read")
       ->capture_default_str()

@@ -150,15 +150,18 @@ struct ServeProcess {
   int pid = -1;
   int port = 0;
   std::string log;
-  ServeProcess(const std::string& db, const std::string& dir) : log(dir + "/serve.log") {
+  ServeProcess(const std::string& db, const std::string& dir,
+               const std::vector<std::string>& extra = {})
+      : log(dir + "/serve.log") {
     ProcessSpec spec;
     spec.argv = {FL_FAULTLINE_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"};
+    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     spec.out.kind = Stdio::kNull;
     spec.err = {Stdio::kFile, log};
     auto p = Spawn(spec);
     REQUIRE(p.ok());
     pid = p->pid();
-    const std::regex re("http://127\\.0\\.0\\.1:([0-9]+)/");
+    const std::regex re("https?://127\\.0\\.0\\.1:([0-9]+)/");
     REQUIRE(WaitUntil(
         [&] {
           std::smatch m;
