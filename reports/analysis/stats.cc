@@ -56,6 +56,23 @@ double Mad(std::span<const double> values) {
   return Median(dev);
 }
 
+double CliffsDelta(std::span<const double> a, std::span<const double> b) {
+  std::vector<double> sorted(a.begin(), a.end());
+  std::sort(sorted.begin(), sorted.end());
+  double net = 0;  // per b value: a values below it minus a values above it
+  for (double x : b) {
+    const auto lo = std::lower_bound(sorted.begin(), sorted.end(), x);
+    const auto hi = std::upper_bound(lo, sorted.end(), x);
+    net += static_cast<double>(lo - sorted.begin()) - static_cast<double>(sorted.end() - hi);
+  }
+  return net / (static_cast<double>(a.size()) * static_cast<double>(b.size()));
+}
+
+const char* EffectMagnitude(double cliffs_delta) {
+  const double d = std::fabs(cliffs_delta);
+  return d < 0.147 ? "negligible" : d < 0.33 ? "small" : d < 0.474 ? "medium" : "large";
+}
+
 Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> b,
                              const BootstrapOptions& options) {
   Rng rng(options.seed);

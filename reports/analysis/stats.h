@@ -53,6 +53,15 @@ struct BootstrapOptions {
 Interval BootstrapMedianDiff(std::span<const double> a, std::span<const double> b,
                              const BootstrapOptions& options);
 
+// Cliff's delta of b over a: (#{b_j > a_i} - #{b_j < a_i}) / (|a| |b|), in [-1, 1]; positive
+// when b's values tend to be larger. Ordinal, so robust to outliers and to the scale of the
+// metric, and meaningful with few runs. O((|a| + |b|) log |a|). REQUIRES: !a.empty(), !b.empty().
+double CliffsDelta(std::span<const double> a, std::span<const double> b);
+
+// The size of an effect by |Cliff's delta|, with the thresholds of Romano et al. (2006):
+// under 0.147 "negligible", under 0.33 "small", under 0.474 "medium", else "large".
+const char* EffectMagnitude(double cliffs_delta);
+
 // Percentile-bootstrap interval of Median(values): the repeats of one configuration. With one
 // value, that value. REQUIRES: !values.empty(), as above.
 Interval BootstrapMedian(std::span<const double> values, const BootstrapOptions& options);

@@ -158,7 +158,8 @@ std::string AcceptanceHtml(const Acceptance& a) {
          "</td><td class=\"n\">" + std::to_string(s.improved) + "</td><td class=\"n\">" +
          std::to_string(s.changed + s.same) + "</td></tr>\n";
   o += "</table>\n<h2>Metrics</h2>\n<table><tr><th>scenario</th><th>metric</th><th>baseline</th>"
-       "<th>candidate</th><th>change</th><th>interval</th><th>allowed</th><th>verdict</th></tr>\n";
+       "<th>candidate</th><th>change</th><th>interval</th><th>effect size</th><th>allowed</th>"
+       "<th>verdict</th></tr>\n";
   for (const auto& r : c.rows) {
     const std::string v(VerdictName(r.verdict));
     o += "<tr class=\"fl-metric " + HtmlEscape(v) + "\" data-key=\"" +
@@ -167,7 +168,9 @@ std::string AcceptanceHtml(const Acceptance& a) {
          (r.unit.empty() ? "" : " (" + HtmlEscape(r.unit) + ")") + "</td><td class=\"n\">" +
          Num(r.median_a) + "</td><td class=\"n\">" + Num(r.median_b) + "</td><td class=\"n\">" +
          Percent(r.rel_diff) + "</td><td class=\"n\">[" + Num(r.ci.lo) + ", " + Num(r.ci.hi) +
-         "]</td><td class=\"n\">" + Num(r.allowed) + "</td><td>" + HtmlEscape(v) + "</td></tr>\n";
+         "]</td><td class=\"n\">" +
+         (r.a.empty() || r.b.empty() ? "" : HtmlEscape(EffectText(r.effect_size))) +
+         "</td><td class=\"n\">" + Num(r.allowed) + "</td><td>" + HtmlEscape(v) + "</td></tr>\n";
   }
   o += "</table>\n";
   for (const auto& n : c.notes) o += "<p class=\"muted\">" + HtmlEscape(n) + "</p>\n";

@@ -97,6 +97,12 @@ std::string FormatQuantity(double v, std::string_view unit) {
   return plain(v, "");  // ratios, counts, booleans: the metric's name says what it is
 }
 
+std::string EffectText(double cliffs_delta) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%+.2f %s", cliffs_delta, analysis::EffectMagnitude(cliffs_delta));
+  return buf;
+}
+
 int Comparison::Count(Verdict v) const {
   int n = 0;
   for (const auto& r : rows) n += r.verdict == v;
@@ -131,6 +137,7 @@ MetricComparison CompareMetric(std::string group, std::string key, std::string u
   BootstrapOptions bo = bootstrap;
   bo.seed = Rng(bootstrap.seed).Fork(m.group + "/" + m.key).Next();
   m.ci = BootstrapMedianDiff(a, b, bo);
+  m.effect_size = analysis::CliffsDelta(a, b);
   m.allowed = policy.tolerance.Allowed(m.median_a);
   m.a = std::move(a);
   m.b = std::move(b);
@@ -279,7 +286,7 @@ std::string RenderMarkdown(const Comparison& c) {
          "% bootstrap interval, spread = IQR.\n\n";
   out +=
       "| group | metric | unit | worse | median A (IQR) | median B (IQR) | difference | interval "
-      "| tolerance | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n";
+      "| effect size | tolerance | verdict |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : c.rows) {
     bool both = !r.a.empty() && !r.b.empty();
     std::string worse = r.policy.direction == Direction::kLowerIsBetter    ? "higher"
@@ -297,9 +304,9 @@ std::string RenderMarkdown(const Comparison& c) {
              ? "–"
              : FormatQuantity(r.median_b, r.unit) + " (" + FormatQuantity(r.iqr_b, r.unit) + ")") +
         " | " + (both ? Signed(r.diff, r.unit) + " " + Pct(r.rel_diff) : "–") + " | " +
-        (both ? CiText(r.ci, r.unit) : "–") + " | " +
-        (r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) + " | " +
-        verdict + " |\n";
+        (both ? CiText(r.ci, r.unit) : "–") + " | " + (both ? EffectText(r.effect_size) : "–") +
+        " | " + (r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) +
+        " | " + verdict + " |\n";
   }
   for (const auto& n : c.notes) out += "\n> " + n + "\n";
   return out;
@@ -323,18 +330,20 @@ std::string RenderHtml(const Comparison& c) {
          (reg ? std::to_string(reg) + " metric(s) regressed" : std::string("No regression")) +
          "</b>: " + HtmlEscape(Summary(c)) + ". Difference = median(B) &minus; median(A) with a " +
          std::to_string(static_cast<int>(std::lround(c.confidence * 100))) +
-         "% percentile-bootstrap interval; spread = interquartile range. A metric is flagged "
-         "when the interval excludes zero and the change exceeds its tolerance in the worse "
-         "direction.</p>\n";
+         "% percentile-bootstrap interval; spread = interquartile range; effect size = Cliff's "
+         "delta of B over A (-1 to 1: the share of pairs where B is larger minus where it is "
+         "smaller). A metric is flagged when the interval excludes zero and the change exceeds "
+         "its tolerance in the worse direction.</p>\n";
   out +=
       "<table><tr><th>metric</th><th>unit</th><th>worse</th><th>n A</th><th>median A</th>"
       "<th>IQR A</th><th>n B</th><th>median B</th><th>IQR B</th><th>difference</th>"
-      "<th>relative</th><th>interval</th><th>tolerance</th><th>verdict</th></tr>\n";
+      "<th>relative</th><th>interval</th><th>effect size</th><th>tolerance</th><th>verdict</th>"
+      "</tr>\n";
   std::string group;
   for (const auto& r : c.rows) {
     if (r.group != group) {
       group = r.group;
-      out += "<tr class=\"group\"><td colspan=\"14\">" + HtmlEscape(group) + "</td></tr>\n";
+      out += "<tr class=\"group\"><td colspan=\"15\">" + HtmlEscape(group) + "</td></tr>\n";
     }
     bool both = !r.a.empty() && !r.b.empty();
     std::string worse = r.policy.direction == Direction::kLowerIsBetter    ? "higher"
@@ -348,12 +357,13 @@ std::string RenderHtml(const Comparison& c) {
            td(r.b.empty() ? "" : FormatQuantity(r.median_b, r.unit)) +
            td(r.b.empty() ? "" : FormatQuantity(r.iqr_b, r.unit)) +
            td(both ? Signed(r.diff, r.unit) : "") + td(both ? Pct(r.rel_diff) : "") +
-           td(both ? CiText(r.ci, r.unit) : "") +
+           td(both ? CiText(r.ci, r.unit) : "") + td(both ? EffectText(r.effect_size) : "") +
            td(r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) +
            td(std::string(VerdictName(r.verdict))) + "</tr>\n";
   }
   out += "</table>\n";
   for (const auto& n : c.notes) out += "<p>" + HtmlEscape(n) + "</p>\n";
+  out += RenderLedgerSummaryHtml(c.ledger);
   out += "<p style=\"color:#777;font-size:12px\">runs A: " + HtmlEscape([&] {
            std::string s;
            for (const auto& id : c.runs_a) s += (s.empty() ? "" : ", ") + id;

@@ -57,6 +57,7 @@ struct MetricComparison {
   double diff = 0;                 // median_b - median_a
   std::optional<double> rel_diff;  // diff / |median_a|; unset when median_a is 0
   Interval ci;                     // of median(B) - median(A)
+  double effect_size = 0;          // Cliff's delta of B over A (analysis::CliffsDelta)
   double allowed = 0;              // tolerance.Allowed(median_a)
   Verdict verdict = Verdict::kSame;
 };

@@ -14,7 +14,9 @@ namespace fl::reports::compare {
 
 // {"a": {"label", "runs"}, "b": {...}, "confidence", "rows": [{group, key, name, unit,
 // direction, a: [...], b: [...], median_a, median_b, iqr_a, iqr_b, diff, rel_diff (null
-// when median_a is 0), ci: [lo, hi], allowed, verdict}], "notes", "regressed": N}
+// when median_a is 0), ci: [lo, hi], effect_size (Cliff's delta of B over A), effect
+// ("negligible", "small", "medium", "large"; both null on a missing row), allowed, verdict}],
+// "notes", "ledger", "regressed": N}
 std::string ComparisonJson(const Comparison& c);
 
 // {"scenario", "series": [{key, unit, points: [{run_id, started, status, tags, value (null:

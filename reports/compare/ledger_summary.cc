@@ -7,6 +7,7 @@
 #include "reports/analysis/stats.h"
 #include "reports/compare/format.h"
 #include "reports/metrics/ledger.h"
+#include "reports/render/escape.h"
 
 namespace fl::reports::compare {
 namespace {
@@ -93,6 +94,19 @@ std::string RenderLedgerSummary(const std::vector<LedgerSummaryRow>& rows) {
     out += line;
   }
   return out;
+}
+
+std::string RenderLedgerSummaryHtml(const std::vector<LedgerSummaryRow>& rows) {
+  if (rows.empty()) return "";
+  std::string out =
+      "<h2>Detection ledger</h2>\n<p>Per fault kind and layer: faults noticed of those where "
+      "the layer applies, and the median latency of noticing (docs/metrics.md).</p>\n"
+      "<table class=\"fl-ledger\"><tr><th>kind</th><th>layer</th><th>A</th><th>B</th></tr>\n";
+  for (const auto& r : rows)
+    out += "<tr><td class=\"l\">" + render::HtmlEscape(r.kind) + "</td><td class=\"l\">" +
+           render::HtmlEscape(r.layer) + "</td><td>" + render::HtmlEscape(SideText(r.a)) +
+           "</td><td>" + render::HtmlEscape(SideText(r.b)) + "</td></tr>\n";
+  return out + "</table>\n";
 }
 
 }  // namespace fl::reports::compare

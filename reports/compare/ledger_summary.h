@@ -31,5 +31,7 @@ struct LedgerSummaryRow {
 
 // A fixed-width text table ("" when there are no rows).
 std::string RenderLedgerSummary(const std::vector<LedgerSummaryRow>& rows);
+// The same as an HTML section (<h2> and a table; "" when there are no rows).
+std::string RenderLedgerSummaryHtml(const std::vector<LedgerSummaryRow>& rows);
 
 }  // namespace fl::reports::compare

@@ -7,6 +7,7 @@
 
 #include "reports/compare/acceptance.h"
 #include "reports/compare/json.h"
+#include "reports/compare/ledger_summary.h"
 #include "reports/render/escape.h"
 #include "reports/render/html.h"
 #include "reports/render/json_view.h"
@@ -441,6 +442,9 @@ SiteReply ResultsSite::CompareSets(const std::string& query, bool as_json) {
   if (c.rows.empty())
     return Failed(as_json,
                   InvalidArgumentError("nothing to compare: no scenario has runs on both sides"));
+  auto ledger = compare::SummariseLedgers(reader_, *ra, *rb);  // as `faultline compare` does
+  if (!ledger.ok()) return Failed(as_json, ledger.status());
+  c.ledger = std::move(*ledger);
   if (as_json) return {200, "application/json", compare::ComparisonJson(c) + "\n"};
   return {200, "text/html; charset=utf-8", compare::RenderHtml(c)};
 }

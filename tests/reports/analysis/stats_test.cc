@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "common/rng.h"
@@ -43,6 +44,29 @@ TEST_CASE("median absolute deviation", "[unit]") {
   CHECK(Mad(V{5, 5, 5}) == 0);
   // an outlier does not move it: median 3, deviations {2,1,0,1,997} -> 1
   CHECK(Mad(V{1, 2, 3, 4, 1000}) == 1);
+}
+
+TEST_CASE("Cliff's delta against the pairwise definition, ties, and its magnitudes", "[unit]") {
+  CHECK(CliffsDelta(V{1, 2, 3}, V{4, 5}) == 1.0);
+  CHECK(CliffsDelta(V{4, 5}, V{1, 2, 3}) == -1.0);
+  CHECK(CliffsDelta(V{1, 2, 3}, V{1, 2, 3}) == 0.0);
+  // Pairs (a, b): b=2 beats 1, ties 2, loses to 3; b=3 beats 1 and 2, ties 3: (1-1+2-0)/6.
+  CHECK(CliffsDelta(V{1, 2, 3}, V{2, 3}) == Approx(2.0 / 6));
+  // Against the O(n m) definition on random samples with ties.
+  Rng rng(7);
+  for (int t = 0; t < 20; ++t) {
+    V a, b;
+    for (int i = 0; i < 15; ++i) a.push_back(static_cast<double>(rng.Next() % 10));
+    for (int i = 0; i < 9; ++i) b.push_back(static_cast<double>(rng.Next() % 12));
+    double net = 0;
+    for (double x : a)
+      for (double y : b) net += (y > x) - (y < x);
+    CHECK(CliffsDelta(a, b) == Approx(net / (a.size() * b.size())));
+  }
+  CHECK(std::string(EffectMagnitude(0.1)) == "negligible");
+  CHECK(std::string(EffectMagnitude(-0.2)) == "small");
+  CHECK(std::string(EffectMagnitude(0.4)) == "medium");
+  CHECK(std::string(EffectMagnitude(-0.9)) == "large");
 }
 
 TEST_CASE("bootstrap of constant samples is the point difference", "[unit]") {

@@ -531,9 +531,14 @@ TEST_CASE("serve compare: any two sets of runs by tag or date - bad selectors ar
   REQUIRE(j["rows"].size() == 1);
   CHECK(j["rows"][0]["key"] == "f0/recovery_ms");
   CHECK(j["rows"][0]["median_b"].get<double>() > j["rows"][0]["median_a"].get<double>() * 1.3);
+  // Every value of B above every value of A: Cliff's delta is 1, a large effect.
+  CHECK(j["rows"][0]["effect_size"].get<double>() == 1.0);
+  CHECK(j["rows"][0]["effect"] == "large");
   r = site.Handle("GET", "/compare?a=tag:fw%3D22.39&b=tag:fw%3D22.41");
   REQUIRE(r.status == 200);
   CHECK(r.body.find("f0/recovery_ms") != std::string::npos);
+  CHECK(r.body.find("<th>effect size</th>") != std::string::npos);
+  CHECK(r.body.find("+1.00 large") != std::string::npos);
   for (const std::string bad :
        {"date:2026-02-30", "date:2026-12-07..2026-12-01", "date:yesterday", "tag:"})
     CHECK(site.Handle("GET", "/api/v1/compare?a=" + bad + "&b=latest").status == 400);
