@@ -77,6 +77,28 @@ Status Generate(Store& store, const Config& c) {
               {r.id, std::nullopt, "baseline_algbw", 9.5e9 * (1 + noise()), "B/s"}};
           FL_RETURN_IF_ERROR(store.ReplaceMetrics(r.id, m));
           const bool failed = (made % 97) == 0;
+          if (k == 0 && (n + s) % 4 == 0) {  // some runs in full: a fault, ledger, verdicts
+            FaultRecord f;
+            f.run_id = r.id;
+            f.fault_id = "f0";
+            f.kind = "nic_port_flap";
+            f.target = "h0/nic0";
+            f.scheduled_wall_ns = r.start_wall_ns + 10 * kNsPerSec;
+            f.effective_wall_ns = *f.scheduled_wall_ns + 2 * kNsPerMs;
+            f.reverted_wall_ns = *f.effective_wall_ns + 5 * kNsPerSec;
+            f.revert_verified = true;
+            FL_RETURN_IF_ERROR(store.PutFault(f));
+            const std::vector<DetectionRecord> ledger = {
+                {r.id, "f0", "injector", f.effective_wall_ns, 0.0, "carrier went down"},
+                {r.id, "f0", "ccl", *f.effective_wall_ns + 40 * kNsPerMs, 40.0,
+                 "fault_detected (rank 0)"}};
+            FL_RETURN_IF_ERROR(store.ReplaceDetections(r.id, ledger));
+            const std::vector<VerdictRecord> verdicts = {
+                {r.id, std::nullopt, "survives", !failed, 0.0, std::nullopt, "outcome survived"},
+                {r.id, std::string("f0"), "max_recovery_ms", !failed, m[0].value, 2000.0,
+                 "recovery_ms <= 2000 ms"}};
+            FL_RETURN_IF_ERROR(store.ReplaceVerdicts(r.id, verdicts));
+          }
           FL_RETURN_IF_ERROR(store.FinishRun(r.id, failed ? RunStatus::kFailed : RunStatus::kPassed,
                                              r.start_wall_ns + 60 * kNsPerSec,
                                              failed ? "expectations failed" : ""));

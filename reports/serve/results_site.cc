@@ -257,15 +257,20 @@ std::optional<std::string> UrlDecode(std::string_view s) {
 }
 
 SiteReply ResultsSite::Handle(const std::string& method, const std::string& target) {
-  if (method != "GET" && method != "HEAD") {
-    SiteReply r = Text(405, "only GET and HEAD: this server writes nothing\n");
-    return r;
-  }
   if (target.size() > kMaxTarget || target.empty() || target[0] != '/')
     return Text(400, "bad request target\n");
   const size_t qm = target.find('?');
   const std::string path = target.substr(0, qm);
   const std::string query = qm == std::string::npos ? "" : target.substr(qm + 1);
+  const bool api = path.rfind("/api/", 0) == 0;
+  if (method != "GET" && method != "HEAD") {
+    const std::string what = "only GET and HEAD: this server writes nothing";
+    return api ? ApiError(405, what) : Text(405, what + "\n");
+  }
+  // The overview, /metrics and /healthz take no parameters: one given is a mistake, said so.
+  if (!query.empty() && (path == "/" || path == "/index.html" || path == "/api/v1/overview" ||
+                         path == "/metrics" || path == "/healthz"))
+    return Bad(api, render::ValidUtf8(path) + " takes no parameters");
   try {
     if (path == "/healthz") {
       auto v = store_.SchemaVersion();
@@ -295,8 +300,7 @@ SiteReply ResultsSite::Handle(const std::string& method, const std::string& targ
   } catch (const std::exception& e) {  // a bug, said as one, the server goes on
     return Text(500, std::string("internal error: ") + e.what() + "\n");
   }
-  if (path.rfind("/api/", 0) == 0)
-    return ApiError(404, "no such endpoint: " + render::ValidUtf8(path));
+  if (api) return ApiError(404, "no such endpoint: " + render::ValidUtf8(path));
   return Text(404, "not found\n");
 }
 
