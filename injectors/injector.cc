@@ -114,18 +114,23 @@ const std::string* Find(const FaultSpec& spec, std::string_view key) {
   auto it = spec.params.find(std::string(key));
   return it == spec.params.end() ? nullptr : &it->second;
 }
-Status ParamError(const FaultSpec& spec, std::string_view key, const Status& s) {
-  return InvalidArgumentError(spec.kind + ": parameter '" + std::string(key) +
-                              "': " + s.ToUserString());
+// The parameter `key` read with parse (a common/units.h parser), fallback when it is not set;
+// a value parse refuses is InvalidArgument naming the fault kind and the parameter.
+template <typename T>
+StatusOr<T> ParsedParam(const FaultSpec& spec, std::string_view key, T fallback,
+                        StatusOr<T> (*parse)(std::string_view)) {
+  const std::string* v = Find(spec, key);
+  if (!v) return fallback;
+  auto r = parse(*v);
+  if (!r.ok())
+    return InvalidArgumentError(spec.kind + ": parameter '" + std::string(key) +
+                                "': " + r.status().ToUserString());
+  return *r;
 }
 }  // namespace
 
 StatusOr<Nanos> DurationParam(const FaultSpec& spec, std::string_view key, Nanos fallback) {
-  const std::string* v = Find(spec, key);
-  if (!v) return fallback;
-  auto d = ParseDuration(*v);
-  if (!d.ok()) return ParamError(spec, key, d.status());
-  return *d;
+  return ParsedParam(spec, key, fallback, ParseDuration);
 }
 
 StatusOr<double> NumberParam(const FaultSpec& spec, std::string_view key, double fallback) {
@@ -142,19 +147,11 @@ StatusOr<double> NumberParam(const FaultSpec& spec, std::string_view key, double
 }
 
 StatusOr<uint64_t> RateParam(const FaultSpec& spec, std::string_view key, uint64_t fallback) {
-  const std::string* v = Find(spec, key);
-  if (!v) return fallback;
-  auto r = ParseBitRate(*v);
-  if (!r.ok()) return ParamError(spec, key, r.status());
-  return *r;
+  return ParsedParam(spec, key, fallback, ParseBitRate);
 }
 
 StatusOr<uint64_t> BytesParam(const FaultSpec& spec, std::string_view key, uint64_t fallback) {
-  const std::string* v = Find(spec, key);
-  if (!v) return fallback;
-  auto r = ParseBytes(*v);
-  if (!r.ok()) return ParamError(spec, key, r.status());
-  return *r;
+  return ParsedParam(spec, key, fallback, ParseBytes);
 }
 
 StatusOr<bool> BoolParam(const FaultSpec& spec, std::string_view key, bool fallback) {
