@@ -175,6 +175,19 @@ StatusOr<Ptr<EVP_PKEY>> NewKey() {
   return key;
 }
 
+// Writes the key (0600), then the certificate (0644), neither there before; a certificate that
+// cannot be written takes the key with it, so a failed call leaves neither file.
+Status WriteKeyAndCert(const CertFiles& files, EVP_PKEY* key, X509* cert) {
+  FL_ASSIGN_OR_RETURN(std::string key_pem, KeyPem(key));
+  FL_ASSIGN_OR_RETURN(std::string cert_pem, CertPem(cert));
+  FL_RETURN_IF_ERROR(WriteNewFile(files.key, key_pem, 0600));
+  if (Status s = WriteNewFile(files.cert, cert_pem, 0644); !s.ok()) {
+    unlink(files.key.c_str());
+    return s;
+  }
+  return OkStatus();
+}
+
 std::string EntryText(X509_NAME* name, int nid) {
   int i = X509_NAME_get_index_by_NID(name, nid, -1);
   if (i < 0) return "";
@@ -235,14 +248,7 @@ Status InitLabCa(const std::string& dir, Nanos validity_ns) {
   FL_RETURN_IF_ERROR(
       AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign"));
   FL_RETURN_IF_ERROR(Sign(cert.get(), key.get()));
-  FL_ASSIGN_OR_RETURN(std::string key_pem, KeyPem(key.get()));
-  FL_ASSIGN_OR_RETURN(std::string cert_pem, CertPem(cert.get()));
-  FL_RETURN_IF_ERROR(WriteNewFile(ca.key, key_pem, 0600));
-  if (Status s = WriteNewFile(ca.cert, cert_pem, 0644); !s.ok()) {
-    unlink(ca.key.c_str());
-    return s;
-  }
-  return OkStatus();
+  return WriteKeyAndCert(ca, key.get(), cert.get());
 }
 
 StatusOr<CertFiles> IssueCertificate(const std::string& dir, const std::string& name,
@@ -284,13 +290,7 @@ StatusOr<CertFiles> IssueCertificate(const std::string& dir, const std::string& 
                    options.role == CertRole::kCoordinator ? "serverAuth" : "clientAuth"));
   FL_RETURN_IF_ERROR(AddExtension(cert.get(), ca.get(), NID_subject_alt_name, san));
   FL_RETURN_IF_ERROR(Sign(cert.get(), ca_key.get()));
-  FL_ASSIGN_OR_RETURN(std::string key_pem, KeyPem(key.get()));
-  FL_ASSIGN_OR_RETURN(std::string cert_pem, CertPem(cert.get()));
-  FL_RETURN_IF_ERROR(WriteNewFile(out.key, key_pem, 0600));
-  if (Status s = WriteNewFile(out.cert, cert_pem, 0644); !s.ok()) {
-    unlink(out.key.c_str());
-    return s;
-  }
+  FL_RETURN_IF_ERROR(WriteKeyAndCert(out, key.get(), cert.get()));
   return out;
 }
 
