@@ -36,6 +36,58 @@ void JsonNumber(std::string& o, std::optional<double> v) {
   o += buf;
 }
 
+// v / scale (a chart's unit), null when v is unset.
+void JsonScaled(std::string& o, std::optional<double> v, double scale) {
+  JsonNumber(o, v ? std::optional<double>(*v / scale) : std::nullopt);
+}
+
+using Bins = std::vector<std::optional<double>>;
+
+// [v / scale, ...] over the bins of one line of a chart.
+void JsonScaledRow(std::string& o, const Bins& row, double scale) {
+  o += '[';
+  for (size_t b = 0; b < row.size(); ++b) {
+    if (b) o += ',';
+    JsonScaled(o, row[b], scale);
+  }
+  o += ']';
+}
+
+// [[...], ...]: every line of a chart.
+void JsonScaledRows(std::string& o, const std::vector<Bins>& rows, double scale) {
+  o += '[';
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r) o += ',';
+    JsonScaledRow(o, rows[r], scale);
+  }
+  o += ']';
+}
+
+// The largest value of a chart's lines (0 when they have none): what its unit is chosen by.
+double Peak(const std::vector<Bins>& rows) {
+  double peak = 0;
+  for (const auto& row : rows)
+    for (const auto& v : row)
+      if (v) peak = std::max(peak, *v);
+  return peak;
+}
+
+// A binned chart's time axis, ,"bin_s":W,"x":[centre of each of the first `bins` bins]
+// (ThroughputSeries, NicTrafficSeries).
+template <typename Series>
+void JsonBinAxis(std::string& o, const Series& series, size_t bins) {
+  o += ",\"bin_s\":";
+  JsonNumber(o, static_cast<double>(series.bin_ns) / kNsPerSec);
+  o += ",\"x\":[";
+  for (size_t b = 0; b < bins; ++b) {
+    if (b) o += ',';
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", series.BinCenterSeconds(b));
+    o += buf;
+  }
+  o += ']';
+}
+
 void JsonOptSeconds(std::string& o, std::optional<Nanos> ns, Nanos t0) {
   if (ns) {
     JsonSeconds(o, *ns, t0);
@@ -74,49 +126,23 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
         min_bin, static_cast<Nanos>(options.min_bin_samples * durations[durations.size() / 2]));
   }
   ThroughputSeries tp = BinThroughput(d.samples, t0, t1, options.max_points, min_bin);
-  double peak = 0;
-  for (const auto& series : tp.values)
-    for (const auto& v : series)
-      if (v) peak = std::max(peak, *v);
-  double scale = peak >= 1e9 ? 1e9 : 1e6;
+  double scale = Peak(tp.values) >= 1e9 ? 1e9 : 1e6;
   o += ",\"throughput\":{\"unit\":";
   o += scale == 1e9 ? "\"GB/s\"" : "\"MB/s\"";
-  o += ",\"bin_s\":";
-  JsonNumber(o, static_cast<double>(tp.bin_ns) / kNsPerSec);
-  o += ",\"x\":[";
-  for (size_t b = 0; b < tp.bins; ++b) {
-    if (b) o += ',';
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4f", tp.BinCenterSeconds(b));
-    o += buf;
-  }
-  o += "],\"ranks\":[";
+  JsonBinAxis(o, tp, tp.bins);
+  o += ",\"ranks\":[";
   for (size_t r = 0; r < tp.ranks.size(); ++r) {
     if (r) o += ',';
     o += std::to_string(tp.ranks[r]);
   }
-  o += "],\"y\":[";
-  for (size_t r = 0; r < tp.values.size(); ++r) {
-    if (r) o += ',';
-    o += '[';
-    for (size_t b = 0; b < tp.values[r].size(); ++b) {
-      if (b) o += ',';
-      const auto& v = tp.values[r][b];
-      JsonNumber(o, v ? std::optional<double>(*v / scale) : std::nullopt);
-    }
-    o += ']';
-  }
+  o += "],\"y\":";
+  JsonScaledRows(o, tp.values, scale);
   // The job's line: the algbw of its iterations (BinJobThroughput), the quantity the baseline
   // and degraded levels are medians of.
-  o += "],\"job\":[";
-  const std::vector<std::optional<double>> job = BinJobThroughput(d.samples, tp);
-  for (size_t b = 0; b < job.size(); ++b) {
-    if (b) o += ',';
-    JsonNumber(o, job[b] ? std::optional<double>(*job[b] / scale) : std::nullopt);
-  }
-  o += "],\"baseline\":";
-  auto baseline = view.RunMetric("baseline_algbw");
-  JsonNumber(o, baseline ? std::optional<double>(*baseline / scale) : std::nullopt);
+  o += ",\"job\":";
+  JsonScaledRow(o, BinJobThroughput(d.samples, tp), scale);
+  o += ",\"baseline\":";
+  JsonScaled(o, view.RunMetric("baseline_algbw"), scale);
   o += '}';
 
   // Fault windows.
@@ -134,8 +160,7 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
     o += ",\"reverted\":";
     JsonOptSeconds(o, f.reverted_wall_ns, t0);
     o += ",\"degraded\":";
-    auto degraded = fv.Metric("degraded_algbw");
-    JsonNumber(o, degraded ? std::optional<double>(*degraded / scale) : std::nullopt);
+    JsonScaled(o, fv.Metric("degraded_algbw"), scale);
     o += '}';
   }
   o += ']';
@@ -198,10 +223,7 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
 
   // Per-NIC traffic (rx + tx) from the counters the agents sampled.
   NicTrafficSeries nic = BinNicTraffic(d.nics, t0, t1, options.max_points);
-  double nic_peak = 0;
-  for (const auto& series : nic.values)
-    for (const auto& v : series)
-      if (v) nic_peak = std::max(nic_peak, *v);
+  const double nic_peak = Peak(nic.values);
   const double nic_scale = nic_peak >= 1e9   ? 1e9
                            : nic_peak >= 1e6 ? 1e6
                            : nic_peak >= 1e3 ? 1e3
@@ -211,32 +233,15 @@ std::string ChartData(const RunView& view, const HtmlOptions& options) {
        : nic_scale == 1e6 ? "\"MB/s\""
        : nic_scale == 1e3 ? "\"kB/s\""
                           : "\"B/s\"";
-  o += ",\"bin_s\":";
-  JsonNumber(o, static_cast<double>(nic.bin_ns) / kNsPerSec);
-  o += ",\"x\":[";
-  for (size_t b = 0; b < nic.bins && !nic.labels.empty(); ++b) {
-    if (b) o += ',';
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4f", nic.BinCenterSeconds(b));
-    o += buf;
-  }
-  o += "],\"labels\":[";
+  JsonBinAxis(o, nic, nic.labels.empty() ? 0 : nic.bins);  // no NICs: no axis either
+  o += ",\"labels\":[";
   for (size_t i = 0; i < nic.labels.size(); ++i) {
     if (i) o += ',';
     o += JsonString(nic.labels[i]);
   }
-  o += "],\"y\":[";
-  for (size_t i = 0; i < nic.values.size(); ++i) {
-    if (i) o += ',';
-    o += '[';
-    for (size_t b = 0; b < nic.values[i].size(); ++b) {
-      if (b) o += ',';
-      const auto& v = nic.values[i][b];
-      JsonNumber(o, v ? std::optional<double>(*v / nic_scale) : std::nullopt);
-    }
-    o += ']';
-  }
-  o += "]}";
+  o += "],\"y\":";
+  JsonScaledRows(o, nic.values, nic_scale);
+  o += '}';
 
   // Event markers: every kind but progress reports, thinned evenly per kind beyond max_markers.
   std::map<std::string, std::vector<const EventRecord*>> by_kind;
