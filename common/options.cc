@@ -61,28 +61,29 @@ std::string OptionSpec::RangeText() const {
   return "";
 }
 
-std::optional<int64_t> OptionValues::Int(std::string_view name) const {
+const OptionValues::Value* OptionValues::Typed(std::string_view name, OptionType type) const {
   auto it = values_.find(name);
-  if (it == values_.end() || it->second.type != OptionType::kInt) return std::nullopt;
-  return it->second.number;
+  return it == values_.end() || it->second.type != type ? nullptr : &it->second;
+}
+
+std::optional<int64_t> OptionValues::Int(std::string_view name) const {
+  if (const Value* v = Typed(name, OptionType::kInt)) return v->number;
+  return std::nullopt;
 }
 
 std::optional<uint64_t> OptionValues::Bytes(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end() || it->second.type != OptionType::kBytes) return std::nullopt;
-  return static_cast<uint64_t>(it->second.number);
+  if (const Value* v = Typed(name, OptionType::kBytes)) return static_cast<uint64_t>(v->number);
+  return std::nullopt;
 }
 
 std::optional<Nanos> OptionValues::Duration(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end() || it->second.type != OptionType::kDurationMs) return std::nullopt;
-  return it->second.number;
+  if (const Value* v = Typed(name, OptionType::kDurationMs)) return v->number;
+  return std::nullopt;
 }
 
 std::optional<bool> OptionValues::Bool(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end() || it->second.type != OptionType::kBool) return std::nullopt;
-  return it->second.flag;
+  if (const Value* v = Typed(name, OptionType::kBool)) return v->flag;
+  return std::nullopt;
 }
 
 std::optional<std::string> OptionValues::Text(std::string_view name) const {

@@ -73,6 +73,8 @@ class OptionValues {
     int64_t number = 0;  // int; bytes; duration in nanoseconds
     bool flag = false;
   };
+  // The value of `name` when it was given and is of `type`, else null.
+  const Value* Typed(std::string_view name, OptionType type) const;
   std::map<std::string, Value, std::less<>> values_;
 };
 
