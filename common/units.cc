@@ -49,6 +49,20 @@ StatusOr<Split> SplitNumber(std::string_view text, std::string_view what) {
   return s;
 }
 
+// "%.4g <unit>" with v in the largest of `units` (each `step` times the one before it) that
+// keeps v at least 1, or in the first.
+template <size_t N>
+std::string FormatInUnits(double v, double step, const char* const (&units)[N]) {
+  size_t i = 0;
+  while (v >= step && i + 1 < N) {
+    v /= step;
+    ++i;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g %s", v, units[i]);
+  return buf;
+}
+
 }  // namespace
 
 StatusOr<Nanos> ParseDuration(std::string_view text) {
@@ -112,32 +126,14 @@ std::string FormatDuration(Nanos ns) {
 }
 
 std::string FormatBytes(uint64_t bytes) {
-  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int i = 0;
-  while (v >= 1024 && i < 4) {
-    v /= 1024;
-    ++i;
-  }
-  char buf[32];
-  if (i == 0)
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(buf, sizeof buf, "%.4g %s", v, kNames[i]);
-  return buf;
+  static const char* const kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  return FormatInUnits(static_cast<double>(bytes), 1024, kNames);
 }
 
 std::string FormatBitRate(uint64_t bps) {
-  static const char* kNames[] = {"bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"};
-  double v = static_cast<double>(bps);
-  int i = 0;
-  while (v >= 1000 && i < 4) {
-    v /= 1000;
-    ++i;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g %s", v, kNames[i]);
-  return buf;
+  static const char* const kNames[] = {"bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"};
+  return FormatInUnits(static_cast<double>(bps), 1000, kNames);
 }
 
 std::string FormatFixed(double v, int digits) {
