@@ -123,6 +123,14 @@ class PresetParser {
     return w;
   }
 
+  // map[key]: a required list of command words.
+  StatusOr<Words> RequiredWords(const YAML::Node& map, std::string_view key, unsigned allowed,
+                                std::string_view op) {
+    if (!doc_.Has(map, key))
+      return doc_.Error(map, "missing required key '" + std::string(key) + "'");
+    return ParseWords(map[std::string(key)], allowed, op, key);
+  }
+
   StatusOr<Pattern> ParsePattern(const YAML::Node& map, std::string_view key, unsigned allowed,
                                  std::string_view op, bool required) {
     const YAML::Node& n = map[std::string(key)];
@@ -172,8 +180,7 @@ class PresetParser {
       FL_ASSIGN_OR_RETURN(Words w, ParseWords(c, allowed, key, "a command"));
       a.commands.push_back(std::move(w));
     }
-    if (!doc_.Has(n, "readback")) return doc_.Error(n, "missing required key 'readback'");
-    FL_ASSIGN_OR_RETURN(a.readback, ParseWords(n["readback"], allowed, key, "readback"));
+    FL_ASSIGN_OR_RETURN(a.readback, RequiredWords(n, "readback", allowed, key));
     bool has_expect = doc_.Has(n, "expect"), has_absent = doc_.Has(n, "expect_absent");
     if (has_expect == has_absent)
       return doc_.Error(n, key + " needs exactly one of expect and expect_absent");
@@ -188,8 +195,7 @@ class PresetParser {
         n, {"command", "after", "pattern", "admin_group", "oper_group", "admin_up", "oper_up"},
         key));
     PortStateSpec s;
-    if (!doc_.Has(n, "command")) return doc_.Error(n, "missing required key 'command'");
-    FL_ASSIGN_OR_RETURN(s.command, ParseWords(n["command"], kPort, key, "command"));
+    FL_ASSIGN_OR_RETURN(s.command, RequiredWords(n, "command", kPort, key));
     FL_ASSIGN_OR_RETURN(s.after, ParsePattern(n, "after", kPort, key, false));
     FL_ASSIGN_OR_RETURN(s.pattern, ParsePattern(n, "pattern", kPort, key, true));
     FL_ASSIGN_OR_RETURN(s.admin_group, ParseGroup(n, "admin_group", true));
@@ -216,8 +222,7 @@ class PresetParser {
       FL_RETURN_IF_ERROR(doc_.ExpectMap(r, "a counters read"));
       FL_RETURN_IF_ERROR(doc_.CheckKeys(r, {"command", "matches"}, "a counters read"));
       CounterRead c;
-      if (!doc_.Has(r, "command")) return doc_.Error(r, "missing required key 'command'");
-      FL_ASSIGN_OR_RETURN(c.command, ParseWords(r["command"], kPort, key, "command"));
+      FL_ASSIGN_OR_RETURN(c.command, RequiredWords(r, "command", kPort, key));
       const YAML::Node& ms = r["matches"];
       if (!ms.IsDefined()) return doc_.Error(r, "missing required key 'matches'");
       FL_RETURN_IF_ERROR(doc_.ExpectSequence(ms, "matches"));
@@ -262,8 +267,7 @@ class PresetParser {
                                        "detection_group", "restoration_group", "time_unit"},
                                       key));
     PfcwdSpec s;
-    if (!doc_.Has(n, "command")) return doc_.Error(n, "missing required key 'command'");
-    FL_ASSIGN_OR_RETURN(s.command, ParseWords(n["command"], kPort, key, "command"));
+    FL_ASSIGN_OR_RETURN(s.command, RequiredWords(n, "command", kPort, key));
     FL_ASSIGN_OR_RETURN(s.after, ParsePattern(n, "after", kPort, key, false));
     FL_ASSIGN_OR_RETURN(s.pattern, ParsePattern(n, "pattern", kPort, key, true));
     FL_ASSIGN_OR_RETURN(s.action_group, ParseGroup(n, "action_group", true));
