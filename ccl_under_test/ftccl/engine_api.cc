@@ -252,35 +252,36 @@ Status Engine::Impl::WaitCounts(size_t recvs, size_t sends, size_t* recvs_done, 
   }
 }
 
-void Engine::Impl::CancelAll() {
+bool Engine::Impl::Request(Op::Kind kind, uint64_t* issued, const uint64_t* answered, Nanos bound,
+                           std::unique_lock<std::mutex>* lock) {
   uint64_t gen;
   {
-    std::lock_guard<std::mutex> lock(done_mu_);
-    gen = ++cancel_gen_;
+    std::lock_guard<std::mutex> l(done_mu_);
+    gen = ++*issued;
   }
-  Post(MakeOp(Op::kCancel, -1, 0, nullptr, 0, gen));
-  std::unique_lock<std::mutex> lock(done_mu_);
+  Post(MakeOp(kind, -1, 0, nullptr, 0, gen));
+  *lock = std::unique_lock<std::mutex>(done_mu_);
+  Deadline d = Deadline::After(bound);
+  while (*answered < gen && !d.Expired() && thread_.joinable())
+    done_cv_.wait_for(*lock, std::chrono::milliseconds(10));
+  return *answered >= gen;
+}
+
+void Engine::Impl::CancelAll() {
+  std::unique_lock<std::mutex> lock;
   // The engine thread never blocks, so this wait is short; the bound guards against a bug.
-  Deadline d = Deadline::After(5 * kNsPerSec);
-  while (cancel_done_ < gen && !d.Expired() && thread_.joinable()) {
-    done_cv_.wait_for(lock, std::chrono::milliseconds(10));
-  }
+  // Unanswered or not, what is queued for the user goes.
+  Request(Op::kCancel, &cancel_gen_, &cancel_done_, 5 * kNsPerSec, &lock);
   done_.clear();
   queued_recvs_ = queued_sends_ = 0;
 }
 
 std::string Engine::Impl::Dump() {
   if (!thread_.joinable()) return DumpLocked();
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> lock(done_mu_);
-    gen = ++dump_gen_;
-  }
-  Post(MakeOp(Op::kDump, -1, 0, nullptr, 0, gen));
-  std::unique_lock<std::mutex> lock(done_mu_);
-  Deadline d = Deadline::After(2 * kNsPerSec);
-  while (dump_done_ < gen && !d.Expired()) done_cv_.wait_for(lock, std::chrono::milliseconds(10));
-  return dump_done_ >= gen ? dump_ : "(engine did not answer the dump request)";
+  std::unique_lock<std::mutex> lock;
+  if (!Request(Op::kDump, &dump_gen_, &dump_done_, 2 * kNsPerSec, &lock))
+    return "(engine did not answer the dump request)";
+  return dump_;
 }
 
 std::string Engine::Impl::DumpLocked() {

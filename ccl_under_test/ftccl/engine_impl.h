@@ -365,6 +365,11 @@ class Engine::Impl {
   static bool Usable(const Channel& ch) { return ch.state == ChState::kUp && !ch.health.drained(); }
   void OnLinkChanges();
   std::string DumpLocked();
+  // A user thread's request to the engine thread (kCancel, kDump): posts it numbered
+  // ++*issued and waits, at most `bound`, until the engine thread has set *answered to that
+  // number (or is gone). *lock holds done_mu_ on return. Whether the request was answered.
+  bool Request(Op::Kind kind, uint64_t* issued, const uint64_t* answered, Nanos bound,
+               std::unique_lock<std::mutex>* lock);
 
   int epfd_ = -1;
   int wake_fd_ = -1;
