@@ -28,21 +28,27 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+Status WriteAll(int fd, std::string_view data, std::string_view what) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, what);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return OkStatus();
+}
+
 Status WriteFileAtomic(const std::string& path, std::string_view content) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot create " + tmp);
-  size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = write(fd, content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoStatus(err, "cannot write " + tmp);
-    }
-    off += static_cast<size_t>(n);
+  if (Status s = WriteAll(fd, content, "cannot write " + tmp); !s.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return s;
   }
   if (fsync(fd) != 0) {
     int err = errno;

@@ -12,6 +12,9 @@
 namespace fl {
 
 StatusOr<std::string> ReadFile(const std::string& path);
+// Writes all of data to fd, again after EINTR and short writes; ErrnoStatus(errno, what) when
+// a write fails.
+Status WriteAll(int fd, std::string_view data, std::string_view what);
 // Writes path.tmp, fsyncs it, renames it over path and fsyncs the directory.
 Status WriteFileAtomic(const std::string& path, std::string_view content);
 // mkdir -p; existing directories are fine.

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file_util.h"
+
 namespace fl::ccl {
 
 Status MemoryStore::Set(const std::string& key, const std::string& value) {
@@ -45,16 +47,10 @@ Status FileStore::Set(const std::string& key, const std::string& value) {
                     std::to_string(reinterpret_cast<uintptr_t>(&value));
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "rendezvous: create " + tmp);
-  size_t off = 0;
-  while (off < value.size()) {
-    ssize_t n = write(fd, value.data() + off, value.size() - off);
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoStatus(err, "rendezvous: write " + tmp);
-    }
-    off += static_cast<size_t>(n);
+  if (Status s = WriteAll(fd, value, "rendezvous: write " + tmp); !s.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return s;
   }
   close(fd);
   if (rename(tmp.c_str(), path.c_str()) != 0) {

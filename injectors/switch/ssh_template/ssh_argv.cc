@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "common/file_util.h"
 #include "injectors/switch/ssh_template/internal.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 
@@ -111,19 +112,9 @@ Status TempKnownHosts::Write(const SwitchConn& c) {
   path_ = buf.data();
   std::string host = c.port == 22 ? c.address : "[" + c.address + "]:" + std::to_string(c.port);
   std::string line = host + " " + c.host_key + "\n";
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t w = write(fd, line.data() + off, line.size() - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      close(fd);
-      return ErrnoStatus(e, "write " + path_);
-    }
-    off += static_cast<size_t>(w);
-  }
+  Status s = WriteAll(fd, line, "write " + path_);
   close(fd);
-  return OkStatus();
+  return s;
 }
 
 }  // namespace ssh_template
