@@ -41,8 +41,11 @@ Status WriteAll(int fd, std::string_view data, std::string_view what) {
   return OkStatus();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view content) {
-  std::string tmp = path + ".tmp";
+namespace {
+
+// Writes tmp, fsyncs it when `durable`, renames it over path; tmp goes when a step fails.
+Status WriteAndRename(const std::string& path, const std::string& tmp, std::string_view content,
+                      bool durable) {
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot create " + tmp);
   if (Status s = WriteAll(fd, content, "cannot write " + tmp); !s.ok()) {
@@ -50,7 +53,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view content) {
     unlink(tmp.c_str());
     return s;
   }
-  if (fsync(fd) != 0) {
+  if (durable && fsync(fd) != 0) {
     int err = errno;
     close(fd);
     unlink(tmp.c_str());
@@ -62,6 +65,17 @@ Status WriteFileAtomic(const std::string& path, std::string_view content) {
     unlink(tmp.c_str());
     return ErrnoStatus(err, "cannot rename " + tmp + " to " + path);
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ReplaceFile(const std::string& path, const std::string& tmp, std::string_view content) {
+  return WriteAndRename(path, tmp, content, false);
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view content) {
+  FL_RETURN_IF_ERROR(WriteAndRename(path, path + ".tmp", content, true));
   std::string dir = ".";
   if (auto slash = path.rfind('/'); slash != std::string::npos)
     dir = slash == 0 ? "/" : path.substr(0, slash);

@@ -17,6 +17,9 @@ StatusOr<std::string> ReadFile(const std::string& path);
 Status WriteAll(int fd, std::string_view data, std::string_view what);
 // Writes path.tmp, fsyncs it, renames it over path and fsyncs the directory.
 Status WriteFileAtomic(const std::string& path, std::string_view content);
+// Writes tmp (0644) and renames it over path, without fsync: a reader sees the old or the new
+// content, which need not survive a crash (a rendezvous key). tmp is gone when it fails.
+Status ReplaceFile(const std::string& path, const std::string& tmp, std::string_view content);
 // mkdir -p; existing directories are fine.
 Status MakeDirs(const std::string& path, unsigned mode = 0755);
 

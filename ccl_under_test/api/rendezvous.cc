@@ -45,20 +45,7 @@ Status FileStore::Set(const std::string& key, const std::string& value) {
   std::string path = PathOf(key);
   std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
                     std::to_string(reinterpret_cast<uintptr_t>(&value));
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, "rendezvous: create " + tmp);
-  if (Status s = WriteAll(fd, value, "rendezvous: write " + tmp); !s.ok()) {
-    close(fd);
-    unlink(tmp.c_str());
-    return s;
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return ErrnoStatus(err, "rendezvous: rename to " + path);
-  }
-  return OkStatus();
+  return ReplaceFile(path, tmp, value).Prepend("rendezvous");
 }
 
 StatusOr<std::string> FileStore::Get(const std::string& key, Deadline deadline) {
