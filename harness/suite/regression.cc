@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "reports/compare/history.h"
+#include "reports/serve/trends.h"
+
 namespace fl::harness::suite {
 namespace {
 
@@ -11,7 +14,56 @@ std::map<std::string, std::string> Identity(std::map<std::string, std::string> t
   return tags;
 }
 
+namespace cmp = reports::compare;
+
+// The judged metrics' level shifts that began in the last spec.shift_nights nights.
+StatusOr<std::vector<LevelShift>> FindShifts(cmp::RunReader& reader,
+                                             const reports::RunRecord& first,
+                                             const std::map<std::string, std::string>& identity,
+                                             const std::vector<std::string>& metrics,
+                                             const RegressionSpec& spec,
+                                             const cmp::PolicyTable& policies) {
+  cmp::HistoryOptions ho;
+  ho.metrics = metrics;
+  ho.tags = identity;
+  ho.limit = 2000;  // as the trends page reads
+  auto history = cmp::LoadHistory(reader, first.scenario_name, ho);
+  if (!history.ok() && history.status().code() == Code::kNotFound) return std::vector<LevelShift>{};
+  FL_RETURN_IF_ERROR(history.status());
+  for (auto& series : *history)  // exactly this configuration: no run with extra tags
+    std::erase_if(series.points,
+                  [&](const cmp::HistoryPoint& p) { return Identity(p.tags) != identity; });
+  std::vector<LevelShift> out;
+  for (const auto& t : reports::serve::BuildTrends(*history)) {
+    if (t.changes.empty()) continue;
+    const auto& c = t.changes.back();  // the level tonight's runs are on
+    const size_t ago = t.nights.size() - 1 - c.night_index;
+    if (ago >= spec.shift_nights) continue;
+    const cmp::MetricPolicy policy = policies.Get(std::string(cmp::BareName(t.key)));
+    const bool worse = policy.direction == cmp::Direction::kLowerIsBetter    ? c.shift > 0
+                       : policy.direction == cmp::Direction::kHigherIsBetter ? c.shift < 0
+                                                                             : false;
+    const double allowed = policy.tolerance.Allowed(c.before);
+    if (!worse || std::fabs(c.shift) <= allowed) continue;
+    out.push_back({t.key, t.unit, c.night, ago, c.before, c.after, allowed, c.changed});
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string LevelShift::Text() const {
+  std::string s =
+      key + ": level " + cmp::FormatQuantity(before, unit) + " -> " +
+      cmp::FormatQuantity(after, unit) + " since " + night + " (" +
+      (nights_ago == 0 ? std::string("tonight") : std::to_string(nights_ago) + " night(s) ago") +
+      ", allowed " + cmp::FormatQuantity(allowed, unit) + ")";
+  if (!changed.empty()) {
+    s += "; changed that night:";
+    for (const auto& c : changed) s += " " + c;
+  }
+  return s;
+}
 
 StatusOr<GroupRegression> CheckRegression(reports::compare::RunReader& reader,
                                           const std::string& group,
@@ -49,7 +101,6 @@ StatusOr<GroupRegression> CheckRegression(reports::compare::RunReader& reader,
     out.current_runs.push_back(r.id);
     b.push_back(std::move(s));
   }
-  if (a.empty()) return out;
   reports::compare::CompareOptions o;
   o.policies = policies;
   o.bootstrap.confidence = spec.confidence;
@@ -69,7 +120,13 @@ StatusOr<GroupRegression> CheckRegression(reports::compare::RunReader& reader,
     o.metrics.assign(names.begin(), names.end());
     if (o.metrics.empty()) o.metrics.push_back("-");  // nothing to judge
   }
-  out.comparison = reports::compare::Compare(a, b, o, "baseline", "this suite");
+  if (!a.empty()) out.comparison = reports::compare::Compare(a, b, o, "baseline", "this suite");
+  if (spec.shift_nights == 0 || o.metrics == std::vector<std::string>{"-"}) return out;
+  FL_ASSIGN_OR_RETURN(auto shifts, FindShifts(reader, first, identity, o.metrics, spec, policies));
+  std::set<std::string> flagged;
+  for (const auto* m : out.Regressed()) flagged.insert(m->key);
+  for (auto& sh : shifts)
+    if (!flagged.count(sh.key)) out.shifts.push_back(std::move(sh));
   return out;
 }
 

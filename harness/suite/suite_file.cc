@@ -90,7 +90,8 @@ StatusOr<Tolerance> ParseToleranceNode(const YamlDoc& doc, const YAML::Node& n) 
 Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* r) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "regression"));
   FL_RETURN_IF_ERROR(doc.CheckKeys(
-      n, {"enabled", "baseline_runs", "metrics", "confidence", "resamples"}, "regression"));
+      n, {"enabled", "baseline_runs", "metrics", "confidence", "resamples", "shift_nights"},
+      "regression"));
   FL_ASSIGN_OR_RETURN(r->enabled, doc.GetOr<bool>(n, "enabled", true));
   FL_ASSIGN_OR_RETURN(r->baseline_runs,
                       doc.GetBoundedOr<uint32_t>(n, "baseline_runs", 1, 1, kMaxBaselineRuns));
@@ -112,6 +113,8 @@ Status ParseRegression(const YamlDoc& doc, const YAML::Node& n, RegressionSpec* 
     return doc.Error(n["confidence"], "confidence must be in (0.5, 1), e.g. 0.95");
   FL_ASSIGN_OR_RETURN(r->resamples,
                       doc.GetBoundedOr<int>(n, "resamples", r->resamples, 100, 1000000));
+  FL_ASSIGN_OR_RETURN(r->shift_nights,
+                      doc.GetBoundedOr<uint32_t>(n, "shift_nights", r->shift_nights, 0, 365));
   return OkStatus();
 }
 

@@ -47,6 +47,12 @@ struct RegressionSpec {
   std::vector<std::string> metrics;
   double confidence = 0.95;
   int resamples = 4000;
+  // A level shift of a judged metric (reports/analysis/change_points.h, over the nightly
+  // medians of the group's runs) in its worse direction, beyond its tolerance, whose first
+  // night is one of the last shift_nights nights (tonight included), fails the group too:
+  // the window comparison above stops seeing a shift once the new level is the baseline.
+  // 0: no such check.
+  uint32_t shift_nights = 7;
 };
 
 struct Suite {

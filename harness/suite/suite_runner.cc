@@ -195,7 +195,7 @@ int ExitCodeOf(const SuiteResult& r) {
       error = true;
   }
   for (const auto& g : r.regressions)
-    if (!g.Regressed().empty()) failed = true;
+    if (g.Failed()) failed = true;
   if (failed) return 1;
   if (bad_input) return 2;
   if (error) return 3;
@@ -370,6 +370,7 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
               " -> " + reports::compare::FormatQuantity(m->median_b, m->unit) + " (allowed " +
               reports::compare::FormatQuantity(m->allowed, m->unit) + ")");
       }
+      for (const auto& sh : reg->shifts) say("regression " + g + ": SHIFTED " + sh.Text());
       result.regressions.push_back(std::move(*reg));
     }
   }
@@ -388,7 +389,7 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
   for (const auto& r : result.runs)
     (r.exit_code == 0 ? passed : r.exit_code == 1 ? failed : errors)++;
   int regressed = 0;
-  for (const auto& g : result.regressions) regressed += !g.Regressed().empty();
+  for (const auto& g : result.regressions) regressed += g.Failed();
   char summary[256];
   std::snprintf(summary, sizeof summary,
                 "suite %s: %d passed, %d failed, %d error(s), %d group(s) regressed%s; %.1f s; "
@@ -421,10 +422,21 @@ std::string SuiteResultJson(const Suite& suite, const SuiteResult& result) {
     json comparison = g.baseline_runs.empty()
                           ? json(nullptr)
                           : json::parse(reports::compare::ComparisonJson(g.comparison));
+    json shifts = json::array();
+    for (const auto& sh : g.shifts)
+      shifts.push_back({{"key", sh.key},
+                        {"unit", sh.unit},
+                        {"night", sh.night},
+                        {"nights_ago", sh.nights_ago},
+                        {"before", sh.before},
+                        {"after", sh.after},
+                        {"allowed", sh.allowed},
+                        {"changed", sh.changed}});
     regressions.push_back({{"group", g.group},
                            {"baseline_runs", g.baseline_runs},
                            {"current_runs", g.current_runs},
                            {"regressed", keys},
+                           {"shifts", shifts},
                            {"comparison", comparison}});
   }
   json repeats = json::array();
@@ -479,15 +491,16 @@ std::string SuiteJUnit(const Suite& suite, const SuiteResult& result, const std:
       Doc::Case c;
       c.classname = "history";
       c.name = "regression";
+      std::string msg;
+      for (const auto* m : reg.Regressed())
+        msg += m->key + ": " + reports::compare::FormatQuantity(m->median_a, m->unit) + " -> " +
+               reports::compare::FormatQuantity(m->median_b, m->unit) + " (allowed " +
+               reports::compare::FormatQuantity(m->allowed, m->unit) + ")\n";
+      for (const auto& sh : reg.shifts) msg += "shifted " + sh.Text() + "\n";
+      if (!msg.empty()) c.failure = msg;
       if (reg.baseline_runs.empty()) {
-        c.skipped = "no earlier passing run with the same tags";
+        if (msg.empty()) c.skipped = "no earlier passing run with the same tags";
       } else {
-        std::string msg;
-        for (const auto* m : reg.Regressed())
-          msg += m->key + ": " + reports::compare::FormatQuantity(m->median_a, m->unit) + " -> " +
-                 reports::compare::FormatQuantity(m->median_b, m->unit) + " (allowed " +
-                 reports::compare::FormatQuantity(m->allowed, m->unit) + ")\n";
-        if (!msg.empty()) c.failure = msg;
         c.system_out = reports::compare::RenderText(reg.comparison);
       }
       ts.cases.push_back(std::move(c));

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -116,6 +117,74 @@ TEST_CASE("regression: a run close to its baseline passes - no history means no 
   CHECK(reg->baseline_runs.empty());
   CHECK(reg->comparison.rows.empty());
   CHECK(reg->Regressed().empty());
+}
+
+// Twelve nights of one configuration, detection at `level(n)` (+-1%), and tonight's run.
+struct Nightly {
+  TempDir dir{"fl_suite_shift"};
+  std::string db;
+  std::map<std::string, std::string> tags = {{"suite", "nightly"}, {"lab", "rail4"}};
+  RunRecord tonight;
+  explicit Nightly(const std::function<double(int)>& level) {
+    db = dir.path() + "/r.db";
+    auto s = reports::Store::Open(db);
+    REQUIRE(s.ok());
+    const Nanos night0 = 1'790'000'000 * kNsPerSec;
+    for (int n = 0; n < 12; ++n) {
+      auto t = tags;
+      t["suite_run"] = "s" + std::to_string(n);
+      const double noise = 1 + 0.01 * ((n * 7) % 3 - 1);
+      RunRecord r = AddRun(**s, "n" + std::to_string(n), night0 + n * 86400 * kNsPerSec,
+                           RunStatus::kPassed, t, level(n) * noise, 1e8);
+      if (n == 11) tonight = r;
+    }
+  }
+};
+
+TEST_CASE(
+    "regression: a level shift three nights old fails the group though the last night "
+    "is its baseline - older shifts, improvements and flat histories do not",
+    "[unit]") {
+  RegressionSpec spec;  // baseline_runs 1: last night, already on the new level
+  Nightly shifted([](int n) { return n < 9 ? 300.0 : 600.0; });
+  auto reader = reports::compare::RunReader::Open(shifted.db);
+  REQUIRE(reader.ok());
+  auto reg = CheckRegression(**reader, "g", {shifted.tonight}, spec, {});
+  REQUIRE(reg.ok());
+  CHECK(reg->Regressed().empty());  // the window comparison no longer sees it
+  REQUIRE(reg->shifts.size() == 1);
+  const LevelShift& sh = reg->shifts[0];
+  CHECK(sh.key == "f0/detection_latency_ms");
+  CHECK(sh.nights_ago == 2);  // nights 9, 10, 11 (tonight)
+  CHECK(sh.before == Approx(300).epsilon(0.02));
+  CHECK(sh.after == Approx(600).epsilon(0.02));
+  CHECK(reg->Failed());
+  CHECK(sh.Text().find("since ") != std::string::npos);
+
+  spec.shift_nights = 2;  // began three nights ago: outside the window
+  reg = CheckRegression(**reader, "g", {shifted.tonight}, spec, {});
+  REQUIRE(reg.ok());
+  CHECK(reg->shifts.empty());
+  CHECK_FALSE(reg->Failed());
+  spec.shift_nights = 0;  // off
+  reg = CheckRegression(**reader, "g", {shifted.tonight}, spec, {});
+  REQUIRE(reg.ok());
+  CHECK(reg->shifts.empty());
+
+  Nightly faster([](int n) { return n < 9 ? 600.0 : 300.0; });  // lower is better
+  reader = reports::compare::RunReader::Open(faster.db);
+  REQUIRE(reader.ok());
+  reg = CheckRegression(**reader, "g", {faster.tonight}, {}, {});
+  REQUIRE(reg.ok());
+  CHECK(reg->shifts.empty());
+
+  Nightly flat([](int) { return 300.0; });
+  reader = reports::compare::RunReader::Open(flat.db);
+  REQUIRE(reader.ok());
+  reg = CheckRegression(**reader, "g", {flat.tonight}, {}, {});
+  REQUIRE(reg.ok());
+  CHECK(reg->shifts.empty());
+  CHECK_FALSE(reg->Failed());
 }
 
 TEST_CASE("suite plan: scenarios x CCLs x repetitions - tags and overrides", "[unit]") {
