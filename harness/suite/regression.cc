@@ -40,11 +40,8 @@ StatusOr<std::vector<LevelShift>> FindShifts(cmp::RunReader& reader,
     const size_t ago = t.nights.size() - 1 - c.night_index;
     if (ago >= spec.shift_nights) continue;
     const cmp::MetricPolicy policy = policies.Get(std::string(cmp::BareName(t.key)));
-    const bool worse = policy.direction == cmp::Direction::kLowerIsBetter    ? c.shift > 0
-                       : policy.direction == cmp::Direction::kHigherIsBetter ? c.shift < 0
-                                                                             : false;
     const double allowed = policy.tolerance.Allowed(c.before);
-    if (!worse || std::fabs(c.shift) <= allowed) continue;
+    if (!cmp::IsWorse(policy.direction, c.shift) || std::fabs(c.shift) <= allowed) continue;
     out.push_back({t.key, t.unit, c.night, ago, c.before, c.after, allowed, c.changed});
   }
   return out;

@@ -168,8 +168,7 @@ std::string AcceptanceHtml(const Acceptance& a) {
          (r.unit.empty() ? "" : " (" + HtmlEscape(r.unit) + ")") + "</td><td class=\"n\">" +
          Num(r.median_a) + "</td><td class=\"n\">" + Num(r.median_b) + "</td><td class=\"n\">" +
          Percent(r.rel_diff) + "</td><td class=\"n\">[" + Num(r.ci.lo) + ", " + Num(r.ci.hi) +
-         "]</td><td class=\"n\">" +
-         (r.a.empty() || r.b.empty() ? "" : HtmlEscape(EffectText(r.effect_size))) +
+         "]</td><td class=\"n\">" + HtmlEscape(EffectText(r.effect_size)) +
          "</td><td class=\"n\">" + Num(r.allowed) + "</td><td>" + HtmlEscape(v) + "</td></tr>\n";
   }
   o += "</table>\n";

@@ -97,9 +97,11 @@ std::string FormatQuantity(double v, std::string_view unit) {
   return plain(v, "");  // ratios, counts, booleans: the metric's name says what it is
 }
 
-std::string EffectText(double cliffs_delta) {
+std::string EffectText(std::optional<double> cliffs_delta) {
+  if (!cliffs_delta) return "";
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%+.2f %s", cliffs_delta, analysis::EffectMagnitude(cliffs_delta));
+  std::snprintf(buf, sizeof buf, "%+.2f %s", *cliffs_delta,
+                analysis::EffectMagnitude(*cliffs_delta));
   return buf;
 }
 
@@ -148,8 +150,7 @@ MetricComparison CompareMetric(std::string group, std::string key, std::string u
   } else if (std::fabs(m.diff) <= m.allowed) {
     m.verdict = Verdict::kChanged;
   } else {
-    bool worse = policy.direction == Direction::kLowerIsBetter ? m.diff > 0 : m.diff < 0;
-    m.verdict = worse ? Verdict::kRegressed : Verdict::kImproved;
+    m.verdict = IsWorse(policy.direction, m.diff) ? Verdict::kRegressed : Verdict::kImproved;
   }
   return m;
 }
@@ -357,7 +358,7 @@ std::string RenderHtml(const Comparison& c) {
            td(r.b.empty() ? "" : FormatQuantity(r.median_b, r.unit)) +
            td(r.b.empty() ? "" : FormatQuantity(r.iqr_b, r.unit)) +
            td(both ? Signed(r.diff, r.unit) : "") + td(both ? Pct(r.rel_diff) : "") +
-           td(both ? CiText(r.ci, r.unit) : "") + td(both ? EffectText(r.effect_size) : "") +
+           td(both ? CiText(r.ci, r.unit) : "") + td(EffectText(r.effect_size)) +
            td(r.policy.direction == Direction::kNeutral ? "" : r.policy.tolerance.ToString()) +
            td(std::string(VerdictName(r.verdict))) + "</tr>\n";
   }

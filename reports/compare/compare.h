@@ -54,11 +54,11 @@ struct MetricComparison {
   double median_a = 0, median_b = 0;
   double iqr_a = 0, iqr_b = 0;
   double mad_a = 0, mad_b = 0;
-  double diff = 0;                 // median_b - median_a
-  std::optional<double> rel_diff;  // diff / |median_a|; unset when median_a is 0
-  Interval ci;                     // of median(B) - median(A)
-  double effect_size = 0;          // Cliff's delta of B over A (analysis::CliffsDelta)
-  double allowed = 0;              // tolerance.Allowed(median_a)
+  double diff = 0;                    // median_b - median_a
+  std::optional<double> rel_diff;     // diff / |median_a|; unset when median_a is 0
+  Interval ci;                        // of median(B) - median(A)
+  std::optional<double> effect_size;  // Cliff's delta of B over A; unset on a missing row
+  double allowed = 0;                 // tolerance.Allowed(median_a)
   Verdict verdict = Verdict::kSame;
 };
 

@@ -4,6 +4,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,7 +15,7 @@ std::string FormatValue(double v);
 // "12.3 ms", "850 µs" under 1 ms, "12.35 s" from 10 s; s and GPU-s with their unit; ratios
 // and counts bare. Never an exponent for values a run produces.
 std::string FormatQuantity(double v, std::string_view unit);
-// Cliff's delta with its magnitude: "+0.62 large", "-0.05 negligible".
-std::string EffectText(double cliffs_delta);
+// Cliff's delta with its magnitude: "+0.62 large", "-0.05 negligible"; "" when unset.
+std::string EffectText(std::optional<double> cliffs_delta);
 
 }  // namespace fl::reports::compare

@@ -21,6 +21,11 @@ enum class Direction {
 };
 
 std::string_view DirectionName(Direction d);  // "lower", "higher", "neutral"
+// Whether a change (new minus old) goes the bad way; never for a neutral metric.
+inline bool IsWorse(Direction d, double change) {
+  return d == Direction::kLowerIsBetter ? change > 0
+                                        : d == Direction::kHigherIsBetter && change < 0;
+}
 
 // A change is within tolerance when its size is at most max(absolute, relative * |baseline|)
 // (unset parts count as 0): the absolute part is a floor for metrics whose baseline is near 0
