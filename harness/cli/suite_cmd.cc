@@ -113,6 +113,15 @@ Status LoadTolerances(const std::string& suite_file, const std::vector<std::stri
   return OkStatus();
 }
 
+// The bootstrap's resamples and seed, as compare and accept both take them.
+void AddBootstrapOptions(CLI::App* c, int* resamples, uint64_t* seed) {
+  c->add_option("--resamples", *resamples, "bootstrap resamples")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 1000000));
+  c->add_option("--seed", *seed, "bootstrap seed (same seed, same intervals)")
+      ->capture_default_str();
+}
+
 void AddCompare(CLI::App& app, int* exit_code) {
   struct Args {
     std::string a, b, db, md, html, suite, scenario;
@@ -146,11 +155,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
   c->add_option("--confidence", a->confidence, "confidence of the interval")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 0.999));
-  c->add_option("--resamples", a->resamples, "bootstrap resamples")
-      ->capture_default_str()
-      ->check(CLI::Range(100, 1000000));
-  c->add_option("--seed", a->seed, "bootstrap seed (same seed, same intervals)")
-      ->capture_default_str();
+  AddBootstrapOptions(c, &a->resamples, &a->seed);
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
     // CLI::Range lets NaN through (every comparison with it is false).
@@ -238,11 +243,7 @@ void AddAccept(CLI::App& app, int* exit_code) {
   c->add_option("--suite", a->suite, "take tolerances from this suite file (flags win)");
   c->add_option("--tolerance", a->tolerances, "METRIC=VALUE (repeatable), as compare's");
   c->add_option("--scenario", a->scenario, "only this scenario");
-  c->add_option("--resamples", a->resamples, "bootstrap resamples")
-      ->capture_default_str()
-      ->check(CLI::Range(100, 1000000));
-  c->add_option("--seed", a->seed, "bootstrap seed (same seed, same intervals)")
-      ->capture_default_str();
+  AddBootstrapOptions(c, &a->resamples, &a->seed);
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
     cmp::AcceptanceOptions o;
