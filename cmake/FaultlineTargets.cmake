@@ -93,7 +93,16 @@ function(fl_test name)
   # silently (test names must not contain ';', which CMake splits lists on).
   catch_discover_tests(${name} TEST_PREFIX "${name}:" EXTRA_ARGS -w NoTests
                        PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit")
-  foreach(tag root gpu rdma)
+  # Root tests bring up labs of their own (namespaces and cgroups under the lab's own prefix,
+  # their own state directory, kernel-chosen ports: docs/lab.md), so two run at once. One
+  # tagged [serial] runs alone: it measures time against a bound that a neighbour's load
+  # could break, or it needs the whole machine. GPU and RDMA tests always run alone.
+  catch_discover_tests(${name} TEST_SPEC "[.root]~[serial]" TEST_PREFIX "${name}:root:"
+                       EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "root")
+  catch_discover_tests(${name} TEST_SPEC "[.root][serial]" TEST_PREFIX "${name}:root:"
+                       EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "root"
+                       RUN_SERIAL TRUE)
+  foreach(tag gpu rdma)
     catch_discover_tests(${name} TEST_SPEC "[.${tag}]" TEST_PREFIX "${name}:${tag}:" EXTRA_ARGS -w NoTests
                          PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${tag}" RUN_SERIAL TRUE)
   endforeach()

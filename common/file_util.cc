@@ -89,12 +89,23 @@ Status WriteFileAtomic(const std::string& path, std::string_view content) {
 
 Status MakeDirs(const std::string& path, unsigned mode) {
   if (path.empty()) return InvalidArgumentError("empty directory path");
-  for (size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos == path.size() || path[pos] == '/') {
-      std::string prefix = path.substr(0, pos);
-      if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST)
-        return ErrnoStatus(errno, "cannot create directory " + prefix);
+  // A parent that another process removes between our mkdirs (two labs share
+  // <cgroup2>/faultline, and the last one down removes it) gives ENOENT: start again from the
+  // top, a few times.
+  for (int attempt = 0;; ++attempt) {
+    int err = 0;
+    std::string failed;
+    for (size_t pos = 1; pos <= path.size() && err == 0; ++pos) {
+      if (pos == path.size() || path[pos] == '/') {
+        std::string prefix = path.substr(0, pos);
+        if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
+          err = errno;
+          failed = prefix;
+        }
+      }
     }
+    if (err == 0) break;
+    if (err != ENOENT || attempt == 8) return ErrnoStatus(err, "cannot create directory " + failed);
   }
   struct stat st;
   if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,31 @@ std::set<int> UsedMgmtIndexes() {
     if (m.ok()) used.insert(*m);
   }
   return used;
+}
+
+// Two labs built at once must not take the same management subnet: each chooses it from the
+// others' state files and the root namespace's addresses, and the root address that shows its
+// choice to the next lab comes seconds later. So the choice, up to that address, is made under
+// a lock of this network namespace: an abstract unix socket bound to one name (the kernel
+// frees it with its holder, killed or not; nothing is left on disk). Waits until deadline.
+StatusOr<UniqueFd> LockMgmtChoice(Deadline deadline) {
+  static constexpr char kName[] = "faultline-lab-mgmt-choice";
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::copy(kName, kName + sizeof kName - 1, a.sun_path + 1);  // sun_path[0] = 0: abstract
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + sizeof kName);
+  for (;;) {
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) return ErrnoStatus(errno, "socket for the management subnet lock");
+    if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&a), len) == 0) return fd;
+    if (errno != EADDRINUSE) return ErrnoStatus(errno, "bind the management subnet lock");
+    if (deadline.Expired())
+      return UnavailableError(
+          "another lab has been choosing its management subnet for too long (a process holds "
+          "the abstract socket @" +
+          std::string(kName) + ": ss -xlp shows it)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 // Inode of /run/netns/<name>, 0 when missing.
@@ -197,6 +223,8 @@ Status LocalLab::Provision() {
                                      " already exists: another lab "
                                      "named '" +
                                      plan_.lab + "'? (faultline lab down " + plan_.lab + ")");
+  // Held until ProvisionSteps has put the root address up (or provisioning failed).
+  FL_ASSIGN_OR_RETURN(mgmt_choice_lock_, LockMgmtChoice(Deadline::After(120 * kNsPerSec)));
   std::set<int> used = UsedMgmtIndexes();
   int m = 0;
   while (used.count(m) && m < 256) ++m;
@@ -217,6 +245,7 @@ Status LocalLab::Provision() {
                           {"created_wall_ns", WallNowNs()}};
   FL_RETURN_IF_ERROR(WriteFileAtomic(StatePath(), state.dump(2) + "\n"));
   Status s = ProvisionSteps();
+  mgmt_choice_lock_.Reset();
   if (s.ok()) {
     // What the lab holds as built: a run on it kept up (UseRunningLab) compares against it.
     // Taken once every link has its carrier: the kernel reports carrier changes in batches
@@ -334,6 +363,7 @@ Status LocalLab::ProvisionSteps() {
   FL_RETURN_IF_ERROR(injectors::SetLinkUp(mgmt_ns, "root", true));
   FL_RETURN_IF_ERROR(Ip("", {"addr", "add", plan_.root_mgmt_addr, "dev", plan_.root_mgmt_if}));
   FL_RETURN_IF_ERROR(injectors::SetLinkUp("", plan_.root_mgmt_if, true));
+  mgmt_choice_lock_.Reset();  // the next lab sees 198.19.<m>.254 now
   if (topology_.switch_control == SwitchControl::kSsh) FL_RETURN_IF_ERROR(ProvisionSwitchMgmt());
   if (bgp) FL_RETURN_IF_ERROR(ProvisionFrr());
   FL_LOG(kInfo, "lab") << "lab " << plan_.lab << " is up: " << topology_.hosts << " hosts, "

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "harness/lab/lab.h"
 #include "harness/lab/topology.h"
 #include "injectors/container_runtime.h"
@@ -176,6 +177,7 @@ class LocalLab : public Lab, public injectors::Fabric {
   Topology topology_;
   LabPlan plan_;
   int mgmt_index_ = 0;
+  UniqueFd mgmt_choice_lock_;      // while mgmt_index_ is chosen and not yet visible to other labs
   std::string clean_fingerprint_;  // StateFingerprint() right after it was built
   bool attached_ = false;          // UseRunningLab: this run did not build it
   Status TeardownAttached();

@@ -1,8 +1,11 @@
 #include "common/file_util.h"
 
 #include <unistd.h>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace fl {
 namespace {
@@ -23,6 +26,43 @@ TEST_CASE("file_util: atomic write replaces content and leaves no temp file", "[
   rmdir((dir + "/a/b").c_str());
   rmdir((dir + "/a").c_str());
   rmdir(dir.c_str());
+}
+
+// Two labs share <cgroup2>/faultline and the last one down removes it: a lab making its own
+// directory below it while another removes it must still get its directory.
+TEST_CASE("file_util: MakeDirs while another thread keeps removing the parent", "[unit]") {
+  char tmpl[] = "/tmp/fl_file_test_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string parent = std::string(tmpl) + "/shared";
+  std::atomic<bool> stop{false};
+  std::atomic<int> removed{0};
+  std::thread remover([&] {
+    // As a lab going down does: one removal, then the other lab is alone for a while.
+    while (!stop.load())
+      if (rmdir(parent.c_str()) == 0) {
+        removed.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+  });
+  int failures = 0;
+  std::string first_error;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string leaf = parent + "/lab" + std::to_string(i % 7) + "/leaf";
+    Status st = MakeDirs(leaf);
+    if (!st.ok()) {
+      if (failures++ == 0) first_error = st.ToString();
+      continue;
+    }
+    rmdir(leaf.c_str());
+    rmdir(leaf.substr(0, leaf.rfind('/')).c_str());
+  }
+  stop = true;
+  remover.join();
+  INFO(first_error);
+  CHECK(failures == 0);
+  CHECK(removed.load() > 0);  // the race was there to be lost
+  rmdir(parent.c_str());
+  rmdir(tmpl);
 }
 
 TEST_CASE("file_util: line and column of a byte offset", "[unit]") {

@@ -14,15 +14,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
+#include <thread>
 
 #include "common/file_util.h"
+#include "common/input_file.h"
+#include "common/json_util.h"
+#include "common/process.h"
 #include "harness/lab/fault_spec.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/journal.h"
 #include "injectors/sys.h"
 #include "tests/child_process.h"
 #include "tests/injectors/lab_testing.h"
+#include "tests/test_util.h"
 
 namespace fl::lab {
 namespace {
@@ -97,7 +103,7 @@ std::set<std::string> Snapshot(const std::string& our_prefix) {
 }
 
 TEST_CASE("lab: up then TCP over a rail then down leaves the machine exactly as before",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   testing::ScopedStateDir state;
   auto topo = LoadTopology(std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml");
   REQUIRE(topo.ok());
@@ -222,6 +228,55 @@ int RunCli(const std::vector<std::string>& args, std::string* out) {
   return r->exit_code;
 }
 
+// Two `faultline lab up` at the same moment, each with its own state directory, so neither sees
+// the other's state file: only the root namespace tells them apart, and the management address
+// that shows a lab's subnet comes seconds after its choice (LocalLab::Provision's lock).
+TEST_CASE("lab: two labs brought up at the same moment take different management subnets",
+          "[.root][integration]") {
+  testing::TempDir dir_a("fl_mgmt_a"), dir_b("fl_mgmt_b");
+  const std::string name_a = testing::UniqueLabName(), name_b = testing::UniqueLabName();
+  const std::string topo = std::string(FL_SOURCE_DIR) + "/configs/labs/rail4.yaml";
+  auto cli = [&](const std::string& state, std::vector<std::string> args) {
+    std::vector<std::string> argv = {FL_FAULTLINE_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    injectors::CommandOptions o;
+    o.timeout = 60 * kNsPerSec;
+    o.env = CleanEnvironment({"FAULTLINE_STATE_DIR=" + state});
+    return injectors::RunCommand(argv, o);
+  };
+  struct Down {
+    std::function<void()> f;
+    ~Down() { f(); }
+  } down{[&] {
+    cli(dir_a.path(), {"lab", "down", name_a}).status().IgnoreError();  // best effort
+    cli(dir_b.path(), {"lab", "down", name_b}).status().IgnoreError();  // best effort
+  }};
+  StatusOr<injectors::CommandResult> up_a = UnavailableError("not run"), up_b = up_a;
+  std::thread ta([&] { up_a = cli(dir_a.path(), {"lab", "up", topo, "--name", name_a}); });
+  std::thread tb([&] { up_b = cli(dir_b.path(), {"lab", "up", topo, "--name", name_b}); });
+  ta.join();
+  tb.join();
+  REQUIRE(up_a.ok());
+  REQUIRE(up_b.ok());
+  INFO(up_a->out << up_a->err << up_b->out << up_b->err);
+  REQUIRE(up_a->exit_code == 0);
+  REQUIRE(up_b->exit_code == 0);
+  auto index = [](const std::string& state, const std::string& name) {
+    auto j = LoadJsonFile(state + "/labs/" + name + ".json", InputKind::kLabState);
+    REQUIRE(j.ok());
+    return j->value("mgmt_index", -1);
+  };
+  const int ma = index(dir_a.path(), name_a), mb = index(dir_b.path(), name_b);
+  CHECK(ma >= 0);
+  CHECK(mb >= 0);
+  CHECK(ma != mb);
+  for (const auto& [state, name] : {std::pair{dir_a.path(), name_a}, {dir_b.path(), name_b}}) {
+    auto r = cli(state, {"lab", "down", name});
+    REQUIRE(r.ok());
+    CHECK(r->exit_code == 0);
+  }
+}
+
 TEST_CASE("lab CLI: up status exec down", "[.root][integration]") {
   testing::ScopedStateDir state;
   std::string name = testing::UniqueLabName();
@@ -250,7 +305,7 @@ TEST_CASE("lab CLI: up status exec down", "[.root][integration]") {
   CHECK(RunCli({"lab", "status", name}, &out) == 2);
 }
 
-TEST_CASE("lab: a bad topology or fault spec creates nothing", "[.root][integration]") {
+TEST_CASE("lab: a bad topology or fault spec creates nothing", "[.root][serial][integration]") {
   testing::ScopedStateDir state;
   char path[] = "/tmp/fl_badtopo_XXXXXX.yaml";
   int fd = mkstemps(path, 5);

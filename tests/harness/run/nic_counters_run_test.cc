@@ -39,7 +39,7 @@ std::optional<double> TxRate(const Series& s, Nanos from, Nanos to) {
 TEST_CASE(
     "faultline run: the default scenario's NIC counters show h1.nic0 silent during the flap, "
     "h1.nic1 carrying its traffic, and nic0 back after the revert",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_nic");
   auto before = Netns();
   const std::string db = dir.path() + "/r.db";

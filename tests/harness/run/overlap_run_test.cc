@@ -37,7 +37,7 @@ TEST_CASE(
     "faultline run: a second NIC fault timed during the first one (at its detection) lands while "
     "it is in effect, ftccl survives both, and each fault's metrics are attributed as "
     "docs/metrics.md says",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_overlap");
   auto before = Netns();
   const std::string db = dir.path() + "/r.db";

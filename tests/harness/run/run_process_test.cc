@@ -30,7 +30,7 @@ using testing::WriteLab;
 TEST_CASE(
     "faultline run: an rm in the working directory and first in PATH is never run, the "
     "run directory is removed",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_run_cwd");
   REQUIRE_FALSE(dir.path().empty());
   const std::string marker = dir.path() + "/marker";

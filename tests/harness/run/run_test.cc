@@ -85,7 +85,7 @@ std::string WriteScenario(const std::string& dir, const std::string& lab,
 }
 
 TEST_CASE("faultline run: a malformed scenario exits 2 with its location and creates nothing",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string lab = WriteLab(dir.path());
   std::string bad = dir.path() + "/bad.yaml";
@@ -106,7 +106,7 @@ TEST_CASE("faultline run: a malformed scenario exits 2 with its location and cre
 // that this test judges the harness, not the CCL: ftccl's own failover has its tests in
 // tests/ccl_under_test.
 TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cleaned up",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string scenario =
       WriteScenario(dir.path(), WriteLab(dir.path()), "4s",
@@ -150,7 +150,7 @@ TEST_CASE("faultline run: a throttled NIC on ftccl is survived, recorded and cle
 }
 
 TEST_CASE("faultline run: two coordinators at once write their runs into one PostgreSQL store",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string error;
   auto server = testing::PgServer::Start(&error);
@@ -204,7 +204,7 @@ TEST_CASE("faultline run: two coordinators at once write their runs into one Pos
 TEST_CASE(
     "faultline run: the default scenario's terminal output is at most 40 lines, tells of its "
     "fault and holds no line logged by a rank",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_run");
   auto before = Netns();
   Faultline f({"run", "configs/scenarios/nic_flap.yaml", "--db", dir.path() + "/r.db"}, dir.path());
@@ -304,7 +304,7 @@ bool NoRankCgroups(const std::string& lab) {
 // this machine, started together, each with its own fault; whichever ends first, nothing of
 // either is left: no namespace, no cgroup of either lab, no faultline cgroup folder.
 TEST_CASE("faultline run: two runs at once on two labs pass and leave nothing behind",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   auto before = Netns();
   TempDir a("fl_run_a"), b("fl_run_b");
   std::string sa = WriteScenario(
@@ -332,7 +332,7 @@ TEST_CASE("faultline run: two runs at once on two labs pass and leave nothing be
 TEST_CASE(
     "faultline run: SIGKILL of the coordinator leaves nothing applied, the next command marks the "
     "run aborted",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_run");
   auto before = Netns();
   HeldFault held(dir.path(), "1");
@@ -381,7 +381,7 @@ TEST_CASE(
     "faultline run: the coordinator cut off from an agent holding a fault (the control path "
     "blackholed, nothing killed): the agent reverts and ends its ranks within the lease plus "
     "1 s - the run ends with exit 3 naming the host",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_run");
   auto before = Netns();
   HeldFault held(dir.path(), "2");
@@ -433,7 +433,7 @@ TEST_CASE(
 TEST_CASE(
     "faultline run: SIGKILL of the agent holding a fault: the coordinator reverts it from the "
     "journal within the lease and ends the run with exit 3 naming the host",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_run");
   auto before = Netns();
   HeldFault held(dir.path(), "2");
@@ -471,7 +471,7 @@ TEST_CASE(
 }
 
 TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down and exits 130",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string scenario = WriteScenario(
       dir.path(), WriteLab(dir.path()), "120s",
@@ -508,7 +508,7 @@ TEST_CASE("faultline run: Ctrl-C while a fault is applied reverts, tears down an
 // the run must not pass. It fails with exit 1, its faults_reverted verdict failed and naming
 // the fault's target, and the lab is still torn down.
 TEST_CASE("faultline run: a fault whose revert fails fails the run, naming its target",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string scenario = WriteScenario(
       dir.path(), WriteLab(dir.path()), "8s",
@@ -639,7 +639,7 @@ TEST_CASE(
 
 // Bad numbers are bad input: exit 2 before any lab, run row or results file exists.
 TEST_CASE("faultline run: a bad --lease or a 4e9-firing fault exits 2 and creates nothing",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string lab = WriteLab(dir.path());
   const std::string db = dir.path() + "/r.db";
@@ -715,7 +715,7 @@ TEST_CASE(
 TEST_CASE(
     "faultline run: SIGTERM and SIGHUP while a fault is applied revert and tear down as "
     "Ctrl-C does",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   for (int sig : {SIGTERM, SIGHUP}) {
     TempDir dir("fl_run");
     std::string scenario = WriteScenario(
@@ -753,7 +753,7 @@ TEST_CASE(
 }
 
 TEST_CASE("faultline run: Ctrl-C during a restart delay is honoured at once",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_run");
   std::string scenario = dir.path() + "/restart.yaml";
   REQUIRE(WriteFileAtomic(scenario,

@@ -80,7 +80,7 @@ struct SpoolGuard {
 TEST_CASE(
     "faultline run: PostgreSQL stopped with -m immediate mid-run and started again - every "
     "row reaches it and the run passes",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_outage");
   std::string error;
   auto server = testing::PgServer::Start(&error);
@@ -150,7 +150,7 @@ struct SmallFs {
 TEST_CASE(
     "faultline run: a SQLite store on a file system that fills up mid-run - exit 3 naming the "
     "spool - faultline store replay writes every row once there is room",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_outage");
   SmallFs fs(dir.path() + "/fs");
   const std::string db = fs.path + "/r.db";

@@ -45,7 +45,7 @@ TEST_CASE(
     "detectors: real Prometheus and Alertmanager over a lab host's counters - the loss "
     "rule catches the loss, the silent rule nothing, the noisy rule's false alarms "
     "are counted",
-    "[.root]") {
+    "[.root][serial]") {
   for (const char* bin : {"/usr/bin/prometheus", "/usr/bin/prometheus-alertmanager",
                           "/usr/bin/prometheus-node-exporter"})
     REQUIRE(access(bin, X_OK) == 0);  // scripts/setup.sh installs them

@@ -135,7 +135,7 @@ TEST_CASE("shrink: a spent budget keeps the smallest failing scenario found so f
 }
 
 TEST_CASE("faultline shrink: a failing 6-fault scenario shrinks to the one fault that fails it",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   testing::TempDir dir("fl_shrink");
   const std::string lab = testing::WriteLab(dir.path());
   const std::string scenario = dir.path() + "/six.yaml";

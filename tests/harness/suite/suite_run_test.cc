@@ -79,7 +79,7 @@ JUnitCounts ParseJUnit(const std::string& xml) {
 
 TEST_CASE(
     "faultline suite: goes on past a failed expectation and exits 1 - JUnit counts match the DB",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_suite");
   std::string lab = WriteLab(dir.path());
   WriteScenario(dir.path(), "throttle_ok", lab, "4s", kThrottle,
@@ -142,7 +142,7 @@ TEST_CASE(
 }
 
 TEST_CASE("faultline suite: a group's repeats as medians with spread, and verdicts as k of n",
-          "[.root][integration]") {
+          "[.root][serial][integration]") {
   TempDir dir("fl_suite_rep");
   std::string lab = WriteLab(dir.path());
   WriteScenario(dir.path(), "throttle_rep", lab, "3s", kThrottle, "  survives: true\n");
@@ -183,7 +183,7 @@ std::set<std::string> Flagged(const reports::compare::Comparison& c) {
 
 TEST_CASE(
     "faultline compare: a slower fault detection is flagged in exactly the metrics it affects",
-    "[.root][integration]") {
+    "[.root][serial][integration]") {
   TempDir dir("fl_suite");
   std::string lab = WriteLab(dir.path());
   WriteScenario(dir.path(), "bh", lab, "6s", kBlackhole,
