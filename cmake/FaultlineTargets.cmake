@@ -1,6 +1,6 @@
 # Helpers that keep every folder's CMakeLists.txt short.
 
-# Unity builds (-DCMAKE_UNITY_BUILD=ON: the test command's sanitizer tree) compile a target's
+# Unity builds (CMAKE_UNITY_BUILD, on by default: CMakeLists.txt) compile a target's
 # files in batches, one translation unit each. A file that includes a <linux/...> UAPI header
 # cannot share one with files that include glibc's <net/if.h> or <netinet/tcp.h> (they define
 # the same structs), so such a file is compiled on its own. Test files are never batched: they
@@ -8,6 +8,12 @@
 function(fl_unity_guard name)
   if(NOT CMAKE_UNITY_BUILD)
     return()
+  endif()
+  # A batch includes each of its .cc files, and g++ then warns of a class that uses a type of
+  # that file's anonymous namespace (-Wsubobject-linkage): a risk only for a header that many
+  # translation units include, and test files (never batched) still get the warning for those.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
   endif()
   get_target_property(_srcs ${name} SOURCES)
   foreach(_s ${_srcs})
