@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,7 +25,12 @@ namespace fl::testing {
 
 std::string UniqueLabName() {
   static std::atomic<int> n{0};
-  return "t" + std::to_string(getpid() % 10000) + std::to_string(n.fetch_add(1) % 100);
+  // Fixed widths: "t" + 123 + 45 and "t" + 1234 + 5 would both be t12345, and root tests of
+  // different processes run side by side.
+  char name[16];
+  std::snprintf(name, sizeof name, "t%04d%02d", static_cast<int>(getpid() % 10000),
+                n.fetch_add(1) % 100);
+  return name;
 }
 
 ScopedStateDir::ScopedStateDir() {
