@@ -1,10 +1,12 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 
 namespace fl {
 
@@ -91,8 +93,11 @@ Status MakeDirs(const std::string& path, unsigned mode) {
   if (path.empty()) return InvalidArgumentError("empty directory path");
   // A parent that another process removes between our mkdirs (two labs share
   // <cgroup2>/faultline, and the last one down removes it) gives ENOENT: start again from the
-  // top, a few times.
-  for (int attempt = 0;; ++attempt) {
+  // top. A busy machine can preempt us inside that window again and again (CI lost 9 tries in
+  // a row), so count no tries: give up once the parent has kept vanishing for a whole second,
+  // yielding the CPU before each try so that it starts on a fresh time slice.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
     int err = 0;
     std::string failed;
     for (size_t pos = 1; pos <= path.size() && err == 0; ++pos) {
@@ -105,7 +110,14 @@ Status MakeDirs(const std::string& path, unsigned mode) {
       }
     }
     if (err == 0) break;
-    if (err != ENOENT || attempt == 8) return ErrnoStatus(err, "cannot create directory " + failed);
+    // ENOENT under a parent that is still there (a dangling symlink) is no race: fail now.
+    const size_t slash = failed.rfind('/');
+    const std::string parent = slash == 0 ? "/" : failed.substr(0, slash);
+    struct stat parent_st;
+    const bool vanished = err == ENOENT && lstat(parent.c_str(), &parent_st) != 0;
+    if (!vanished || std::chrono::steady_clock::now() > give_up)
+      return ErrnoStatus(err, "cannot create directory " + failed);
+    sched_yield();
   }
   struct stat st;
   if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

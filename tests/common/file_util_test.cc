@@ -65,6 +65,21 @@ TEST_CASE("file_util: MakeDirs while another thread keeps removing the parent", 
   rmdir(tmpl);
 }
 
+TEST_CASE("file_util: MakeDirs below a dangling symlink fails at once, naming the path", "[unit]") {
+  char tmpl[] = "/tmp/fl_file_test_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string link = std::string(tmpl) + "/gone";
+  REQUIRE(symlink("/nonexistent-faultline-target", link.c_str()) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  Status st = MakeDirs(link + "/x");
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK_FALSE(st.ok());
+  CHECK(st.ToString().find(link + "/x") != std::string::npos);
+  CHECK(took < std::chrono::seconds(1));  // the race deadline is 1 s: it was not waited out
+  unlink(link.c_str());
+  rmdir(tmpl);
+}
+
 TEST_CASE("file_util: line and column of a byte offset", "[unit]") {
   CHECK(LineColOf("abc\ndef", 0) == std::make_pair(1, 1));
   CHECK(LineColOf("abc\ndef", 5) == std::make_pair(2, 2));
