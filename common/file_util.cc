@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 
 namespace fl {
 
@@ -123,6 +125,23 @@ Status MakeDirs(const std::string& path, unsigned mode) {
   if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return FailedPreconditionError(path + " exists and is not a directory");
   return OkStatus();
+}
+
+std::vector<Mount> ListMounts() {
+  std::vector<Mount> mounts;
+  std::ifstream f("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    // "id parent major:minor root mountpoint opts [optional fields] - fstype source superopts"
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    Mount m;
+    std::istringstream(line.substr(dash + 3)) >> m.fstype;
+    std::string id, parent, devno, root;
+    std::istringstream(line.substr(0, dash)) >> id >> parent >> devno >> root >> m.mountpoint;
+    mounts.push_back(std::move(m));
+  }
+  return mounts;
 }
 
 std::string SelfExeDir() {

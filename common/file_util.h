@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -22,6 +23,13 @@ Status WriteFileAtomic(const std::string& path, std::string_view content);
 Status ReplaceFile(const std::string& path, const std::string& tmp, std::string_view content);
 // mkdir -p; existing directories are fine.
 Status MakeDirs(const std::string& path, unsigned mode = 0755);
+
+// This process's mounts, from /proc/self/mountinfo, in its order (empty when unreadable).
+struct Mount {
+  std::string mountpoint;
+  std::string fstype;
+};
+std::vector<Mount> ListMounts();
 
 // The directory of this process's executable (from /proc/self/exe), "." when unknown: where
 // faultline finds its sibling binaries (faultline-agent, faultline-worker).

@@ -8,10 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "common/file_util.h"
 #include "common/unique_fd.h"
 
 namespace fl::injectors {
@@ -81,21 +80,8 @@ std::vector<std::string> ListNetns() {
 }
 
 StatusOr<std::string> Cgroup2Root() {
-  std::ifstream f("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    // "... mountpoint opts ... - fstype source superopts"
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream post(line.substr(dash + 3));
-    std::string fstype;
-    post >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream pre(line.substr(0, dash));
-    std::string id, parent, devno, root, mountpoint;
-    pre >> id >> parent >> devno >> root >> mountpoint;
-    return mountpoint;
-  }
+  for (const auto& m : ListMounts())
+    if (m.fstype == "cgroup2") return m.mountpoint;
   return FailedPreconditionError("no cgroup2 mount in /proc/self/mountinfo");
 }
 

@@ -80,6 +80,17 @@ TEST_CASE("file_util: MakeDirs below a dangling symlink fails at once, naming th
   rmdir(tmpl);
 }
 
+TEST_CASE("file_util: ListMounts reads this process's mounts", "[unit]") {
+  const auto mounts = ListMounts();
+  bool root = false, proc = false;
+  for (const auto& m : mounts) {
+    root = root || m.mountpoint == "/";
+    proc = proc || (m.mountpoint == "/proc" && m.fstype == "proc");
+  }
+  CHECK(root);
+  CHECK(proc);
+}
+
 TEST_CASE("file_util: line and column of a byte offset", "[unit]") {
   CHECK(LineColOf("abc\ndef", 0) == std::make_pair(1, 1));
   CHECK(LineColOf("abc\ndef", 5) == std::make_pair(2, 2));

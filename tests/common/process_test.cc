@@ -246,18 +246,8 @@ TEST_CASE("Spawn: the child runs in the named network namespace", "[.root][integ
 
 TEST_CASE("Spawn: a container starts as pid 1 inside its cgroup", "[.root][integration]") {
   std::string root;
-  {
-    std::ifstream f("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(f, line))
-      if (line.find(" - cgroup2 ") != std::string::npos) {
-        std::istringstream in(line);
-        std::string a, b, c, d, mp;
-        in >> a >> b >> c >> d >> mp;
-        root = mp;
-        break;
-      }
-  }
+  for (const auto& m : ListMounts())
+    if (m.fstype == "cgroup2" && root.empty()) root = m.mountpoint;
   REQUIRE_FALSE(root.empty());
   std::string cg = root + "/fl_process_test_" + std::to_string(getpid());
   REQUIRE(MakeDirs(cg).ok());

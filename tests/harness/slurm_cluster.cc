@@ -35,20 +35,11 @@ struct CgroupLayout {
 // Pure cgroup v2 (the cgroup2 mount at the top and no v1 controllers) or v1/hybrid (v1
 // controllers under a tmpfs, maybe a cgroup2 at .../unified): from /proc/self/mountinfo.
 CgroupLayout DetectCgroups() {
-  std::ifstream f("/proc/self/mountinfo");
-  std::string line, v2_mount, v1_base;
-  while (std::getline(f, line)) {
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream post(line.substr(dash + 3));
-    std::string fstype;
-    post >> fstype;
-    std::istringstream pre(line.substr(0, dash));
-    std::string id, parent, devno, root, mountpoint;
-    pre >> id >> parent >> devno >> root >> mountpoint;
-    if (fstype == "cgroup2" && v2_mount.empty()) v2_mount = mountpoint;
-    if (fstype == "cgroup" && v1_base.empty())
-      v1_base = mountpoint.substr(0, mountpoint.rfind('/'));
+  std::string v2_mount, v1_base;
+  for (const auto& m : ListMounts()) {
+    if (m.fstype == "cgroup2" && v2_mount.empty()) v2_mount = m.mountpoint;
+    if (m.fstype == "cgroup" && v1_base.empty())
+      v1_base = m.mountpoint.substr(0, m.mountpoint.rfind('/'));
   }
   if (v1_base.empty() && !v2_mount.empty()) return {true, v2_mount};
   return {false, v1_base.empty() ? std::string("/sys/fs/cgroup") : v1_base};
