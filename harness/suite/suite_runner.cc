@@ -400,6 +400,10 @@ SuiteResult RunSuite(const Suite& suite, const SuiteOptions& options) {
   return result;
 }
 
+// A level shift in the --json output: its fields under their own names.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LevelShift, key, unit, night, nights_ago, before, after, allowed,
+                                   changed)
+
 std::string SuiteResultJson(const Suite& suite, const SuiteResult& result) {
   using nlohmann::json;
   json runs = json::array();
@@ -422,21 +426,11 @@ std::string SuiteResultJson(const Suite& suite, const SuiteResult& result) {
     json comparison = g.baseline_runs.empty()
                           ? json(nullptr)
                           : json::parse(reports::compare::ComparisonJson(g.comparison));
-    json shifts = json::array();
-    for (const auto& sh : g.shifts)
-      shifts.push_back({{"key", sh.key},
-                        {"unit", sh.unit},
-                        {"night", sh.night},
-                        {"nights_ago", sh.nights_ago},
-                        {"before", sh.before},
-                        {"after", sh.after},
-                        {"allowed", sh.allowed},
-                        {"changed", sh.changed}});
     regressions.push_back({{"group", g.group},
                            {"baseline_runs", g.baseline_runs},
                            {"current_runs", g.current_runs},
                            {"regressed", keys},
-                           {"shifts", shifts},
+                           {"shifts", json(g.shifts)},
                            {"comparison", comparison}});
   }
   json repeats = json::array();

@@ -236,37 +236,30 @@ std::string RenderProjectionText(const Projection& p) {
   return s;
 }
 
+// What ProjectionJson writes of the options and of each class, under the fields' own names;
+// a class's fault_kind it adds itself (null for a fixed cost).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProjectionOptions, cluster_gpus, job_days, checkpoint_interval_s,
+                                   restart_s, trials, seed)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ClassProjection, name, components, failures_per_job, samples,
+                                   restarts, mean_cost_s, cost_p25_s, cost_median_s, cost_p75_s,
+                                   expected_lost_s, share)
+
 std::string ProjectionJson(const Projection& p) {
   using nlohmann::json;
-  const ProjectionOptions& o = p.options;
   json classes = json::array();
-  for (const auto& c : p.classes)
-    classes.push_back({{"name", c.name},
-                       {"fault_kind", c.fault_kind.empty() ? json(nullptr) : json(c.fault_kind)},
-                       {"components", c.components},
-                       {"failures_per_job", c.failures_per_job},
-                       {"samples", c.samples},
-                       {"restarts", c.restarts},
-                       {"mean_cost_s", c.mean_cost_s},
-                       {"cost_p25_s", c.cost_p25_s},
-                       {"cost_median_s", c.cost_median_s},
-                       {"cost_p75_s", c.cost_p75_s},
-                       {"expected_lost_s", c.expected_lost_s},
-                       {"share", c.share}});
-  json j = {
-      {"cluster_gpus", o.cluster_gpus},
-      {"job_days", o.job_days},
-      {"checkpoint_interval_s", o.checkpoint_interval_s},
-      {"restart_s", o.restart_s},
-      {"trials", o.trials},
-      {"seed", o.seed},
-      {"classes", classes},
-      {"expected_failures", p.expected_failures},
-      {"expected_lost_s", p.expected_lost_s},
-      {"expected_ettr", p.expected_ettr},
-      {"ettr",
-       {{"mean", p.ettr_mean}, {"p5", p.ettr_p5}, {"median", p.ettr_median}, {"p95", p.ettr_p95}}},
-      {"notes", p.notes}};
+  for (const auto& c : p.classes) {
+    json o = c;
+    o["fault_kind"] = c.fault_kind.empty() ? json(nullptr) : json(c.fault_kind);
+    classes.push_back(std::move(o));
+  }
+  json j = p.options;  // the options' fields sit at the top level, beside the results
+  j["classes"] = classes;
+  j["expected_failures"] = p.expected_failures;
+  j["expected_lost_s"] = p.expected_lost_s;
+  j["expected_ettr"] = p.expected_ettr;
+  j["ettr"] = {
+      {"mean", p.ettr_mean}, {"p5", p.ettr_p5}, {"median", p.ettr_median}, {"p95", p.ettr_p95}};
+  j["notes"] = p.notes;
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 

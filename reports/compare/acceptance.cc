@@ -96,17 +96,17 @@ std::string AcceptanceText(const Acceptance& a) {
   return o;
 }
 
+// A scenario's counts in AcceptanceJson under their own names; it adds "passed".
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ScenarioVerdict, group, regressed, improved, changed, same, info,
+                                   missing)
+
 std::string AcceptanceJson(const Acceptance& a) {
   json scenarios = json::array();
-  for (const auto& s : a.scenarios)
-    scenarios.push_back({{"group", s.group},
-                         {"passed", s.passed()},
-                         {"regressed", s.regressed},
-                         {"improved", s.improved},
-                         {"changed", s.changed},
-                         {"same", s.same},
-                         {"info", s.info},
-                         {"missing", s.missing}});
+  for (const auto& s : a.scenarios) {
+    json o = s;
+    o["passed"] = s.passed();
+    scenarios.push_back(std::move(o));
+  }
   json j = {{"baseline", a.baseline},
             {"candidate", a.candidate},
             {"accepted", a.accepted()},

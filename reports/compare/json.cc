@@ -11,28 +11,23 @@ std::string Dump(const json& j) { return j.dump(2, ' ', false, json::error_handl
 
 }  // namespace
 
+// The fields a row of ComparisonJson writes as they are; ComparisonJson adds the ones it
+// derives (direction, verdict, the interval, the optional ones). mad_a and mad_b stay out.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MetricComparison, group, key, name, unit, a, b, median_a,
+                                   median_b, iqr_a, iqr_b, diff, allowed)
+
 std::string ComparisonJson(const Comparison& c) {
   json rows = json::array();
-  for (const auto& r : c.rows)
-    rows.push_back({{"group", r.group},
-                    {"key", r.key},
-                    {"name", r.name},
-                    {"unit", r.unit},
-                    {"direction", std::string(DirectionName(r.policy.direction))},
-                    {"a", r.a},
-                    {"b", r.b},
-                    {"median_a", r.median_a},
-                    {"median_b", r.median_b},
-                    {"iqr_a", r.iqr_a},
-                    {"iqr_b", r.iqr_b},
-                    {"diff", r.diff},
-                    {"rel_diff", r.rel_diff ? json(*r.rel_diff) : json(nullptr)},
-                    {"ci", {r.ci.lo, r.ci.hi}},
-                    {"effect_size", r.effect_size ? json(*r.effect_size) : json(nullptr)},
-                    {"effect", r.effect_size ? json(analysis::EffectMagnitude(*r.effect_size))
-                                             : json(nullptr)},
-                    {"allowed", r.allowed},
-                    {"verdict", std::string(VerdictName(r.verdict))}});
+  for (const auto& r : c.rows) {
+    json row = r;
+    row["direction"] = std::string(DirectionName(r.policy.direction));
+    row["rel_diff"] = r.rel_diff ? json(*r.rel_diff) : json(nullptr);
+    row["ci"] = {r.ci.lo, r.ci.hi};
+    row["effect_size"] = r.effect_size ? json(*r.effect_size) : json(nullptr);
+    row["effect"] = r.effect_size ? json(analysis::EffectMagnitude(*r.effect_size)) : json(nullptr);
+    row["verdict"] = std::string(VerdictName(r.verdict));
+    rows.push_back(std::move(row));
+  }
   json ledger = json::array();
   for (const auto& l : c.ledger) {
     auto side = [](const LedgerSide& s) {

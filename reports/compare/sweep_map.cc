@@ -305,12 +305,13 @@ std::string VerdictShortfall(const RepeatSummary& r) {
   return s;
 }
 
+// An axis in SweepMapsJson: its fields under their own names.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SweepMapAxis, label, path, values, log)
+
 std::string SweepMapsJson(const SweepMaps& maps) {
   using nlohmann::json;
   const SweepMapInput& in = maps.input;
-  json axes = json::array();
-  for (const auto& a : in.axes)
-    axes.push_back({{"label", a.label}, {"path", a.path}, {"values", a.values}, {"log", a.log}});
+  json axes = in.axes;
   json cells = json::array();
   for (const auto& c : in.cells)
     cells.push_back(

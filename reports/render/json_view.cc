@@ -5,6 +5,13 @@
 #include <map>
 #include <optional>
 
+namespace fl::reports {
+
+// What RunJson writes of a host under the fields' own names; it adds the parsed fingerprint.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HostRecord, name, address, clock_offset_ns, clock_uncertainty_ns)
+
+}  // namespace fl::reports
+
 namespace fl::reports::render {
 namespace {
 
@@ -66,12 +73,11 @@ std::string RunListJson(std::span<const RunRecord> runs) {
 std::string RunJson(const RunData& d) {
   json j = RecordObject(d.run);
   json hosts = json::array();
-  for (const auto& h : d.hosts)
-    hosts.push_back({{"name", h.name},
-                     {"address", h.address},
-                     {"clock_offset_ns", h.clock_offset_ns},
-                     {"clock_uncertainty_ns", h.clock_uncertainty_ns},
-                     {"fingerprint", ParseOrString(h.fingerprint_json)}});
+  for (const auto& h : d.hosts) {
+    json o = h;
+    o["fingerprint"] = ParseOrString(h.fingerprint_json);
+    hosts.push_back(std::move(o));
+  }
   j["hosts"] = hosts;
 
   std::map<std::string, json> fault_metrics;

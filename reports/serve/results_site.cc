@@ -18,6 +18,12 @@
 #include "reports/serve/trends.h"
 
 namespace fl::reports::serve {
+
+// The trends JSON (/api/v1/trends) writes nights and change points under their fields' names.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrendNight, night, median, min, max, runs, last_run_id)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrendChange, night, night_index, before, after, shift, relative,
+                                   score, changed, before_run_id, after_run_id)
+
 namespace {
 
 using nlohmann::json;
@@ -169,28 +175,11 @@ std::string Label(const std::string& v) { return render::EscapeLabelValue(render
 
 json TrendsJson(const std::string& scenario, const std::vector<TrendSeries>& series) {
   json a = json::array();
-  for (const auto& s : series) {
-    json nights = json::array(), changes = json::array();
-    for (const auto& n : s.nights)
-      nights.push_back({{"night", n.night},
-                        {"median", n.median},
-                        {"min", n.min},
-                        {"max", n.max},
-                        {"runs", n.runs},
-                        {"last_run_id", n.last_run_id}});
-    for (const auto& c : s.changes)
-      changes.push_back({{"night", c.night},
-                         {"night_index", c.night_index},
-                         {"before", c.before},
-                         {"after", c.after},
-                         {"shift", c.shift},
-                         {"relative", c.relative},
-                         {"score", c.score},
-                         {"changed", c.changed},
-                         {"before_run_id", c.before_run_id},
-                         {"after_run_id", c.after_run_id}});
-    a.push_back({{"key", s.key}, {"unit", s.unit}, {"nights", nights}, {"change_points", changes}});
-  }
+  for (const auto& s : series)
+    a.push_back({{"key", s.key},
+                 {"unit", s.unit},
+                 {"nights", json(s.nights)},
+                 {"change_points", json(s.changes)}});
   return {{"scenario", scenario}, {"series", a}};
 }
 
