@@ -9,6 +9,7 @@
 #include "common/units.h"
 #include "harness/alerts/receiver.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "harness/suite/suite_runner.h"
 
 namespace fl::harness {
@@ -52,8 +53,8 @@ Status Receive(const ReceiveArgs& a) {
 }  // namespace
 
 void AddAlertsCommands(CLI::App& app, int* exit_code) {
-  auto* alerts = app.add_subcommand("alerts", "alerts of detectors under test (docs/detectors.md)");
-  alerts->require_subcommand(1);
+  auto* alerts =
+      AddCommandGroup(app, "alerts", "alerts of detectors under test (docs/detectors.md)");
   auto a = std::make_shared<ReceiveArgs>();
   auto* c = alerts->add_subcommand(
       "receive",
@@ -65,11 +66,7 @@ void AddAlertsCommands(CLI::App& app, int* exit_code) {
   c->add_option("--listen", a->listen, "address to listen on, HOST:PORT (loopback by default)")
       ->capture_default_str();
   c->add_option("--for", a->run_for, "stop after this long (e.g. 10min)");
-  c->callback([a, exit_code] {
-    QuietLogsUnlessAsked();
-    const Status st = Receive(*a);
-    *exit_code = st.ok() ? 0 : ErrorExit("alerts", st);
-  });
+  RunStatusAfterParse(c, a, exit_code, "alerts", Receive);
 }
 
 }  // namespace fl::harness

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "harness/cli/command.h"
 #include "harness/control/certs.h"
 
 namespace fl::harness {
@@ -14,11 +15,10 @@ void AddCertsCommands(CLI::App& app, int* exit_code) {
     std::vector<std::string> sans;
   };
   auto args = std::make_shared<Args>();
-  auto* certs = app.add_subcommand(
-      "certs",
+  auto* certs = AddCommandGroup(
+      app, "certs",
       "the lab's TLS certificates: a lab CA, then one certificate for the coordinator and one\n"
       "per agent host (docs/control_plane.md)");
-  certs->require_subcommand(1);
   auto fail = [exit_code](const Status& s) {
     std::fprintf(stderr, "faultline certs: %s\n", s.ToUserString().c_str());
     *exit_code =

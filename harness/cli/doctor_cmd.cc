@@ -8,6 +8,7 @@
 
 #include "common/build_info.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "harness/suite/doctor.h"
 
 namespace fl::harness {
@@ -81,7 +82,7 @@ void AddDoctorCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_flag("--json", a->json, "the findings as JSON");
   AddDbOption(c, &a->o.db);
-  c->callback([a, exit_code] { *exit_code = Doctor(*a); });
+  RunAfterParse(c, a, exit_code, Doctor);
 }
 
 }  // namespace fl::harness

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/process.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "harness/lab/node_gate.h"
 #include "injectors/injector.h"
 #include "injectors/journal.h"
@@ -125,11 +126,10 @@ int Gate(GateStep step, const GateArgs& a) {
 }  // namespace
 
 void AddGateCommands(CLI::App& app, int* exit_code) {
-  auto* gate = app.add_subcommand(
-      "gate",
+  auto* gate = AddCommandGroup(
+      app, "gate",
       "the Slurm gate of this node: slurm.conf's Prolog, Epilog and HealthCheckProgram\n"
       "(docs/operations.md, \"Slurm gate\"); Nagios levels OK 0, WARNING 1, CRITICAL 2");
-  gate->require_subcommand(1);
   auto a = std::make_shared<GateArgs>();
   struct Step {
     const char* name;

@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/process.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "harness/control/auth.h"
 #include "harness/control/clear_dial.h"
 #include "harness/lab/inventory.h"
@@ -167,8 +168,7 @@ int Discover(DiscoverArgs& a) {
 }  // namespace
 
 void AddInventoryCommands(CLI::App& app, int* exit_code) {
-  auto* inv = app.add_subcommand("inventory", "the inventory of a lab of real hosts");
-  inv->require_subcommand(1);
+  auto* inv = AddCommandGroup(app, "inventory", "the inventory of a lab of real hosts");
   auto a = std::make_shared<DiscoverArgs>();
   auto* c = inv->add_subcommand(
       "discover",
@@ -200,7 +200,7 @@ void AddInventoryCommands(CLI::App& app, int* exit_code) {
                 "address but the management one, on PCI when the host has any)");
   c->add_option("--ranks", a->o.ranks, "ranks per host (default: its GPUs, 1 without)");
   c->add_option("-o,--output", a->output, "where to write the inventory (default stdout)");
-  c->callback([a, exit_code] { *exit_code = Discover(*a); });
+  RunAfterParse(c, a, exit_code, Discover);
 }
 
 }  // namespace fl::harness

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
+#include "harness/cli/command.h"
 #include "harness/lab/fault_spec.h"
 #include "harness/lab/local_lab.h"
 #include "injectors/injection.h"
@@ -248,9 +249,8 @@ int LabExec(const std::string& name, const std::string& host, const std::vector<
 }  // namespace
 
 void AddLabCommands(CLI::App& app, int* exit_code) {
-  CLI::App* labc = app.add_subcommand(
-      "lab", "the local lab: hosts and switches as network namespaces on this machine");
-  labc->require_subcommand(1);
+  CLI::App* labc = AddCommandGroup(
+      app, "lab", "the local lab: hosts and switches as network namespaces on this machine");
 
   auto* up = labc->add_subcommand("up", "build a lab from a topology file");
   auto topo = std::make_shared<std::string>();

@@ -8,6 +8,7 @@
 
 #include "common/units.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "reports/analysis/goodput.h"
 #include "reports/compare/measured_faults.h"
 #include "reports/compare/run_metrics.h"
@@ -86,11 +87,7 @@ void AddProjectCommands(CLI::App& app, int* exit_code) {
   c->add_option("--seed", a->seed, "simulation seed (same seed, same figures)")
       ->capture_default_str();
   c->add_flag("--json", a->json, "print the projection as JSON");
-  c->callback([a, exit_code] {
-    QuietLogsUnlessAsked();
-    const Status st = Project(*a);
-    *exit_code = st.ok() ? 0 : ErrorExit("project", st);
-  });
+  RunStatusAfterParse(c, a, exit_code, "project", Project);
 }
 
 }  // namespace fl::harness

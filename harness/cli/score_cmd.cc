@@ -8,6 +8,7 @@
 
 #include "common/units.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "reports/analysis/alerts.h"
 #include "reports/analysis/detector_score.h"
 #include "reports/compare/run_metrics.h"
@@ -80,11 +81,7 @@ void AddScoreCommands(CLI::App& app, int* exit_code) {
   c->add_option("--skew", a->skew, "... and this long before the fault took hold")
       ->capture_default_str();
   c->add_flag("--json", a->json, "print the scores as JSON");
-  c->callback([a, exit_code] {
-    QuietLogsUnlessAsked();
-    const Status st = Score(*a);
-    *exit_code = st.ok() ? 0 : ErrorExit("score", st);
-  });
+  RunStatusAfterParse(c, a, exit_code, "score", Score);
 }
 
 }  // namespace fl::harness

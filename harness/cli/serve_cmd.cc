@@ -9,6 +9,7 @@
 
 #include "harness/alerts/http_server.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "harness/control/certs.h"
 #include "harness/suite/suite_runner.h"
 #include "reports/compare/run_metrics.h"
@@ -103,7 +104,7 @@ void AddServeCommands(CLI::App& app, int* exit_code) {
                 "how many of the newest runs the overview and /metrics read")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  c->callback([a, exit_code] { *exit_code = Serve(*a); });
+  RunAfterParse(c, a, exit_code, Serve);
 }
 
 }  // namespace fl::harness

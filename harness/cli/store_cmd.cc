@@ -7,13 +7,13 @@
 #include <string>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "reports/store/batch_writer.h"
 
 namespace fl::harness {
 
 void AddStoreCommands(CLI::App& app, int* exit_code) {
-  auto* store = app.add_subcommand("store", "the results store's own upkeep");
-  store->require_subcommand(1);
+  auto* store = AddCommandGroup(app, "store", "the results store's own upkeep");
   struct ReplayArgs {
     std::string file, db;
   };

@@ -114,11 +114,16 @@ Status LoadTolerances(const std::string& suite_file, const std::vector<std::stri
 }
 
 // The bootstrap's resamples and seed, as compare and accept both take them.
-void AddBootstrapOptions(CLI::App* c, int* resamples, uint64_t* seed) {
-  c->add_option("--resamples", *resamples, "bootstrap resamples")
+struct BootstrapArgs {
+  int resamples = 4000;
+  uint64_t seed = 1;
+};
+
+void AddBootstrapOptions(CLI::App* c, BootstrapArgs* b) {
+  c->add_option("--resamples", b->resamples, "bootstrap resamples")
       ->capture_default_str()
       ->check(CLI::Range(100, 1000000));
-  c->add_option("--seed", *seed, "bootstrap seed (same seed, same intervals)")
+  c->add_option("--seed", b->seed, "bootstrap seed (same seed, same intervals)")
       ->capture_default_str();
 }
 
@@ -128,8 +133,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
     std::vector<std::string> metrics, tolerances;
     bool json = false;
     double confidence = 0.95;
-    int resamples = 4000;
-    uint64_t seed = 1;
+    BootstrapArgs bootstrap;
   };
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand(
@@ -155,7 +159,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
   c->add_option("--confidence", a->confidence, "confidence of the interval")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 0.999));
-  AddBootstrapOptions(c, &a->resamples, &a->seed);
+  AddBootstrapOptions(c, &a->bootstrap);
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
     // CLI::Range lets NaN through (every comparison with it is false).
@@ -166,7 +170,7 @@ void AddCompare(CLI::App& app, int* exit_code) {
     }
     cmp::CompareOptions o;
     o.metrics = a->metrics;
-    o.bootstrap = {a->resamples, a->confidence, a->seed};
+    o.bootstrap = {a->bootstrap.resamples, a->confidence, a->bootstrap.seed};
     if (Status st = LoadTolerances(a->suite, a->tolerances, &o.policies); !st.ok()) {
       *exit_code = ErrorExit("compare", st);
       return;
@@ -221,8 +225,7 @@ void AddAccept(CLI::App& app, int* exit_code) {
   struct Args {
     std::string baseline, candidate, db, md, html, json, suite, scenario;
     std::vector<std::string> tolerances;
-    int resamples = 4000;
-    uint64_t seed = 1;
+    BootstrapArgs bootstrap;
   };
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand(
@@ -243,14 +246,14 @@ void AddAccept(CLI::App& app, int* exit_code) {
   c->add_option("--suite", a->suite, "take tolerances from this suite file (flags win)");
   c->add_option("--tolerance", a->tolerances, "METRIC=VALUE (repeatable), as compare's");
   c->add_option("--scenario", a->scenario, "only this scenario");
-  AddBootstrapOptions(c, &a->resamples, &a->seed);
+  AddBootstrapOptions(c, &a->bootstrap);
   c->callback([a, exit_code] {
     QuietLogsUnlessAsked();
     cmp::AcceptanceOptions o;
     o.baseline = a->baseline;
     o.candidate = a->candidate;
     if (!a->scenario.empty()) o.scenario = a->scenario;
-    o.compare.bootstrap = {a->resamples, 0.95, a->seed};
+    o.compare.bootstrap = {a->bootstrap.resamples, 0.95, a->bootstrap.seed};
     if (Status st = LoadTolerances(a->suite, a->tolerances, &o.compare.policies); !st.ok()) {
       *exit_code = ErrorExit("accept", st);
       return;

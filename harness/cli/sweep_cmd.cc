@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/command.h"
 #include "harness/suite/sweep_runner.h"
 #include "reports/analysis/stats.h"
 
@@ -40,6 +41,7 @@ void PrintOverhead(const suite::SweepResult& r) {
 }
 
 int Sweep(const SweepArgs& a) {
+  QuietLogsUnlessAsked();
   auto spec = suite::LooksLikeSweepFile(a.file) ? suite::LoadSweepFile(a.file)
                                                 : suite::SweepOfScenario(a.file);
   if (!spec.ok()) return ErrorExit("sweep", spec.status());
@@ -146,10 +148,7 @@ void AddSweepCommands(CLI::App& app, int* exit_code) {
   c->add_flag("--map-only", a->map_only,
               "only draw the maps of sweep --resume ID from the results database");
   c->add_flag("--no-keep-lab", a->no_keep_lab, "every run builds and removes its own lab");
-  c->callback([a, exit_code] {
-    QuietLogsUnlessAsked();
-    *exit_code = Sweep(*a);
-  });
+  RunAfterParse(c, a, exit_code, Sweep);
 }
 
 }  // namespace fl::harness
