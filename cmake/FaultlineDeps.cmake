@@ -18,7 +18,7 @@ find_program(FL_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(Boost 1.74 REQUIRED)  # headers only: Asio
 find_package(yaml-cpp REQUIRED)
-find_package(nlohmann_json 3 REQUIRED)
+find_package(nlohmann_json 3.9 REQUIRED)  # NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE
 find_package(spdlog REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 if(FL_BUILD_TESTS)

@@ -112,11 +112,16 @@ Status MakeDirs(const std::string& path, unsigned mode) {
       }
     }
     if (err == 0) break;
-    // ENOENT under a parent that is still there (a dangling symlink) is no race: fail now.
+    // ENOENT below a dangling symlink is no race: fail now. Anything else (the parent gone,
+    // or gone and made again by another lab since) is one: try again.
     const size_t slash = failed.rfind('/');
-    const std::string parent = slash == 0 ? "/" : failed.substr(0, slash);
-    struct stat parent_st;
-    const bool vanished = err == ENOENT && lstat(parent.c_str(), &parent_st) != 0;
+    const std::string parent = slash == std::string::npos ? "."
+                               : slash == 0               ? "/"
+                                                          : failed.substr(0, slash);
+    struct stat parent_st, target_st;
+    const bool dangling = lstat(parent.c_str(), &parent_st) == 0 && S_ISLNK(parent_st.st_mode) &&
+                          stat(parent.c_str(), &target_st) != 0;
+    const bool vanished = err == ENOENT && !dangling;
     if (!vanished || std::chrono::steady_clock::now() > give_up)
       return ErrnoStatus(err, "cannot create directory " + failed);
     sched_yield();

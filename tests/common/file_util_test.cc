@@ -30,17 +30,20 @@ TEST_CASE("file_util: atomic write replaces content and leaves no temp file", "[
 
 // Two labs share <cgroup2>/faultline and the last one down removes it: a lab making its own
 // directory below it while another removes it must still get its directory.
-TEST_CASE("file_util: MakeDirs while another thread keeps removing the parent", "[unit]") {
+TEST_CASE("file_util: MakeDirs while another thread keeps removing the parent and making it again",
+          "[unit]") {
   char tmpl[] = "/tmp/fl_file_test_XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
   const std::string parent = std::string(tmpl) + "/shared";
   std::atomic<bool> stop{false};
   std::atomic<int> removed{0};
   std::thread remover([&] {
-    // As a lab going down does: one removal, then the other lab is alone for a while.
+    // As a lab going down does: one removal, then the other lab is alone for a while. Every
+    // other time a third lab coming up makes the parent again at once, so that it is back
+    // before MakeDirs looks at why its mkdir failed.
     while (!stop.load())
       if (rmdir(parent.c_str()) == 0) {
-        removed.fetch_add(1);
+        if (removed.fetch_add(1) % 2 == 1) mkdir(parent.c_str(), 0755);
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
   });
