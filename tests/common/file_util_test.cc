@@ -1,5 +1,6 @@
 #include "common/file_util.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <atomic>
 #include <catch2/catch.hpp>
