@@ -53,8 +53,15 @@ struct Setup {
                                  "--token-file", dir.path() + "/token", "--host", "h0", "--lab",
                                  lab->name(), "--policy", dir.path() + "/policy.yaml"},
         ao);
-    REQUIRE(WaitUntil([&] { return ReadFile(dir.path() + "/ack").ok(); },
-                      Deadline::After(60 * kNsPerSec), 5 * kNsPerMs));
+    // On a timeout, what both processes said (where the next engineer starts looking).
+    if (!WaitUntil([&] { return ReadFile(dir.path() + "/ack").ok(); },
+                   Deadline::After(60 * kNsPerSec), 5 * kNsPerMs))
+      FAIL("no ack from the coordinator peer in 60 s; agent "
+           << (agent->Wait(Deadline::After(0)).has_value() ? "exited" : "still running")
+           << ", coordinator "
+           << (coordinator->Wait(Deadline::After(0)).has_value() ? "exited" : "still running")
+           << "\n"
+           << Logs());
     INFO(ReadFile(dir.path() + "/agent.log").value_or(""));
     REQUIRE(*ReadFile(dir.path() + "/ack") == "ok");
   }
