@@ -44,6 +44,29 @@ function(fl_binary name)
   fl_unity_guard(${name})
 endfunction()
 
+# One ctest group of a test binary: the test cases TEST_SPEC selects, named NAME:LABEL:case,
+# labelled LABEL, alone on the machine when SERIAL. Registered only when the sources' TEXT
+# spells NEED (and NEED2 unless empty).
+function(_fl_discover name text timeout spec label serial need need2)
+  string(FIND "${text}" "${need}" _at)
+  if(_at EQUAL -1)
+    return()
+  endif()
+  if(NOT need2 STREQUAL "")
+    string(FIND "${text}" "${need2}" _at)
+    if(_at EQUAL -1)
+      return()
+    endif()
+  endif()
+  set(_serial "")
+  if(serial)
+    set(_serial RUN_SERIAL TRUE)
+  endif()
+  catch_discover_tests(${name} TEST_SPEC "${spec}" TEST_PREFIX "${name}:${label}:"
+                       EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT ${timeout} LABELS "${label}"
+                       ${_serial})
+endfunction()
+
 # fl_test(NAME SOURCES... [HIDDEN_SOURCES...] DEPS ...): one Catch2 binary per source folder.
 # Tests tagged [.root] are registered separately with the ctest label "root" (run when the
 # suite runs as root); tests tagged [.gpu] / [.rdma] are registered with those labels.
@@ -113,23 +136,10 @@ function(fl_test name)
   # their own state directory, kernel-chosen ports: docs/lab.md), so two run at once. One
   # tagged [serial] runs alone: it measures time against a bound that a neighbour's load
   # could break, or it needs the whole machine. GPU and RDMA tests always run alone.
-  string(FIND "${_all_text}" "[.root]" _root_at)
-  string(FIND "${_all_text}" "[serial]" _serial_at)
-  if(_root_at GREATER -1)
-    catch_discover_tests(${name} TEST_SPEC "[.root]~[serial]" TEST_PREFIX "${name}:root:"
-                         EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "root")
-    if(_serial_at GREATER -1)
-      catch_discover_tests(${name} TEST_SPEC "[.root][serial]" TEST_PREFIX "${name}:root:"
-                           EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "root"
-                           RUN_SERIAL TRUE)
-    endif()
-  endif()
+  _fl_discover(${name} "${_all_text}" ${A_TIMEOUT} "[.root]~[serial]" root "" "[.root]" "")
+  _fl_discover(${name} "${_all_text}" ${A_TIMEOUT} "[.root][serial]" root TRUE "[.root]"
+               "[serial]")
   foreach(tag gpu rdma)
-    string(FIND "${_all_text}" "[.${tag}]" _tag_at)
-    if(_tag_at GREATER -1)
-      catch_discover_tests(${name} TEST_SPEC "[.${tag}]" TEST_PREFIX "${name}:${tag}:"
-                           EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${tag}"
-                           RUN_SERIAL TRUE)
-    endif()
+    _fl_discover(${name} "${_all_text}" ${A_TIMEOUT} "[.${tag}]" ${tag} TRUE "[.${tag}]" "")
   endforeach()
 endfunction()
