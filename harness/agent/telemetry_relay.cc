@@ -22,6 +22,7 @@
 #include "harness/agent/nic_counters.h"
 #include "harness/agent/telemetry_line.h"
 #include "harness/proto/faultline.pb.h"
+#include "harness/proto/nic_sample.h"
 
 namespace fl::harness {
 
@@ -190,18 +191,7 @@ class TelemetryRelay::Impl {
       pb::NicSample* n = batch_.add_nics();
       n->set_nic(s.nic);
       n->set_wall_ns(s.wall_ns);
-      const NicCounters& c = s.counters;
-      n->set_rx_bytes(c.rx_bytes);
-      n->set_tx_bytes(c.tx_bytes);
-      n->set_rx_packets(c.rx_packets);
-      n->set_tx_packets(c.tx_packets);
-      n->set_rx_dropped(c.rx_dropped);
-      n->set_tx_dropped(c.tx_dropped);
-      n->set_rx_errors(c.rx_errors);
-      n->set_tx_errors(c.tx_errors);
-      if (c.rx_pause) n->set_rx_pause(*c.rx_pause);
-      if (c.tx_pause) n->set_tx_pause(*c.tx_pause);
-      n->mutable_extra()->insert(c.extra.begin(), c.extra.end());
+      SetNicCounters(s.counters, n);
     }
   }
 

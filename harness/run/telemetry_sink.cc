@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/process.h"
 #include "harness/agent/telemetry_line.h"
+#include "harness/proto/nic_sample.h"
 #include "reports/metrics/metrics.h"
 
 namespace fl::harness::run {
@@ -36,17 +37,7 @@ reports::NicSampleRecord NicRecordOf(const std::string& run_id, const std::strin
   r.host = host;
   r.nic = n.nic();
   r.wall_ns = n.wall_ns() - off;
-  r.rx_bytes = n.rx_bytes();
-  r.tx_bytes = n.tx_bytes();
-  r.rx_packets = n.rx_packets();
-  r.tx_packets = n.tx_packets();
-  r.rx_dropped = n.rx_dropped();
-  r.tx_dropped = n.tx_dropped();
-  r.rx_errors = n.rx_errors();
-  r.tx_errors = n.tx_errors();
-  if (n.has_rx_pause()) r.rx_pause = n.rx_pause();
-  if (n.has_tx_pause()) r.tx_pause = n.tx_pause();
-  r.extra.insert(n.extra().begin(), n.extra().end());
+  r.counters() = NicCountersOf(n);
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "common/file_util.h"
+#include "harness/proto/nic_sample.h"
 #include "injectors/switch/switch_driver.h"
 #include "tests/test_util.h"
 
@@ -484,6 +485,44 @@ TEST_CASE("nic counters: the kernel's counters of lo grow with traffic over it",
   auto missing = kernel.Read({"nic9", "", "fl-no-such9"});
   CHECK(missing.status().code() == Code::kUnavailable);
   CHECK(kernel.Read({"nic9", "", ""}).status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("nic sample: every counter goes into the control plane's sample and back", "[unit]") {
+  reports::NicCounters c;
+  c.rx_bytes = 1;
+  c.tx_bytes = 2;
+  c.rx_packets = 3;
+  c.tx_packets = 4;
+  c.rx_dropped = 5;
+  c.tx_dropped = 6;
+  c.rx_errors = 7;
+  c.tx_errors = 8;
+  c.rx_pause = 9;
+  c.tx_pause = 10;
+  c.extra = {{"rx_prio3_pause", 11}};
+  faultline::v1::NicSample n;
+  SetNicCounters(c, &n);
+  // Every field but the two the caller fills (nic, wall_ns) is written: a field added to the
+  // protocol and not to the conversion shows here.
+  const auto* d = n.GetDescriptor();
+  const auto* r = n.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    if (f->name() == "nic" || f->name() == "wall_ns") continue;
+    INFO(f->name());
+    if (f->is_repeated())
+      CHECK(r->FieldSize(n, f) == 1);
+    else
+      CHECK(r->HasField(n, f));
+  }
+  CHECK(NicCountersOf(n) == c);
+
+  c.rx_pause.reset();
+  faultline::v1::NicSample no_pause;
+  SetNicCounters(c, &no_pause);
+  CHECK_FALSE(no_pause.has_rx_pause());
+  CHECK_FALSE(NicCountersOf(no_pause).rx_pause.has_value());
+  CHECK(NicCountersOf(no_pause) == c);
 }
 
 }  // namespace
