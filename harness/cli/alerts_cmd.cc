@@ -56,12 +56,11 @@ void AddAlertsCommands(CLI::App& app, int* exit_code) {
   auto* alerts =
       AddCommandGroup(app, "alerts", "alerts of detectors under test (docs/detectors.md)");
   auto a = std::make_shared<ReceiveArgs>();
-  auto* c = alerts->add_subcommand(
-      "receive",
-      "receive Alertmanager webhook notifications (a webhook_config's url:\n"
-      "http://ADDR:PORT/) and append each, one JSON line, to --out, the file\n"
-      "`faultline score --alerts` reads; runs until Ctrl-C or --for. Exit 0 stopped, 2 bad\n"
-      "input, 3 cannot listen or write");
+  auto* c = alerts->add_subcommand("receive", HelpText(R"(
+receive Alertmanager webhook notifications (a webhook_config's url:
+http://ADDR:PORT/) and append each, one JSON line, to --out, the file
+`faultline score --alerts` reads; runs until Ctrl-C or --for. Exit 0 stopped, 2 bad
+input, 3 cannot listen or write)"));
   c->add_option("--out", a->out, "the alerts file (appended to; created 0600)")->required();
   c->add_option("--listen", a->listen, "address to listen on, HOST:PORT (loopback by default)")
       ->capture_default_str();

@@ -35,11 +35,10 @@ void AddCertsCommands(CLI::App& app, int* exit_code) {
     *exit_code = 0;
   });
 
-  auto* issue = certs->add_subcommand(
-      "issue",
-      "sign a certificate for host NAME with the lab CA in DIR: NAME.crt and NAME.key (0600),\n"
-      "or coordinator.crt/.key for --role coordinator. NAME goes in the subject CN and a\n"
-      "subjectAltName");
+  auto* issue = certs->add_subcommand("issue", HelpText(R"(
+sign a certificate for host NAME with the lab CA in DIR: NAME.crt and NAME.key (0600),
+or coordinator.crt/.key for --role coordinator. NAME goes in the subject CN and a
+subjectAltName)"));
   issue->add_option("dir", args->dir, "the lab's TLS directory (faultline certs init)")->required();
   issue
       ->add_option("name", args->name,

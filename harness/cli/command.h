@@ -8,12 +8,21 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "common/status.h"
 #include "harness/cli/cli.h"
 
 namespace fl::harness {
+
+// A command's help as `--help` prints it, written as a raw string literal whose text starts on
+// the line after its opening `R"(` (so that the source shows the lines as they print): the text
+// without that first line break.
+inline std::string HelpText(std::string_view raw) {
+  if (!raw.empty() && raw.front() == '\n') raw.remove_prefix(1);
+  return std::string(raw);
+}
 
 // A subcommand that only groups others (`faultline store replay`): one of them must be named.
 inline CLI::App* AddCommandGroup(CLI::App& parent, const std::string& name,

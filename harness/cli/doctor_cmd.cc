@@ -49,15 +49,14 @@ int Doctor(DoctorArgs& a) {
 
 void AddDoctorCommands(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<DoctorArgs>();
-  auto* c = app.add_subcommand(
-      "doctor",
-      "check every precondition of a run before anything is touched: the suite's scenarios on\n"
-      "the lab (targets exist), each planned fault against the agents' policy, certificates\n"
-      "(expired: CRITICAL, under 30 days: WARNING), faults left in the journal, switches'\n"
-      "SSH host keys (unknown or changed: CRITICAL, never accepted), an inventory's agents\n"
-      "(each reachable, its version, its clock, its NICs), room for results, what the\n"
-      "lab needs of this host. One line per finding, OK, WARNING or CRITICAL with what to do;\n"
-      "exit 0, 1 or 2 as Nagios plugins do (docs/operations.md)");
+  auto* c = app.add_subcommand("doctor", HelpText(R"(
+check every precondition of a run before anything is touched: the suite's scenarios on
+the lab (targets exist), each planned fault against the agents' policy, certificates
+(expired: CRITICAL, under 30 days: WARNING), faults left in the journal, switches'
+SSH host keys (unknown or changed: CRITICAL, never accepted), an inventory's agents
+(each reachable, its version, its clock, its NICs), room for results, what the
+lab needs of this host. One line per finding, OK, WARNING or CRITICAL with what to do;
+exit 0, 1 or 2 as Nagios plugins do (docs/operations.md))"));
   c->add_option("--lab", a->o.lab_file, "the lab: a topology or an inventory file");
   c->add_option("--suite", a->o.suite_file, "a suite file: each of its scenarios is checked");
   c->add_option("--scenario", a->o.scenario_files, "a scenario to check (repeatable)");

@@ -170,16 +170,15 @@ int Discover(DiscoverArgs& a) {
 void AddInventoryCommands(CLI::App& app, int* exit_code) {
   auto* inv = AddCommandGroup(app, "inventory", "the inventory of a lab of real hosts");
   auto a = std::make_shared<DiscoverArgs>();
-  auto* c = inv->add_subcommand(
-      "discover",
-      "write an inventory from what the hosts' agents say of themselves: each host's NICs\n"
-      "(interface, address, driver, firmware, PCI address, NUMA node, speed, MAC, state, RDMA\n"
-      "device and port), GPUs (PCI address, NUMA node) and, from lldpd, the switch and port each\n"
-      "NIC is cabled to. Listens where the agents dial (their --coordinator), takes every named\n"
-      "host's Hello, sends it Shutdown (its service starts it again) and writes an inventory\n"
-      "--lab accepts. With --check FILE: compares the live fleet with that inventory and prints\n"
-      "each difference (a NIC moved to another switch port, firmware changed, a NIC or host\n"
-      "missing, a new one); exit 0 none, 1 drift, 2 bad input, 3 agents or network");
+  auto* c = inv->add_subcommand("discover", HelpText(R"(
+write an inventory from what the hosts' agents say of themselves: each host's NICs
+(interface, address, driver, firmware, PCI address, NUMA node, speed, MAC, state, RDMA
+device and port), GPUs (PCI address, NUMA node) and, from lldpd, the switch and port each
+NIC is cabled to. Listens where the agents dial (their --coordinator), takes every named
+host's Hello, sends it Shutdown (its service starts it again) and writes an inventory
+--lab accepts. With --check FILE: compares the live fleet with that inventory and prints
+each difference (a NIC moved to another switch port, firmware changed, a NIC or host
+missing, a new one); exit 0 none, 1 drift, 2 bad input, 3 agents or network)"));
   c->add_option("--hosts", a->hosts, "host names, comma separated (repeatable)");
   c->add_option("--host-file", a->host_file, "a file of host names, one per line ('#' comments)")
       ->check(CLI::ExistingFile);

@@ -287,11 +287,10 @@ void AddLabCommands(CLI::App& app, int* exit_code) {
   recover->add_flag("--include-live", *all, "also revert faults of processes still running");
   recover->callback([=] { *exit_code = LabRecover(*all); });
 
-  auto* inject = labc->add_subcommand(
-      "inject",
-      "apply a fault, verify it, hold it, revert it, verify the revert (Ctrl-C reverts).\n"
-      "Kinds: nic_port_flap, tor_port_down, link_blackhole, tor_uplink_down, pfc_storm,\n"
-      "packet_loss, bandwidth_throttle, container_kill (see docs/injectors.md)");
+  auto* inject = labc->add_subcommand("inject", HelpText(R"(
+apply a fault, verify it, hold it, revert it, verify the revert (Ctrl-C reverts).
+Kinds: nic_port_flap, tor_port_down, link_blackhole, tor_uplink_down, pfc_storm,
+packet_loss, bandwidth_throttle, container_kill (see docs/injectors.md))"));
   auto ia = std::make_shared<InjectArgs>();
   inject->add_option("NAME", ia->lab, "lab name")->required();
   inject->add_option("KIND", ia->kind, "injector");

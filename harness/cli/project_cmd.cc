@@ -54,15 +54,14 @@ Status Project(const ProjectArgs& a) {
 
 void AddProjectCommands(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ProjectArgs>();
-  auto* c = app.add_subcommand(
-      "project",
-      "project the goodput of a large job from measured recovery costs: the faults of the\n"
-      "selected runs give what one failure of each kind costs (its throughput loss; a relaunch\n"
-      "and the work since the last checkpoint when the job restarted or died), the failure\n"
-      "rates file says how often each class of component fails; a seeded simulation gives the\n"
-      "effective training time ratio (ETTR) of a job of --cluster-size GPUs, its spread, and\n"
-      "which class costs the most. Method: docs/goodput.md. Exit 0 projected, 2 bad input\n"
-      "(nothing selected, a bad file, a class no selected run measured), 3 store error");
+  auto* c = app.add_subcommand("project", HelpText(R"(
+project the goodput of a large job from measured recovery costs: the faults of the
+selected runs give what one failure of each kind costs (its throughput loss; a relaunch
+and the work since the last checkpoint when the job restarted or died), the failure
+rates file says how often each class of component fails; a seeded simulation gives the
+effective training time ratio (ETTR) of a job of --cluster-size GPUs, its spread, and
+which class costs the most. Method: docs/goodput.md. Exit 0 projected, 2 bad input
+(nothing selected, a bad file, a class no selected run measured), 3 store error)"));
   c->add_option("--runs", a->runs,
                 "runs whose faults are measured (repeatable): a run id, 'latest', or\n"
                 "tag:k=v[,k=v] (every finished run with those tags)")

@@ -105,16 +105,15 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand(
-      "report",
-      "views of a stored run: a self-contained HTML page (summary, verdicts, environment,\n"
-      "throughput chart with fault windows and CCL events, detection/recovery per fault),\n"
-      "JUnit XML (one testcase per expectation per fault) and a Markdown summary for CI\n"
-      "comments, and the metrics for dashboards (Prometheus text format, as node_exporter's\n"
-      "textfile collector reads it, or pushed to a Pushgateway), or JSON (--json).\n"
-      "Without an output option it prints a short text summary. Several outputs may be\n"
-      "written at once; '-' writes to standard output. Exit 0 when the outputs were written,\n"
-      "whatever the verdicts (the run's own exit status carries those).");
+  auto* cmd = app.add_subcommand("report", HelpText(R"(
+views of a stored run: a self-contained HTML page (summary, verdicts, environment,
+throughput chart with fault windows and CCL events, detection/recovery per fault),
+JUnit XML (one testcase per expectation per fault) and a Markdown summary for CI
+comments, and the metrics for dashboards (Prometheus text format, as node_exporter's
+textfile collector reads it, or pushed to a Pushgateway), or JSON (--json).
+Without an output option it prints a short text summary. Several outputs may be
+written at once; '-' writes to standard output. Exit 0 when the outputs were written,
+whatever the verdicts (the run's own exit status carries those).)"));
   cmd->add_option("run", args->run, "run id (see faultline runs) or 'latest'")->required();
   AddDbOption(cmd, &args->db);
   cmd->add_option("--html", args->html, "write the HTML report to this file");

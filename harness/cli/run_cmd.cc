@@ -39,15 +39,14 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
   };
   auto args = std::make_shared<Args>();
 
-  auto* run = app.add_subcommand(
-      "run",
-      "run a resilience scenario on a lab (the scenario's, or --lab FILE): the local lab of\n"
-      "network namespaces, an inventory of real hosts whose agents dial in, or a Slurm\n"
-      "allocation. Provision or attach, start or await the agents, launch the job, inject the\n"
-      "scenario's faults on their timeline, measure, judge, revert and tear down.\n"
-      "Exit codes: 0 passed, 1 an expectation failed, 2 bad input, 3 infrastructure error (the\n"
-      "lab, an agent, or results the store did not take in time: those wait in\n"
-      "STATE_DIR/spool/RUN.spool, the message names it, for `faultline store replay FILE`)");
+  auto* run = app.add_subcommand("run", HelpText(R"(
+run a resilience scenario on a lab (the scenario's, or --lab FILE): the local lab of
+network namespaces, an inventory of real hosts whose agents dial in, or a Slurm
+allocation. Provision or attach, start or await the agents, launch the job, inject the
+scenario's faults on their timeline, measure, judge, revert and tear down.
+Exit codes: 0 passed, 1 an expectation failed, 2 bad input, 3 infrastructure error (the
+lab, an agent, or results the store did not take in time: those wait in
+STATE_DIR/spool/RUN.spool, the message names it, for `faultline store replay FILE`))"));
   run->add_option("scenario", args->scenario, "scenario file (configs/scenarios/*.yaml)")
       ->required();
   auto add_common = [&](CLI::App* c) {
@@ -203,11 +202,10 @@ void AddRunCommands(CLI::App& app, int* exit_code) {
     std::vector<std::string> select;
   };
   auto imp = std::make_shared<ImportArgs>();
-  auto* import = app.add_subcommand(
-      "import",
-      "copy runs from another results database into --db (e.g. a lab's local SQLite history\n"
-      "into the PostgreSQL store all clusters share): every finished run, or those named.\n"
-      "Each run is copied whole in one transaction; runs already in --db are left as they are");
+  auto* import = app.add_subcommand("import", HelpText(R"(
+copy runs from another results database into --db (e.g. a lab's local SQLite history
+into the PostgreSQL store all clusters share): every finished run, or those named.
+Each run is copied whole in one transaction; runs already in --db are left as they are)"));
   import
       ->add_option("from", imp->from,
                    "the results database to copy from (a SQLite file or "

@@ -56,14 +56,13 @@ Status Score(const ScoreArgs& a) {
 
 void AddScoreCommands(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ScoreArgs>();
-  auto* c = app.add_subcommand(
-      "score",
-      "score detectors against the faults the selected runs injected: each alert (from\n"
-      "--alerts files: a detector's JSON lines or Alertmanager's webhook notifications) is\n"
-      "matched to the faults whose window holds its start and whose target it names; per\n"
-      "detector it prints precision, recall (also per fault kind), F1, the detection latency\n"
-      "and false alarms per hour. Method: docs/detectors.md. Exit 0 scored, 2 bad input\n"
-      "(nothing selected, a bad file or flag), 3 store error");
+  auto* c = app.add_subcommand("score", HelpText(R"(
+score detectors against the faults the selected runs injected: each alert (from
+--alerts files: a detector's JSON lines or Alertmanager's webhook notifications) is
+matched to the faults whose window holds its start and whose target it names; per
+detector it prints precision, recall (also per fault kind), F1, the detection latency
+and false alarms per hour. Method: docs/detectors.md. Exit 0 scored, 2 bad input
+(nothing selected, a bad file or flag), 3 store error)"));
   c->add_option("runs", a->runs,
                 "runs whose faults are the ground truth: a run id, 'latest', or\n"
                 "tag:k=v[,k=v] (every finished run with those tags)")

@@ -85,14 +85,13 @@ int Serve(const ServeArgs& a) {
 
 void AddServeCommands(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ServeArgs>();
-  auto* c = app.add_subcommand(
-      "serve",
-      "serve the results store over HTTP, read-only: the latest night per cluster x suite (/),\n"
-      "each run's report (/runs/ID), a scenario's metrics over nights with change points\n"
-      "(/trends?scenario=NAME), a JSON API (/api/v1/overview, /api/v1/runs, /api/v1/runs/ID,\n"
-      "/api/v1/trends), OpenMetrics for Prometheus (/metrics) and /healthz. Every page is\n"
-      "self-contained (no network). Listens on loopback unless --listen says otherwise;\n"
-      "HTTPS with the lab's certificates by --tls-dir (docs/serve.md)");
+  auto* c = app.add_subcommand("serve", HelpText(R"(
+serve the results store over HTTP, read-only: the latest night per cluster x suite (/),
+each run's report (/runs/ID), a scenario's metrics over nights with change points
+(/trends?scenario=NAME), a JSON API (/api/v1/overview, /api/v1/runs, /api/v1/runs/ID,
+/api/v1/trends), OpenMetrics for Prometheus (/metrics) and /healthz. Every page is
+self-contained (no network). Listens on loopback unless --listen says otherwise;
+HTTPS with the lab's certificates by --tls-dir (docs/serve.md))"));
   AddDbOption(c, &a->db);
   c->add_option("--listen", a->listen, "ADDRESS:PORT to listen on (port 0: any)")
       ->capture_default_str();

@@ -18,16 +18,15 @@ void AddStoreCommands(CLI::App& app, int* exit_code) {
     std::string file, db;
   };
   auto args = std::make_shared<ReplayArgs>();
-  auto* replay = store->add_subcommand(
-      "replay",
-      "write the rows a run spooled while the results store did not take writes (a database\n"
-      "restarting, a full file system) into the store, in order, and remove the spool file.\n"
-      "A run that ended before the store was back exits 3 naming its spool\n"
-      "(STATE_DIR/spool/RUN.spool, STATE_DIR being $FAULTLINE_STATE_DIR or /run/faultline).\n"
-      "Rows a replay has written are marked in the file, so a replay cut short can be run\n"
-      "again without writing them twice.\n"
-      "Exit codes: 0 every row is in the store, 2 not a spool file (or a damaged one),\n"
-      "3 the store is still out");
+  auto* replay = store->add_subcommand("replay", HelpText(R"(
+write the rows a run spooled while the results store did not take writes (a database
+restarting, a full file system) into the store, in order, and remove the spool file.
+A run that ended before the store was back exits 3 naming its spool
+(STATE_DIR/spool/RUN.spool, STATE_DIR being $FAULTLINE_STATE_DIR or /run/faultline).
+Rows a replay has written are marked in the file, so a replay cut short can be run
+again without writing them twice.
+Exit codes: 0 every row is in the store, 2 not a spool file (or a damaged one),
+3 the store is still out)"));
   replay->add_option("file", args->file, "the spool file")->required();
   replay->add_option("--db", args->db,
                      "the results database to write to (default: the one the spool names; a\n"

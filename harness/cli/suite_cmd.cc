@@ -46,12 +46,11 @@ void AddSuite(CLI::App& app, int* exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  auto* c = app.add_subcommand(
-      "suite",
-      "run a suite file: every scenario x CCL x repetition as its own `faultline run`, going on\n"
-      "past failures; then check each group against the last passing runs with the same tags.\n"
-      "Exit 0 all passed, 1 an expectation failed or a metric regressed, 2 bad input,\n"
-      "3 a run error, 130 interrupted (see docs/suites.md)");
+  auto* c = app.add_subcommand("suite", HelpText(R"(
+run a suite file: every scenario x CCL x repetition as its own `faultline run`, going on
+past failures; then check each group against the last passing runs with the same tags.
+Exit 0 all passed, 1 an expectation failed or a metric regressed, 2 bad input,
+3 a run error, 130 interrupted (see docs/suites.md))"));
   c->add_option("suite", a->file, "suite file (configs/suites/*.yaml)")->required();
   c->add_option("--repeat", a->repeat, "repetitions of each scenario x CCL (default: the file's)")
       ->check(CLI::Range(1, 1000));
@@ -136,12 +135,11 @@ void AddCompare(CLI::App& app, int* exit_code) {
     BootstrapArgs bootstrap;
   };
   auto a = std::make_shared<Args>();
-  auto* c = app.add_subcommand(
-      "compare",
-      "compare two sets of runs (A = before, B = after): per scenario and metric the medians,\n"
-      "spread (IQR), a bootstrap interval of the difference of medians and a verdict against\n"
-      "the metric's tolerance in its worse direction. Exit 0 nothing regressed, 1 a metric\n"
-      "regressed, 2 bad input (see docs/suites.md)");
+  auto* c = app.add_subcommand("compare", HelpText(R"(
+compare two sets of runs (A = before, B = after): per scenario and metric the medians,
+spread (IQR), a bootstrap interval of the difference of medians and a verdict against
+the metric's tolerance in its worse direction. Exit 0 nothing regressed, 1 a metric
+regressed, 2 bad input (see docs/suites.md))"));
   c->add_option("A", a->a, "run id, 'latest', or tag:k=v[,k=v] (e.g. tag:fw=22.39)")->required();
   c->add_option("B", a->b, "run id, 'latest', or tag:k=v[,k=v] (e.g. tag:fw=22.41)")->required();
   AddDbOption(c, &a->db);
@@ -228,13 +226,12 @@ void AddAccept(CLI::App& app, int* exit_code) {
     BootstrapArgs bootstrap;
   };
   auto a = std::make_shared<Args>();
-  auto* c = app.add_subcommand(
-      "accept",
-      "firmware acceptance: the candidate's runs against the baseline's over the same\n"
-      "scenarios, as one verdict (ACCEPTED when no metric of any scenario regressed; the method\n"
-      "is compare's, docs/suites.md), one line per scenario, and a page to hand a vendor\n"
-      "(--html prints well; also --md, --json; `faultline serve` shows the same at /accept).\n"
-      "Exit 0 accepted, 1 rejected, 2 bad input");
+  auto* c = app.add_subcommand("accept", HelpText(R"(
+firmware acceptance: the candidate's runs against the baseline's over the same
+scenarios, as one verdict (ACCEPTED when no metric of any scenario regressed; the method
+is compare's, docs/suites.md), one line per scenario, and a page to hand a vendor
+(--html prints well; also --md, --json; `faultline serve` shows the same at /accept).
+Exit 0 accepted, 1 rejected, 2 bad input)"));
   c->add_option("--baseline", a->baseline, "run id, 'latest', or tag:k=v[,k=v] (tag:fw=22.39)")
       ->required();
   c->add_option("--candidate", a->candidate, "the same for the candidate (tag:fw=22.41)")
@@ -338,14 +335,13 @@ void AddShrink(CLI::App& app, int* exit_code) {
     std::string time_limit = "30m", run_timeout = "10m";
   };
   auto a = std::make_shared<Args>();
-  auto* c = app.add_subcommand(
-      "shrink",
-      "the smallest scenario that fails the way a stored run failed: replays reduced variants\n"
-      "of its scenario (fewer faults, a target instead of a class, one firing, shorter and\n"
-      "earlier faults) on its lab and seed, keeps each change that still fails the same\n"
-      "expectation, and writes the result as a scenario file with the seed. Exit 0 written,\n"
-      "1 the run does not fail again when replayed, 2 bad input, 3 infrastructure, 130\n"
-      "interrupted (what was found so far is written)");
+  auto* c = app.add_subcommand("shrink", HelpText(R"(
+the smallest scenario that fails the way a stored run failed: replays reduced variants
+of its scenario (fewer faults, a target instead of a class, one firing, shorter and
+earlier faults) on its lab and seed, keeps each change that still fails the same
+expectation, and writes the result as a scenario file with the seed. Exit 0 written,
+1 the run does not fail again when replayed, 2 bad input, 3 infrastructure, 130
+interrupted (what was found so far is written))"));
   c->add_option("run", a->run, "the failed run (id or 'latest')")->required();
   AddDbOption(c, &a->db);
   c->add_option("--out", a->out, "the scenario file to write (default: shrunk-RUN.yaml)");

@@ -116,15 +116,14 @@ int Sweep(const SweepArgs& a) {
 
 void AddSweepCommands(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<SweepArgs>();
-  auto* c = app.add_subcommand(
-      "sweep",
-      "run a scenario over a grid of its own values (the fault space) and map the results:\n"
-      "each point x CCL x repeat is one `faultline run` (tagged sweep=ID and with its point),\n"
-      "on one local lab kept up across the points and checked before each; then, per metric\n"
-      "(recovery time, throughput loss, failovers, failbacks, wrong results, hangs, restarts),\n"
-      "a map of the repeats' medians with the worst region and the cliffs. Resumable with\n"
-      "--resume ID. Exit 0 every run gave a result (failed expectations are results), 2 bad\n"
-      "input, 3 a run error, 130 interrupted (see docs/sweeps.md)");
+  auto* c = app.add_subcommand("sweep", HelpText(R"(
+run a scenario over a grid of its own values (the fault space) and map the results:
+each point x CCL x repeat is one `faultline run` (tagged sweep=ID and with its point),
+on one local lab kept up across the points and checked before each; then, per metric
+(recovery time, throughput loss, failovers, failbacks, wrong results, hangs, restarts),
+a map of the repeats' medians with the worst region and the cliffs. Resumable with
+--resume ID. Exit 0 every run gave a result (failed expectations are results), 2 bad
+input, 3 a run error, 130 interrupted (see docs/sweeps.md))"));
   c->add_option("file", a->file,
                 "a sweep file (configs/sweeps/*.yaml) or a scenario (then --vary gives the axes)")
       ->required()
