@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "injectors/injector.h"
@@ -31,6 +34,28 @@ StatusOr<std::vector<Port>> ResolveLinks(const Fabric& fabric, std::string_view 
 
 // nft table name for a fault on its i-th port: "fl_<id>_<i>" with '-' as '_'.
 std::string NftTableName(const FaultHandle& handle, size_t i);
+
+// For Verify, a link end in a named namespace that no longer exists (a lab torn down): true
+// (nothing left to check there) when the fault should be gone, Unavailable "namespace N is gone"
+// when it should be present; false where the namespace is there or none is named.
+StatusOr<bool> SkipGoneNetns(const std::string& netns, Expect want);
+
+// The background workers of faults (a flap schedule, a watchdog), by handle id, behind mu: each
+// is taken out under the lock and stopped outside it.
+template <typename Ptr>
+Ptr TakeWorker(std::mutex& mu, std::map<std::string, Ptr>& workers, const std::string& id) {
+  std::lock_guard<std::mutex> l(mu);
+  auto it = workers.find(id);
+  if (it == workers.end()) return nullptr;
+  Ptr w = std::move(it->second);
+  workers.erase(it);
+  return w;
+}
+template <typename Ptr>
+std::map<std::string, Ptr> TakeAllWorkers(std::mutex& mu, std::map<std::string, Ptr>& workers) {
+  std::lock_guard<std::mutex> l(mu);
+  return std::exchange(workers, {});
+}
 
 // bandwidth_throttle's ingress policer on a host's own NIC: an nft netdev table `table` with an
 // ingress chain on ifname dropping what exceeds rate_bps (with burst_bytes of burst).

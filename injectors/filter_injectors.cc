@@ -157,10 +157,8 @@ class NftDropInjector : public Injector {
     auto ports = PortsOf(h);
     for (size_t i = 0; i < ports.size(); ++i) {
       const Port& p = ports[i];
-      if (!p.netns.empty() && !NetnsExists(p.netns)) {
-        if (want == Expect::kGone) continue;
-        return UnavailableError("namespace " + p.netns + " is gone");
-      }
+      FL_ASSIGN_OR_RETURN(bool gone, SkipGoneNetns(p.netns, want));
+      if (gone) continue;
       if (UsesDriver(p)) {
         // The rules' presence and absence were read back by AddDrop/RemoveDrop; what is left
         // to check is the promise of a gray failure: the port's link stays up.

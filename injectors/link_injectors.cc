@@ -42,6 +42,12 @@ std::string NftTableName(const FaultHandle& handle, size_t i) {
   return n;
 }
 
+StatusOr<bool> SkipGoneNetns(const std::string& netns, Expect want) {
+  if (netns.empty() || NetnsExists(netns)) return false;
+  if (want == Expect::kGone) return true;
+  return UnavailableError("namespace " + netns + " is gone");
+}
+
 namespace {
 
 enum class LinkKind { kNicFlap, kTorPort, kUplink };
@@ -52,12 +58,7 @@ class LinkDownInjector : public Injector {
  public:
   explicit LinkDownInjector(LinkKind k) : k_(k) {}
   ~LinkDownInjector() override {
-    std::map<std::string, std::shared_ptr<Flapper>> flappers;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      flappers.swap(flappers_);
-    }
-    for (auto& [id, f] : flappers) f->Stop();
+    for (auto& [id, f] : TakeAllWorkers(mu_, flappers_)) f->Stop();
   }
 
   std::string_view kind() const override {
@@ -190,15 +191,7 @@ class LinkDownInjector : public Injector {
   }
 
   Status Revert(const FaultHandle& h) override {
-    std::shared_ptr<Flapper> f;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = flappers_.find(h.id);
-      if (it != flappers_.end()) {
-        f = it->second;
-        flappers_.erase(it);
-      }
-    }
+    std::shared_ptr<Flapper> f = TakeWorker(mu_, flappers_, h.id);
     if (f) f->Stop();
     Status result;
     for (const auto& p : PortsOf(h)) {
@@ -227,10 +220,8 @@ class LinkDownInjector : public Injector {
         if (want == Expect::kPresent && !periodic && st.admin_up)
           return InternalError(p.name + " (" + SwitchPortLabel(p) + ") is not down");
       } else {
-        if (!p.netns.empty() && !NetnsExists(p.netns)) {
-          if (want == Expect::kGone) continue;
-          return UnavailableError("namespace " + p.netns + " is gone");
-        }
+        FL_ASSIGN_OR_RETURN(bool gone, SkipGoneNetns(p.netns, want));
+        if (gone) continue;
         FL_ASSIGN_OR_RETURN(LinkState st, pool_.GetLink(p.netns, p.ifname));
         if (want == Expect::kGone && !st.admin_up)
           return InternalError(p.name + " (" + p.ifname + ") is still down after revert");

@@ -107,10 +107,8 @@ Status RestoreAll(const std::vector<Shaped>& v) {
 // Verify: each end carries tbf at rate (present) or exactly the tree Prepare read (gone).
 Status VerifyShaped(const std::vector<Shaped>& v, uint64_t rate_bps, Expect want) {
   for (const auto& s : v) {
-    if (!s.netns.empty() && !NetnsExists(s.netns)) {
-      if (want == Expect::kGone) continue;
-      return UnavailableError("namespace " + s.netns + " is gone");
-    }
+    FL_ASSIGN_OR_RETURN(bool gone, SkipGoneNetns(s.netns, want));
+    if (gone) continue;
     if (want == Expect::kPresent) {
       FL_ASSIGN_OR_RETURN(RootQdisc q, ReadRootQdisc(s.netns, s.ifname));
       // tc reports rates rounded to its internal units; allow 1%.
@@ -270,10 +268,8 @@ class BandwidthThrottle : public Injector {
     auto policed = PolicedOf(h);
     for (size_t i = 0; i < policed.size(); ++i) {
       const Port& p = policed[i];
-      if (!p.netns.empty() && !NetnsExists(p.netns)) {
-        if (want == Expect::kGone) continue;
-        return UnavailableError("namespace " + p.netns + " is gone");
-      }
+      FL_ASSIGN_OR_RETURN(bool gone, SkipGoneNetns(p.netns, want));
+      if (gone) continue;
       FL_ASSIGN_OR_RETURN(bool exists, NftTableExists(p.netns, "netdev", NftTableName(h, i)));
       if (want == Expect::kPresent && !exists)
         return InternalError("ingress policer for " + p.name + " is missing");
@@ -305,12 +301,7 @@ StatusOr<uint16_t> ParsePriorities(const FaultSpec& spec) {
 class PfcStorm : public Injector {
  public:
   ~PfcStorm() override {
-    std::map<std::string, std::unique_ptr<Worker>> workers;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      workers.swap(workers_);
-    }
-    for (auto& [id, w] : workers) w->Stop();
+    for (auto& [id, w] : TakeAllWorkers(mu_, workers_)) w->Stop();
   }
   std::string_view kind() const override { return "pfc_storm"; }
   std::string_view help() const override {
@@ -427,15 +418,7 @@ class PfcStorm : public Injector {
     return OkStatus();
   }
   Status Revert(const FaultHandle& h) override {
-    std::unique_ptr<Worker> w;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = workers_.find(h.id);
-      if (it != workers_.end()) {
-        w = std::move(it->second);
-        workers_.erase(it);
-      }
-    }
+    std::unique_ptr<Worker> w = TakeWorker(mu_, workers_, h.id);
     if (w) w->Stop();
     if (JsonGetOr<std::string>(h.state, "mode", "stall", "state").value_or("stall") == "frames")
       return OkStatus();

@@ -137,22 +137,21 @@ StatusOr<std::vector<std::string>> OptionArgs(const QdiscNode& n, const std::str
                                    ": a revert could not restore it exactly");
   };
   const nlohmann::json& o = n.options.is_object() ? n.options : nlohmann::json::object();
-  auto number = [&](const char* key, const char* arg) -> Status {
+  // The option key, when set, passed back as `arg <text>`; `bad` says what a value text()
+  // cannot read is.
+  auto pass = [&](const char* key, const char* arg,
+                  bool (*text)(const nlohmann::json&, std::string*), const char* bad) -> Status {
     auto it = o.find(key);
     if (it == o.end()) return OkStatus();
     std::string v;
-    if (!UintText(*it, &v)) return refuse(std::string("has a non-numeric ") + key);
+    if (!text(*it, &v)) return refuse(std::string(bad) + key);
     args.insert(args.end(), {arg, v});
     return OkStatus();
   };
-  auto time = [&](const char* key) -> Status {
-    auto it = o.find(key);
-    if (it == o.end()) return OkStatus();
-    std::string v;
-    if (!TimeText(*it, &v)) return refuse(std::string("has an unreadable ") + key);
-    args.insert(args.end(), {key, v});
-    return OkStatus();
+  auto number = [&](const char* key, const char* arg) {
+    return pass(key, arg, UintText, "has a non-numeric ");
   };
+  auto time = [&](const char* key) { return pass(key, key, TimeText, "has an unreadable "); };
   auto only = [&](std::initializer_list<std::string_view> keys) -> Status {
     for (const auto& [k, v] : o.items()) {
       bool known = false;

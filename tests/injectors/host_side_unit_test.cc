@@ -1,6 +1,7 @@
 // Pure-logic tests of what faults on a host's own interface need: qdisc trees (read, checked,
 // recreated, compared), the nft hooks per side, the ingress policer's rules, the refusals made
-// at Prepare on a host-side fabric, and the docker/podman CLI's argv and inspect output.
+// at Prepare on a host-side fabric, the docker/podman CLI's argv and inspect output, and the
+// injectors' shared helpers for a namespace that is gone and for their background workers.
 #include <catch2/catch.hpp>
 
 #include "injectors/builtin_internal.h"
@@ -190,6 +191,36 @@ TEST_CASE("host side: nft hooks and the ingress policer", "[unit]") {
   CHECK(rs.find("hook ingress device \"eth2\"") != std::string::npos);
   CHECK(rs.find("limit rate over 1250000 bytes/second burst 262144 bytes drop") !=
         std::string::npos);
+}
+
+TEST_CASE("injectors: Verify skips an end whose namespace is gone only after a revert", "[unit]") {
+  // The root namespace (none named) is never gone.
+  auto root = internal::SkipGoneNetns("", Expect::kPresent);
+  REQUIRE(root.ok());
+  CHECK_FALSE(*root);
+  const std::string gone = "fl-unit-no-such-netns";
+  auto after_revert = internal::SkipGoneNetns(gone, Expect::kGone);
+  REQUIRE(after_revert.ok());
+  CHECK(*after_revert);
+  auto present = internal::SkipGoneNetns(gone, Expect::kPresent);
+  CHECK(present.status().code() == Code::kUnavailable);
+  CHECK(present.status().message() == "namespace " + gone + " is gone");
+}
+
+TEST_CASE("injectors: a fault's background worker is taken out of the map once", "[unit]") {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<int>> workers;
+  workers["a"] = std::make_unique<int>(1);
+  workers["b"] = std::make_unique<int>(2);
+  std::unique_ptr<int> a = internal::TakeWorker(mu, workers, "a");
+  REQUIRE(a);
+  CHECK(*a == 1);
+  CHECK_FALSE(internal::TakeWorker(mu, workers, "a"));
+  CHECK_FALSE(internal::TakeWorker(mu, workers, "c"));
+  auto all = internal::TakeAllWorkers(mu, workers);
+  CHECK(workers.empty());
+  REQUIRE(all.size() == 1);
+  CHECK(*all.at("b") == 2);
 }
 
 // A fabric of real hosts (gray faults on the host's own NIC) that resolves nothing but the

@@ -639,6 +639,32 @@ TEST_CASE("switch driver: preset errors say where", "[unit]") {
   CHECK(Contains(s.message(), "/x/my.yaml:3:"));
   s = open_with("name: [unclosed\n");
   CHECK(s.code() == Code::kInvalidArgument);
+
+  // Lists: required, lists, and of bounded length.
+  const std::string up = "  port_up: {commands: [[a]], readback: [b], expect: c}\n";
+  auto down = [&](const std::string& commands) {
+    return open_with(head + "  port_down: {" + commands + "readback: [b], expect: c}\n" + up);
+  };
+  CHECK(down("").message() == "/x/my.yaml:5:14: missing required key 'commands'");
+  CHECK(down("commands: a, ").message() == "/x/my.yaml:5:25: commands must be a list");
+  CHECK(down("commands: [], ").message() == "/x/my.yaml:5:25: commands must list 1 to 16 commands");
+  std::string seventeen = "commands: [[a]";
+  for (int i = 0; i < 16; ++i) seventeen += ", [a]";
+  CHECK(Contains(down(seventeen + "], ").message(), "commands must list 1 to 16 commands"));
+
+  const std::string read = "{command: [show]}";  // the count is checked before any read
+  auto counters = [&](const std::string& body) {
+    return open_with(head + "  counters: " + body + "\n");
+  };
+  CHECK(counters("{}").message() == "/x/my.yaml:5:13: missing required key 'reads'");
+  CHECK(counters("{reads: []}").message() == "/x/my.yaml:5:21: reads must list 1 to 8 commands");
+  std::string nine = "{reads: [" + read;
+  for (int i = 0; i < 8; ++i) nine += ", " + read;
+  CHECK(Contains(counters(nine + "]}").message(), "reads must list 1 to 8 commands"));
+  CHECK(counters("{reads: [{command: [show]}]}").message() ==
+        "/x/my.yaml:5:22: missing required key 'matches'");
+  CHECK(counters("{reads: [{command: [show], matches: []}]}").message() ==
+        "/x/my.yaml:5:49: matches must list 1 to 16 patterns");
 }
 
 TEST_CASE("switch driver: presets are found by name or path", "[unit]") {

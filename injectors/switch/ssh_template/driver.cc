@@ -123,30 +123,26 @@ class SshTemplateDriver : public SwitchDriver {
 
   Status AddDrop(const std::string& port, SwitchStage stage, const std::string& rule,
                  Deadline deadline) override {
-    FL_RETURN_IF_ERROR(Need(SwitchOp::kDropAdd));
-    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(port, stage, rule));
+    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(SwitchOp::kDropAdd, port, stage, rule));
     return RunAction(SwitchOp::kDropAdd, v, Effective(deadline), SwitchOp::kDropRemove);
   }
 
   Status RemoveDrop(const std::string& port, SwitchStage stage, const std::string& rule,
                     Deadline deadline) override {
-    FL_RETURN_IF_ERROR(Need(SwitchOp::kDropRemove));
-    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(port, stage, rule));
+    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(SwitchOp::kDropRemove, port, stage, rule));
     return RunAction(SwitchOp::kDropRemove, v, Effective(deadline), std::nullopt);
   }
 
   Status AddRateLimit(const std::string& port, SwitchStage stage, uint64_t bps,
                       const std::string& rule, Deadline deadline) override {
-    FL_RETURN_IF_ERROR(Need(SwitchOp::kRateAdd));
-    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(port, stage, rule));
+    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(SwitchOp::kRateAdd, port, stage, rule));
     FL_RETURN_IF_ERROR(RateVars(bps, SwitchOp::kRateAdd, v));
     return RunAction(SwitchOp::kRateAdd, v, Effective(deadline), SwitchOp::kRateRemove);
   }
 
   Status RemoveRateLimit(const std::string& port, SwitchStage stage, const std::string& rule,
                          Deadline deadline) override {
-    FL_RETURN_IF_ERROR(Need(SwitchOp::kRateRemove));
-    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(port, stage, rule));
+    FL_ASSIGN_OR_RETURN(Vars v, RuleVars(SwitchOp::kRateRemove, port, stage, rule));
     return RunAction(SwitchOp::kRateRemove, v, Effective(deadline), std::nullopt);
   }
 
@@ -244,7 +240,10 @@ class SshTemplateDriver : public SwitchDriver {
     return own.at() < caller.at() ? own : caller;
   }
 
-  StatusOr<Vars> RuleVars(const std::string& port, SwitchStage stage, const std::string& rule) {
+  // The variables of a rule operation (drop or rate limit) on port, once the preset has op.
+  StatusOr<Vars> RuleVars(SwitchOp op, const std::string& port, SwitchStage stage,
+                          const std::string& rule) {
+    FL_RETURN_IF_ERROR(Need(op));
     FL_RETURN_IF_ERROR(CheckPortName(port));
     if (rule.empty() || rule.size() > 32 || !CharsIn(rule, "_-"))
       return InvalidArgumentError(conn_.Describe() + ": rule name '" + rule +

@@ -123,6 +123,17 @@ class PresetParser {
     return w;
   }
 
+  // map[key]: a required list of 1 to `most` entries (`what` names them in the message).
+  StatusOr<YAML::Node> RequiredList(const YAML::Node& map, const std::string& key, size_t most,
+                                    const std::string& what) {
+    YAML::Node list = map[key];
+    if (!list.IsDefined()) return doc_.Error(map, "missing required key '" + key + "'");
+    FL_RETURN_IF_ERROR(doc_.ExpectSequence(list, key));
+    if (list.size() == 0 || list.size() > most)
+      return doc_.Error(list, key + " must list 1 to " + std::to_string(most) + " " + what);
+    return list;
+  }
+
   // map[key]: a required list of command words.
   StatusOr<Words> RequiredWords(const YAML::Node& map, std::string_view key, unsigned allowed,
                                 std::string_view op) {
@@ -171,11 +182,7 @@ class PresetParser {
     FL_RETURN_IF_ERROR(doc_.CheckKeys(n, {"commands", "readback", "expect", "expect_absent"}, key));
     unsigned allowed = VarsOf(op);
     Action a;
-    const YAML::Node& cmds = n["commands"];
-    if (!cmds.IsDefined()) return doc_.Error(n, "missing required key 'commands'");
-    FL_RETURN_IF_ERROR(doc_.ExpectSequence(cmds, "commands"));
-    if (cmds.size() == 0 || cmds.size() > 16)
-      return doc_.Error(cmds, "commands must list 1 to 16 commands");
+    FL_ASSIGN_OR_RETURN(YAML::Node cmds, RequiredList(n, "commands", 16, "commands"));
     for (const auto& c : cmds) {
       FL_ASSIGN_OR_RETURN(Words w, ParseWords(c, allowed, key, "a command"));
       a.commands.push_back(std::move(w));
@@ -190,14 +197,20 @@ class PresetParser {
     return a;
   }
 
+  // n's command (required), after and pattern (required), as PortRead holds them.
+  Status ParsePortRead(const YAML::Node& n, const std::string& key, PortRead& r) {
+    FL_ASSIGN_OR_RETURN(r.command, RequiredWords(n, "command", kPort, key));
+    FL_ASSIGN_OR_RETURN(r.after, ParsePattern(n, "after", kPort, key, false));
+    FL_ASSIGN_OR_RETURN(r.pattern, ParsePattern(n, "pattern", kPort, key, true));
+    return OkStatus();
+  }
+
   StatusOr<PortStateSpec> ParsePortState(const YAML::Node& n, const std::string& key) {
     FL_RETURN_IF_ERROR(doc_.CheckKeys(
         n, {"command", "after", "pattern", "admin_group", "oper_group", "admin_up", "oper_up"},
         key));
     PortStateSpec s;
-    FL_ASSIGN_OR_RETURN(s.command, RequiredWords(n, "command", kPort, key));
-    FL_ASSIGN_OR_RETURN(s.after, ParsePattern(n, "after", kPort, key, false));
-    FL_ASSIGN_OR_RETURN(s.pattern, ParsePattern(n, "pattern", kPort, key, true));
+    FL_RETURN_IF_ERROR(ParsePortRead(n, key, s));
     FL_ASSIGN_OR_RETURN(s.admin_group, ParseGroup(n, "admin_group", true));
     FL_ASSIGN_OR_RETURN(s.oper_group, ParseGroup(n, "oper_group", true));
     FL_RETURN_IF_ERROR(CheckGroupExists(s.pattern, s.admin_group, n["admin_group"]));
@@ -211,11 +224,7 @@ class PresetParser {
 
   StatusOr<std::vector<CounterRead>> ParseCounters(const YAML::Node& n, const std::string& key) {
     FL_RETURN_IF_ERROR(doc_.CheckKeys(n, {"reads"}, key));
-    const YAML::Node& reads = n["reads"];
-    if (!reads.IsDefined()) return doc_.Error(n, "missing required key 'reads'");
-    FL_RETURN_IF_ERROR(doc_.ExpectSequence(reads, "reads"));
-    if (reads.size() == 0 || reads.size() > 8)
-      return doc_.Error(reads, "reads must list 1 to 8 commands");
+    FL_ASSIGN_OR_RETURN(YAML::Node reads, RequiredList(n, "reads", 8, "commands"));
     std::vector<CounterRead> out;
     std::set<std::string> seen;
     for (const auto& r : reads) {
@@ -223,11 +232,7 @@ class PresetParser {
       FL_RETURN_IF_ERROR(doc_.CheckKeys(r, {"command", "matches"}, "a counters read"));
       CounterRead c;
       FL_ASSIGN_OR_RETURN(c.command, RequiredWords(r, "command", kPort, key));
-      const YAML::Node& ms = r["matches"];
-      if (!ms.IsDefined()) return doc_.Error(r, "missing required key 'matches'");
-      FL_RETURN_IF_ERROR(doc_.ExpectSequence(ms, "matches"));
-      if (ms.size() == 0 || ms.size() > 16)
-        return doc_.Error(ms, "matches must list 1 to 16 patterns");
+      FL_ASSIGN_OR_RETURN(YAML::Node ms, RequiredList(r, "matches", 16, "patterns"));
       for (const auto& mn : ms) {
         FL_RETURN_IF_ERROR(doc_.ExpectMap(mn, "a match"));
         FL_RETURN_IF_ERROR(doc_.CheckKeys(mn, {"after", "pattern", "fields"}, "a match"));
@@ -267,9 +272,7 @@ class PresetParser {
                                        "detection_group", "restoration_group", "time_unit"},
                                       key));
     PfcwdSpec s;
-    FL_ASSIGN_OR_RETURN(s.command, RequiredWords(n, "command", kPort, key));
-    FL_ASSIGN_OR_RETURN(s.after, ParsePattern(n, "after", kPort, key, false));
-    FL_ASSIGN_OR_RETURN(s.pattern, ParsePattern(n, "pattern", kPort, key, true));
+    FL_RETURN_IF_ERROR(ParsePortRead(n, key, s));
     FL_ASSIGN_OR_RETURN(s.action_group, ParseGroup(n, "action_group", true));
     FL_ASSIGN_OR_RETURN(s.detection_group, ParseGroup(n, "detection_group", false));
     FL_ASSIGN_OR_RETURN(s.restoration_group, ParseGroup(n, "restoration_group", false));

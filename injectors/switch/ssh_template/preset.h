@@ -34,9 +34,14 @@ struct Action {  // port_down/up, drop_add/remove, rate_add/remove
   bool absent = false;  // expect_absent
 };
 
-struct PortStateSpec {
+// A command on a port whose output is searched for pattern (after the first match of `after`,
+// when given): port_state's and pfc_watchdog's.
+struct PortRead {
   Words command;
   Pattern after, pattern;
+};
+
+struct PortStateSpec : PortRead {
   int admin_group = 0, oper_group = 0;
   Pattern admin_up, oper_up;  // whole-match against the group's text
 };
@@ -51,9 +56,7 @@ struct CounterRead {  // one command
   std::vector<CounterMatch> matches;
 };
 
-struct PfcwdSpec {
-  Words command;
-  Pattern after, pattern;
+struct PfcwdSpec : PortRead {
   int action_group = 0, detection_group = 0, restoration_group = 0;
   Nanos unit = kNsPerMs;
 };
