@@ -2,7 +2,8 @@
 // it) that asks for a lease, sends one real fault, and then only heartbeats.
 //   fault_coordinator_peer PORT_FILE TOKEN_FILE LEASE_MS KIND TARGET DURATION_MS ACK_FILE
 // Serves on 127.0.0.1, waits for agent "h0", sends InjectFault "f0" (never a revert), writes
-// "ok" or the error to ACK_FILE, then waits to be killed (at most 120 s).
+// "ok" or the error (also when h0 does not dial in within 30 s) to ACK_FILE, then waits to be
+// killed (at most 120 s).
 #include <unistd.h>
 
 #include <string>
@@ -26,7 +27,11 @@ int main(int argc, char** argv) {
   auto server = ControlServer::Start(o);
   if (!server.ok()) return 3;
   if (!WriteFileAtomic(argv[1], std::to_string((*server)->port())).ok()) return 3;
-  if (!(*server)->WaitForAgents({"h0"}, Deadline::After(30 * kNsPerSec)).ok()) return 4;
+  // An agent that never dials in is written as the ack too, so that the test says why.
+  if (Status st = (*server)->WaitForAgents({"h0"}, Deadline::After(30 * kNsPerSec)); !st.ok()) {
+    if (!WriteFileAtomic(argv[7], "agent h0 did not dial in: " + st.ToString()).ok()) return 3;
+    return 4;
+  }
   faultline::v1::CoordinatorMessage cmd;
   cmd.mutable_inject()->set_fault_id("f0");
   cmd.mutable_inject()->set_kind(argv[4]);
