@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <utility>
 
 #include "reports/compare/json.h"
 
@@ -37,6 +38,16 @@ tr.REGRESSED td{background:#fde8e8;font-weight:bold}tr.improved td{background:#d
 a{color:#000;text-decoration:none}}
 )";
 
+// The count of a scenario that each verdict adds to: one entry per Verdict (a new verdict
+// needs its count here and in ScenarioVerdict).
+constexpr std::pair<Verdict, int ScenarioVerdict::*> kVerdictCounts[] = {
+    {Verdict::kRegressed, &ScenarioVerdict::regressed},
+    {Verdict::kImproved, &ScenarioVerdict::improved},
+    {Verdict::kChanged, &ScenarioVerdict::changed},
+    {Verdict::kSame, &ScenarioVerdict::same},
+    {Verdict::kInfo, &ScenarioVerdict::info},
+    {Verdict::kMissing, &ScenarioVerdict::missing}};
+
 }  // namespace
 
 bool Acceptance::accepted() const { return comparison.Count(Verdict::kRegressed) == 0; }
@@ -56,26 +67,8 @@ StatusOr<Acceptance> RunAcceptance(RunReader& reader, const AcceptanceOptions& o
     if (a.scenarios.empty() || a.scenarios.back().group != r.group)
       a.scenarios.push_back({r.group});
     ScenarioVerdict& s = a.scenarios.back();
-    switch (r.verdict) {
-      case Verdict::kRegressed:
-        ++s.regressed;
-        break;
-      case Verdict::kImproved:
-        ++s.improved;
-        break;
-      case Verdict::kChanged:
-        ++s.changed;
-        break;
-      case Verdict::kSame:
-        ++s.same;
-        break;
-      case Verdict::kInfo:
-        ++s.info;
-        break;
-      case Verdict::kMissing:
-        ++s.missing;
-        break;
-    }
+    for (const auto& [verdict, count] : kVerdictCounts)
+      if (verdict == r.verdict) ++(s.*count);
   }
   return a;
 }

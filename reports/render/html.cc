@@ -445,11 +445,8 @@ void Faults(std::string& o, const RunView& view) {
          (f.revert_verified ? (*f.revert_verified ? "yes" : "<b class=\"fail\">no</b>") : "—") +
          "</td>";
     for (const auto& c : columns) {
-      auto it = fv.metrics.find(c.name);
-      o += "<td>" +
-           (it == fv.metrics.end() ? std::string("—")
-                                   : H(FormatMetric(it->second->value, it->second->unit))) +
-           "</td>";
+      auto text = fv.MetricText(c.name);
+      o += "<td>" + (text ? H(*text) : std::string("—")) + "</td>";
     }
     o += "</tr>";
   }

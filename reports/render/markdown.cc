@@ -79,11 +79,8 @@ std::string RenderMarkdown(const RunData& run) {
       o += "| " + M(fv.fault->fault_id) + " | " + M(fv.fault->kind) + " | " + M(fv.fault->target) +
            " |";
       for (const auto& c : columns) {
-        auto it = fv.metrics.find(c.name);
-        o += " " +
-             (it == fv.metrics.end() ? std::string("—")
-                                     : M(FormatMetric(it->second->value, it->second->unit))) +
-             " |";
+        auto text = fv.MetricText(c.name);
+        o += " " + (text ? M(*text) : std::string("—")) + " |";
       }
       o += "\n";
     }
@@ -138,10 +135,9 @@ std::string RenderTextSummary(const RunData& run) {
       o += "  " + T(view.FaultLabel(fv.fault->fault_id)) + ":";
       bool any = false;
       for (const auto& c : kFaultMetricColumns) {
-        auto it = fv.metrics.find(c.name);
-        if (it == fv.metrics.end()) continue;
-        o += std::string(any ? "," : "") + " " + std::string(c.title) + " " +
-             FormatMetric(it->second->value, it->second->unit);
+        auto text = fv.MetricText(c.name);
+        if (!text) continue;
+        o += std::string(any ? "," : "") + " " + std::string(c.title) + " " + *text;
         any = true;
       }
       if (!any) o += " no metrics";

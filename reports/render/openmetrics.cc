@@ -35,11 +35,16 @@ std::optional<Family> FamilyOf(const MetricRecord& m) {
   return std::nullopt;  // enums (outcome) are exported as a state set below
 }
 
-std::string EscapeHelp(const std::string& v) {
+// The text format's escapes: backslash and line feed always (HELP text), double quote too
+// where the text stands in quotes (label values).
+std::string Escape(const std::string& v, bool in_quotes) {
   std::string out;
+  out.reserve(v.size());
   for (char c : v) {
     if (c == '\\')
       out += "\\\\";
+    else if (c == '"' && in_quotes)
+      out += "\\\"";
     else if (c == '\n')
       out += "\\n";
     else
@@ -47,6 +52,8 @@ std::string EscapeHelp(const std::string& v) {
   }
   return out;
 }
+
+std::string EscapeHelp(const std::string& v) { return Escape(v, /*in_quotes=*/false); }
 
 std::string FormatValue(double v) {
   if (std::isnan(v)) return "NaN";
@@ -96,21 +103,7 @@ class Writer {
 
 }  // namespace
 
-std::string EscapeLabelValue(const std::string& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
+std::string EscapeLabelValue(const std::string& v) { return Escape(v, /*in_quotes=*/true); }
 
 std::string TagLabelName(const std::string& key) {
   std::string s = "tag_";

@@ -24,6 +24,12 @@ std::optional<double> FaultView::Metric(std::string_view name) const {
   return it->second->value;
 }
 
+std::optional<std::string> FaultView::MetricText(std::string_view name) const {
+  auto it = metrics.find(name);
+  if (it == metrics.end()) return std::nullopt;
+  return FormatMetric(it->second->value, it->second->unit);
+}
+
 std::optional<Nanos> FaultView::InjectionTime() const {
   if (fault->effective_wall_ns) return fault->effective_wall_ns;
   return fault->requested_wall_ns;

@@ -28,6 +28,8 @@ struct FaultView {
   const FaultRecord* fault = nullptr;
   std::map<std::string, const MetricRecord*, std::less<>> metrics;  // by name
   std::optional<double> Metric(std::string_view name) const;
+  // The metric with its unit (FormatMetric), unescaped; nullopt when the fault has none.
+  std::optional<std::string> MetricText(std::string_view name) const;
   // When the fault took effect: effective, else requested time; nullopt when never applied.
   std::optional<Nanos> InjectionTime() const;
 };

@@ -130,29 +130,27 @@
   function legend(el, kinds, counts) {
     if (!el) return;
     kinds.forEach(function (kind, i) {
-      var sw = document.createElement('span');
-      sw.className = 'sw';
-      sw.style.background = eventColor(kind);
-      el.appendChild(sw);
-      el.appendChild(document.createTextNode(kind + ' (' + counts[i] + ')'));
+      swatch(el, eventColor(kind), kind + ' (' + counts[i] + ')');
     });
-    if (kinds.length) {
-      var sw = document.createElement('span');
-      sw.className = 'sw';
-      sw.style.background = 'rgba(207,34,46,0.25)';
-      el.appendChild(sw);
-      el.appendChild(document.createTextNode('fault window (request to revert)'));
+    if (kinds.length) swatch(el, 'rgba(207,34,46,0.25)', 'fault window (request to revert)');
+  }
+
+  // The element of a chart of the samples, or null when the page has none or the run has no
+  // samples (the element then says so).
+  function samplesChartElement(id, tp) {
+    var el = document.getElementById(id);
+    if (!el) return null;
+    if (!tp.ranks.length) {
+      el.textContent = 'No samples stored for this run.';
+      return null;
     }
+    return el;
   }
 
   function throughputChart(data) {
-    var el = document.getElementById('chart-throughput');
     var tp = data.throughput;
+    var el = samplesChartElement('chart-throughput', tp);
     if (!el) return;
-    if (!tp.ranks.length) {
-      el.textContent = 'No samples stored for this run.';
-      return;
-    }
     var colors = tp.ranks.map(function (r, i) { return RANK_COLORS[i % RANK_COLORS.length]; });
     var series = [{label: 'time (s)'}];
     tp.ranks.forEach(function (r, i) {
@@ -217,13 +215,9 @@
   // The job's line with the baseline across the run and each fault's degraded level over its
   // window (effective, else requested, to the revert).
   function jobChart(data) {
-    var el = document.getElementById('chart-job');
     var tp = data.throughput;
+    var el = samplesChartElement('chart-job', tp);
     if (!el) return;
-    if (!tp.ranks.length) {
-      el.textContent = 'No samples stored for this run.';
-      return;
-    }
     var entry = {name: 'job', seriesPixels: 0};
     charts.push(entry);
     var peak = tp.baseline || 0;

@@ -215,6 +215,7 @@ TEST_CASE("HTML report draws its charts in headless Chromium from file://", "[in
   CHECK(status["data-markers"] == std::to_string(run.events.size()));
   // The legend names the CCL event kinds, from the page's data.
   CHECK(dom.find("fault_detected (24)") != std::string::npos);
+  CHECK(dom.find("</span>fault window (request to revert)") != std::string::npos);
   CHECK(ConsoleErrors(ReadAll(dir.File("dom.html"))).empty());
 
   // The screenshot for the docs.
@@ -236,6 +237,28 @@ TEST_CASE("HTML report draws its charts in headless Chromium from file://", "[in
   }
   // The committed picture is one of this page (same size), not of an older layout's.
   CHECK(PngSize(ReadAll(docs)) == PngSize(png));
+}
+
+TEST_CASE("HTML report: a run without samples says so in its sample charts", "[integration]") {
+  Browser browser(ChromiumOrFail());
+  testing::TempDir dir;
+  SyntheticRunSpec spec;
+  spec.duration_s = 40;
+  RunData run = MakeSyntheticRun(spec);
+  run.samples.clear();
+  std::string html = Report(dir, run);
+  auto res = browser.Run(html, {"--dump-dom"}, dir.File("dom.html"));
+  std::string dom = ReadAll(dir.File("dom.html"));
+  INFO(dom.substr(0, 4000));
+  REQUIRE(res.exit_code == 0);
+  for (const char* chart : {"chart-job", "chart-throughput"})
+    CHECK(dom.find("<div id=\"" + std::string(chart) +
+                   "\" class=\"chart\">No samples stored for this run.</div>") !=
+          std::string::npos);
+  // The throughput chart was not drawn, so neither was its legend (whose text is in the
+  // page's script, hence the swatch before it).
+  CHECK(dom.find("</span>fault window (request to revert)") == std::string::npos);
+  CHECK(ConsoleErrors(dom).empty());
 }
 
 TEST_CASE("HTML report: markup from the database stays text in the browser", "[integration]") {

@@ -35,6 +35,18 @@ double ValueOf(const std::string& text, const std::string& prefix) {
 
 bool Have(const char* program) { return access(program, X_OK) == 0; }
 
+TEST_CASE("OpenMetrics text: label values escape the quote, HELP text does not", "[unit]") {
+  CHECK(EscapeLabelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+  RunData run;
+  run.run.id = "r1";
+  run.run.scenario_name = "s\"1";
+  run.metrics.push_back({"r1", std::nullopt, "odd\"name\\x", 0.5, "ratio"});
+  const std::string text = RenderOpenMetrics(run);
+  CHECK(text.find("scenario=\"s\\\"1\"") != std::string::npos);
+  CHECK(text.find("# HELP faultline_run_odd\"name\\x odd\"name\\\\x (ratio in the results "
+                  "database, docs/metrics.md)\n") != std::string::npos);
+}
+
 TEST_CASE("OpenMetrics text: base units, labels, one HELP and TYPE per family", "[unit]") {
   SyntheticRunSpec spec;
   RunData run = testing::MakeSyntheticRun(spec);

@@ -12,8 +12,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -454,6 +457,17 @@ TEST_CASE(
   CHECK(out.find("REGRESSED nic_flap f0/recovery_ms") != std::string::npos);
   const auto cli = json::parse(testing::ReadAll(json_path));
   CHECK(cli["accepted"] == false);
+  // Each scenario counts each of its rows once, under its verdict ("REGRESSED": regressed).
+  std::map<std::string, std::map<std::string, int>> verdicts;  // group -> verdict -> rows
+  for (const auto& row_json : cli["comparison"]["rows"]) {
+    std::string v = row_json["verdict"].get<std::string>();
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    ++verdicts[row_json["group"].get<std::string>()][v];
+  }
+  REQUIRE(cli["scenarios"].size() == verdicts.size());
+  for (const auto& sc : cli["scenarios"])
+    for (const char* v : {"regressed", "improved", "changed", "same", "info", "missing"})
+      CHECK(sc[v] == verdicts[sc["group"].get<std::string>()][v]);
 
   auto reader = compare::RunReader::Open(db);
   REQUIRE(reader.ok());
