@@ -23,18 +23,29 @@ void Engine::Impl::PumpPeer(int peer) {
   }
 }
 
+bool Engine::Impl::WriteRest(int peer, Channel& ch, char* data, size_t size, size_t* off) {
+  iovec v{data + *off, size - *off};
+  auto n = ch.conn->Send(&v, 1);
+  if (!n.ok()) {
+    FailChannel(peer, ch, "transport_error", n.status().message());
+    return false;
+  }
+  if (*n == 0) {
+    SetWantOut(peer, ch, true);
+    return false;
+  }
+  *off += *n;
+  ch.last_tx = MonoNowNs();
+  return true;
+}
+
 void Engine::Impl::PumpSend(int peer, Channel& ch) {
   Peer& p = peers_[peer];
   if (!ch.conn) return;
   for (int rounds = 0; rounds < 64; ++rounds) {
     // The rest of a frame half written when the channel was drained comes first.
     if (ch.tail_off < ch.tail.size()) {
-      iovec v{ch.tail.data() + ch.tail_off, ch.tail.size() - ch.tail_off};
-      auto n = ch.conn->Send(&v, 1);
-      if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
-      if (*n == 0) return SetWantOut(peer, ch, true);
-      ch.tail_off += *n;
-      ch.last_tx = MonoNowNs();
+      if (!WriteRest(peer, ch, ch.tail.data(), ch.tail.size(), &ch.tail_off)) return;
       if (ch.tail_off == ch.tail.size()) {
         ch.tail.Reset(0);
         ch.tail_off = 0;
@@ -43,12 +54,7 @@ void Engine::Impl::PumpSend(int peer, Channel& ch) {
     }
     // Control frames go between data frames.
     if (!ch.cur && ch.ctrl_off < ch.ctrl.size()) {
-      iovec v{ch.ctrl.data() + ch.ctrl_off, ch.ctrl.size() - ch.ctrl_off};
-      auto n = ch.conn->Send(&v, 1);
-      if (!n.ok()) return FailChannel(peer, ch, "transport_error", n.status().message());
-      if (*n == 0) return SetWantOut(peer, ch, true);
-      ch.ctrl_off += *n;
-      ch.last_tx = MonoNowNs();
+      if (!WriteRest(peer, ch, ch.ctrl.data(), ch.ctrl.size(), &ch.ctrl_off)) return;
       if (ch.ctrl_off == ch.ctrl.size()) {
         ch.ctrl.clear();
         ch.ctrl_off = 0;

@@ -335,6 +335,10 @@ class Engine::Impl {
   }
   void PumpPeer(int peer);
   void PumpSend(int peer, Channel& ch);
+  // Writes what is left of a byte buffer (a drained frame's tail, the control frames) from
+  // *off on, advancing *off. False when the channel takes no more now: it failed
+  // (FailChannel) or its socket is full (SetWantOut).
+  bool WriteRest(int peer, Channel& ch, char* data, size_t size, size_t* off);
   void OnReadable(int peer, Channel& ch);
   void OnHeader(int peer, Channel& ch);
   void OnPayloadDone(int peer, Channel& ch);

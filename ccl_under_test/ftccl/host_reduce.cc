@@ -1,7 +1,8 @@
 #include "ccl_under_test/ftccl/host_reduce.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstring>
 
 namespace fl::ccl::ftccl {
 
@@ -26,21 +27,17 @@ float HalfToFloat(uint16_t h) {
   } else {
     bits = sign | (exp + 127 - 15) << 23 | man << 13;
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  const uint32_t x = std::bit_cast<uint32_t>(f);
   uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   uint32_t absx = x & 0x7fffffffu;
   if (absx >= 0x7f800000u) return sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0);
   if (absx >= 0x477ff000u) return sign | 0x7c00u;  // overflow to infinity
   if (absx < 0x38800000u) {                        // subnormal or zero
-    float a;
-    std::memcpy(&a, &absx, 4);
+    const float a = std::bit_cast<float>(absx);
     return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));  // 2^24
   }
   uint32_t mant_odd = (absx >> 13) & 1u;
@@ -48,16 +45,10 @@ uint16_t FloatToHalf(float f) {
   return sign | static_cast<uint16_t>(absx >> 13);
 }
 
-float BFloat16ToFloat(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 uint16_t FloatToBFloat16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
@@ -155,6 +146,10 @@ void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceO
 void HostReduce3(void* dst, const void* a, const void* b, size_t count, DataType type,
                  ReduceOp op) {
   Reduce(dst, a, b, count, type, op);
+}
+
+double ReduceScalar(double a, double b, ReduceOp op) {
+  return op == ReduceOp::kSum ? a + b : op == ReduceOp::kMax ? std::max(a, b) : std::min(a, b);
 }
 
 double GetElement(const void* buf, size_t i, DataType t) {

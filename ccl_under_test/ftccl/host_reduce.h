@@ -15,6 +15,9 @@ void HostReduce(void* dst, const void* src, size_t count, DataType type, ReduceO
 // own input op received slice, which saves copying the input to the output first).
 void HostReduce3(void* dst, const void* a, const void* b, size_t count, DataType type, ReduceOp op);
 
+// op(a, b) in double precision: what a reduction's result should be (for checks and test
+// data).
+double ReduceScalar(double a, double b, ReduceOp op);
 // Element i of a buffer of `type`, as a double (for checks and test data).
 double GetElement(const void* buf, size_t i, DataType type);
 void SetElement(void* buf, size_t i, DataType type, double value);

@@ -55,12 +55,7 @@ bool Reduces(Collective c) {
 double Expected(const PerfOptions& o, ReduceOp op, int n, int r, size_t i, size_t block) {
   auto reduce = [&](size_t idx) {
     double acc = Value(0, idx);
-    for (int k = 1; k < n; ++k) {
-      double v = Value(k, idx);
-      acc = op == ReduceOp::kSum   ? acc + v
-            : op == ReduceOp::kMax ? std::max(acc, v)
-                                   : std::min(acc, v);
-    }
+    for (int k = 1; k < n; ++k) acc = ftccl::ReduceScalar(acc, Value(k, idx), op);
     return acc;
   };
   switch (o.coll) {

@@ -59,12 +59,7 @@ inline double Value(int rank, size_t i) {
 
 inline double Reduce(ReduceOp op, int n, size_t i) {
   double acc = Value(0, i);
-  for (int r = 1; r < n; ++r) {
-    double v = Value(r, i);
-    acc = op == ReduceOp::kSum   ? acc + v
-          : op == ReduceOp::kMax ? std::max(acc, v)
-                                 : std::min(acc, v);
-  }
+  for (int r = 1; r < n; ++r) acc = ftccl::ReduceScalar(acc, Value(r, i), op);
   return acc;
 }
 

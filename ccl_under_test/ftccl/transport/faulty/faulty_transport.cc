@@ -35,12 +35,25 @@ uint64_t FaultControl::BytesSent(const std::string& local_ip) const {
 
 namespace {
 
-class FaultyConnection : public Connection {
+// What a faulty connection or listener holds: the one it wraps, the local IP whose rule
+// applies and the shared control.
+template <typename Base>
+class FaultyWrapper : public Base {
  public:
-  FaultyConnection(std::unique_ptr<Connection> inner, std::string local_ip,
-                   std::shared_ptr<FaultControl> control)
+  FaultyWrapper(std::unique_ptr<Base> inner, std::string local_ip,
+                std::shared_ptr<FaultControl> control)
       : inner_(std::move(inner)), ip_(std::move(local_ip)), control_(std::move(control)) {}
   int fd() const override { return inner_->fd(); }
+
+ protected:
+  std::unique_ptr<Base> inner_;
+  std::string ip_;
+  std::shared_ptr<FaultControl> control_;
+};
+
+class FaultyConnection : public FaultyWrapper<Connection> {
+ public:
+  using FaultyWrapper::FaultyWrapper;
   bool ReadCounters(Counters* out) const override { return inner_->ReadCounters(out); }
   Status FinishConnect() override {
     FL_RETURN_IF_ERROR(Check());
@@ -93,18 +106,12 @@ class FaultyConnection : public Connection {
       ::shutdown(inner_->fd(), SHUT_RDWR);
     }
   }
-  std::unique_ptr<Connection> inner_;
-  std::string ip_;
-  std::shared_ptr<FaultControl> control_;
   bool killed_ = false;
 };
 
-class FaultyListener : public Listener {
+class FaultyListener : public FaultyWrapper<Listener> {
  public:
-  FaultyListener(std::unique_ptr<Listener> inner, std::string ip,
-                 std::shared_ptr<FaultControl> control)
-      : inner_(std::move(inner)), ip_(std::move(ip)), control_(std::move(control)) {}
-  int fd() const override { return inner_->fd(); }
+  using FaultyWrapper::FaultyWrapper;
   std::string address() const override { return inner_->address(); }
   StatusOr<std::unique_ptr<Connection>> Accept() override {
     FL_ASSIGN_OR_RETURN(auto c, inner_->Accept());
@@ -112,11 +119,6 @@ class FaultyListener : public Listener {
     return std::unique_ptr<Connection>(
         std::make_unique<FaultyConnection>(std::move(c), ip_, control_));
   }
-
- private:
-  std::unique_ptr<Listener> inner_;
-  std::string ip_;
-  std::shared_ptr<FaultControl> control_;
 };
 
 class FaultyTransport : public Transport {
