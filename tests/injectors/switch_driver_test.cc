@@ -306,7 +306,9 @@ TEST_CASE("switch driver: a read-back that never matches is FailedPrecondition",
   ssh.Rule("show interfaces status", 0,
            std::string(kStatusHeader) + StatusRow("Ethernet12", "up", "up"));
   auto d = Open(Conn(ssh));
-  Status s = d->SetPortAdmin("Ethernet12", false, Soon(700 * kNsPerMs));
+  // Room for three read-backs 200 ms apart even when each fake ssh takes a few hundred ms (the
+  // sanitizer build beside the fuzzers in CI: 700 ms let only one read-back in).
+  Status s = d->SetPortAdmin("Ethernet12", false, Soon(2 * kNsPerSec));
   CHECK(s.code() == Code::kFailedPrecondition);
   CHECK(Contains(s.message(), "read-back `show interfaces status Ethernet12` did not match /"));
   CHECK(Contains(s.message(), "\\s+down\\b/"));
