@@ -21,17 +21,36 @@ Status Mismatch(const std::string& what, size_t index, double got, double want,
                        std::to_string(want));
 }
 
+// What the built-in collective workloads share: the communicator and the run's config, kept by
+// Init, the value modulus of their data (data.h), and the options every collective call takes.
+class CollectiveWorkload : public Workload {
+ protected:
+  // Keeps comm and config for Step and Verify; returns the size of one element of the data.
+  size_t Keep(ccl::Communicator* comm, const WorkloadConfig& config) {
+    comm_ = comm;
+    config_ = config;
+    return ccl::SizeOf(config.dtype);
+  }
+  ccl::CollectiveOptions CallOptions() const {
+    ccl::CollectiveOptions o;
+    o.timeout = config_.collective_timeout;
+    return o;
+  }
+
+  ccl::Communicator* comm_ = nullptr;
+  WorkloadConfig config_;
+  uint32_t m_ = 2;  // set by Init (ValueModulus)
+};
+
 // AllReduce(sum) of a buffer of size_bytes per rank, every iteration with fresh data.
-class AllReduceLoop : public Workload {
+class AllReduceLoop : public CollectiveWorkload {
  public:
   explicit AllReduceLoop(const OptionValues& /*options: none*/) {}
   std::string name() const override { return "allreduce_loop"; }
   ccl::Collective collective() const override { return ccl::Collective::kAllReduce; }
 
   Status Init(ccl::Communicator* comm, const WorkloadConfig& config) override {
-    comm_ = comm;
-    config_ = config;
-    size_t elem = ccl::SizeOf(config.dtype);
+    size_t elem = Keep(comm, config);
     count_ = std::max<size_t>(1, config.size_bytes / elem);
     buf_.assign(count_ * elem, 0);
     m_ = ValueModulus(comm->size());
@@ -40,10 +59,8 @@ class AllReduceLoop : public Workload {
 
   Status Step(uint64_t iteration) override {
     Fill(buf_.data(), count_, config_.dtype, comm_->rank(), 0, iteration, m_);
-    ccl::CollectiveOptions o;
-    o.timeout = config_.collective_timeout;
     return comm_->AllReduce(buf_.data(), buf_.data(), count_, config_.dtype, ccl::ReduceOp::kSum,
-                            o);
+                            CallOptions());
   }
 
   Status Verify(uint64_t iteration) override {
@@ -64,12 +81,9 @@ class AllReduceLoop : public Workload {
 
   uint64_t bytes_per_step() const override { return count_ * ccl::SizeOf(config_.dtype); }
 
- protected:
-  ccl::Communicator* comm_ = nullptr;
-  WorkloadConfig config_;
+ private:
   size_t count_ = 0;
   std::vector<unsigned char> buf_;
-  uint32_t m_ = 2;
 };
 
 // A training step: a compute phase (work of about `compute`, standing in for the forward and
@@ -150,16 +164,14 @@ class TrainingStep : public AllReduceLoop {
 };
 
 // MoE token exchange: AllToAll where block j of rank r's send buffer is addressed to rank j.
-class MoeAllToAll : public Workload {
+class MoeAllToAll : public CollectiveWorkload {
  public:
   explicit MoeAllToAll(const OptionValues& /*options: none*/) {}
   std::string name() const override { return "moe_alltoall"; }
   ccl::Collective collective() const override { return ccl::Collective::kAllToAll; }
 
   Status Init(ccl::Communicator* comm, const WorkloadConfig& config) override {
-    comm_ = comm;
-    config_ = config;
-    size_t elem = ccl::SizeOf(config.dtype);
+    size_t elem = Keep(comm, config);
     size_t total = std::max<size_t>(comm->size(), config.size_bytes / elem);
     block_ = total / comm->size();
     send_.assign(block_ * comm->size() * elem, 0);
@@ -171,9 +183,7 @@ class MoeAllToAll : public Workload {
   // Block j of rank r carries V(r, j * block + k, t): the receiver knows its sender by index.
   Status Step(uint64_t iteration) override {
     Fill(send_.data(), block_ * comm_->size(), config_.dtype, comm_->rank(), 0, iteration, m_);
-    ccl::CollectiveOptions o;
-    o.timeout = config_.collective_timeout;
-    return comm_->AllToAll(send_.data(), recv_.data(), block_, config_.dtype, o);
+    return comm_->AllToAll(send_.data(), recv_.data(), block_, config_.dtype, CallOptions());
   }
 
   Status Verify(uint64_t iteration) override {
@@ -193,11 +203,8 @@ class MoeAllToAll : public Workload {
   uint64_t bytes_per_step() const override { return send_.size(); }
 
  private:
-  ccl::Communicator* comm_ = nullptr;
-  WorkloadConfig config_;
   size_t block_ = 0;
   std::vector<unsigned char> send_, recv_;
-  uint32_t m_ = 64;
 };
 
 // Registers T under its descriptor's name (workload_plugins.h) with the descriptor's schema; the
