@@ -25,6 +25,7 @@
 
 #include "common/enum_names.h"
 #include "common/file_util.h"
+#include "common/name_chars.h"
 #include "common/unique_fd.h"
 
 extern char** environ;
@@ -181,11 +182,7 @@ std::string AbsoluteEntries(std::string_view list) {
 }  // namespace
 
 bool IsSafeName(std::string_view name, size_t max_len) {
-  if (name.empty() || name.size() > max_len || name[0] == '-' || name[0] == '.') return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
-  });
+  return IsNameOf(name, max_len, "_.-") && name[0] != '-' && name[0] != '.';
 }
 
 const std::vector<std::string>& ToolDirs() {
@@ -536,13 +533,7 @@ bool ProcessAlive(int pid, unsigned long long start_time) {
 }
 
 std::string PosixShellQuote(std::string_view word) {
-  bool plain = !word.empty();
-  for (char c : word) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    std::string_view("_./:=@,+-").find(c) != std::string_view::npos;
-    plain = plain && ok;
-  }
-  if (plain) return std::string(word);
+  if (!word.empty() && AllNameChars(word, "_./:=@,+-")) return std::string(word);
   std::string out = "'";
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";

@@ -54,6 +54,26 @@ Status YamlDoc::ExpectSequence(const YAML::Node& node, std::string_view what) co
   return OkStatus();
 }
 
+StatusOr<YAML::Node> YamlDoc::GetList(const YAML::Node& map, std::string_view key, size_t min,
+                                      size_t max, std::string_view what) const {
+  const std::string k(key);
+  if (!Has(map, key)) return Error(map, "missing required key '" + k + "'");
+  const YAML::Node list = map[k];
+  FL_RETURN_IF_ERROR(ExpectSequence(list, k));
+  if (list.size() < min || list.size() > max) {
+    const std::string range = min == 0 ? "at most " + std::to_string(max)
+                                       : std::to_string(min) + " to " + std::to_string(max);
+    return Error(list, k + " must list " + range + " " + std::string(what));
+  }
+  return list;
+}
+
+StatusOr<YAML::Node> YamlDoc::GetListOr(const YAML::Node& map, std::string_view key, size_t min,
+                                        size_t max, std::string_view what) const {
+  if (!Has(map, key)) return YAML::Node(YAML::NodeType::Sequence);
+  return GetList(map, key, min, max, what);
+}
+
 Status YamlDoc::CheckKeys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
                           std::string_view what) const {
   FL_RETURN_IF_ERROR(ExpectMap(map, what));

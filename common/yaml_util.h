@@ -78,6 +78,13 @@ class YamlDoc {
 
   Status ExpectMap(const YAML::Node& node, std::string_view what) const;
   Status ExpectSequence(const YAML::Node& node, std::string_view what) const;
+  // map[key] as a list of min..max entries; `what` names the entries in the message, e.g.
+  // "hosts must list 1 to 64 hosts" ("... at most 64 hosts" when min is 0). GetList: the key is
+  // required ("missing required key 'KEY'"); GetListOr: a key left out is an empty list.
+  StatusOr<YAML::Node> GetList(const YAML::Node& map, std::string_view key, size_t min, size_t max,
+                               std::string_view what) const;
+  StatusOr<YAML::Node> GetListOr(const YAML::Node& map, std::string_view key, size_t min,
+                                 size_t max, std::string_view what) const;
   // REQUIRES-checks that node is a map whose keys are all in allowed; the error for an unknown
   // key points at that key and lists the allowed ones.
   Status CheckKeys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,

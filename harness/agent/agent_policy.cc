@@ -6,6 +6,7 @@
 
 #include "common/file_util.h"
 #include "common/input_file.h"
+#include "common/name_chars.h"
 #include "common/yaml_util.h"
 #include "injectors/injector.h"
 #include "injectors/switch/switch_driver.h"
@@ -52,17 +53,8 @@ bool UnderDir(std::string_view path, std::string_view dir) {
 bool IsSwitchPortsEntry(std::string_view v) {
   const auto colon = v.find(':');
   std::string_view sw = v.substr(0, colon);
-  if (sw.empty() || sw.size() > 32 || sw[0] == '-') return false;
-  for (char c : sw)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-  if (colon == std::string_view::npos) return true;
-  std::string_view port = v.substr(colon + 1);
-  if (port.empty() || port.size() > 64) return false;
-  for (char c : port)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '/' || c == ':' || c == '.' || c == '-'))
-      return false;
-  return true;
+  if (!IsNameOf(sw, 32, "-_", Letters::kLower) || sw[0] == '-') return false;
+  return colon == std::string_view::npos || IsNameOf(v.substr(colon + 1), 64, "_/:.-");
 }
 
 // The program of a command job against allow_commands (see agent_policy.h).

@@ -21,6 +21,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/name_chars.h"
 #include "common/unique_fd.h"
 #include "injectors/netlink.h"
 #include "injectors/sys.h"
@@ -170,10 +171,8 @@ bool StripQueuePrefix(std::string& word) {
 // The name a counter is kept under: printable, per-queue numbers taken out, bounded.
 std::string KeptName(const std::string& raw) {
   std::string s = raw;
-  for (char& ch : s) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (!(std::isalnum(u) || ch == '_' || ch == '.' || ch == ':' || ch == '-')) ch = '_';
-  }
+  for (char& ch : s)
+    if (!IsNameChar(ch, "_.:-")) ch = '_';
   std::vector<std::string> words = Split(s, '_');
   std::vector<std::string> kept;
   for (size_t i = 0; i < words.size(); ++i) {
@@ -195,7 +194,7 @@ bool Has(const std::string& s, const char* word) { return s.find(word) != std::s
 int Direction(const std::string& lower) {
   std::string words = lower;
   for (char& ch : words)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    if (!IsNameChar(ch, "")) ch = '_';
   bool rx = false, tx = false;
   for (std::string w : Split(words, '_')) {
     StripQueuePrefix(w);

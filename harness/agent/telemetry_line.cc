@@ -1,6 +1,7 @@
 #include "harness/agent/telemetry_line.h"
 
 #include "common/json_util.h"
+#include "common/name_chars.h"
 
 namespace fl::harness {
 
@@ -73,24 +74,10 @@ StatusOr<TelemetryLine> WorkerEvent(const nlohmann::json& j) {
 
 }  // namespace
 
-bool IsValidEventKind(std::string_view kind) {
-  if (kind.empty() || kind.size() > kMaxEventKindBytes) return false;
-  for (char c : kind) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == ':' || c == '?' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool IsValidEventKind(std::string_view kind) { return IsNameOf(kind, kMaxEventKindBytes, "_.:?-"); }
 
 bool IsValidNicCounterName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxNicCounterNameBytes) return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == ':' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
+  return IsNameOf(name, kMaxNicCounterNameBytes, "_.:-");
 }
 
 bool IsAgentOnlyEventKind(std::string_view kind) {

@@ -20,6 +20,7 @@
 #include "common/file_util.h"
 #include "common/input_file.h"
 #include "common/log.h"
+#include "common/name_chars.h"
 
 namespace fl::harness {
 namespace {
@@ -60,10 +61,7 @@ bool IsAddress(const std::string& s) {
 // Host names only: the value goes into an OpenSSL extension string, where ',' and ':' mean
 // something, and into file names.
 bool IsHostName(const std::string& s) {
-  if (s.empty() || s.size() > 253 || s[0] == '.' || s[0] == '-') return false;
-  for (char c : s)
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) return false;
-  return true;
+  return IsNameOf(s, 253, ".-_") && s[0] != '.' && s[0] != '-';
 }
 
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/name_chars.h"
 #include "harness/control/auth.h"
 #include "harness/control/certs.h"
 #include "harness/coordinator/session.h"
@@ -28,14 +29,7 @@ namespace {
 constexpr int kTelemetryThreads = 2;
 
 // 1..64 characters [A-Za-z0-9_.-]: the host names of topologies and inventories.
-bool ValidHostName(const std::string& h) {
-  if (h.empty() || h.size() > 64) return false;
-  for (char c : h)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '.' || c == '-'))
-      return false;
-  return true;
-}
+bool ValidHostName(const std::string& h) { return IsNameOf(h, 64, "_.-"); }
 
 // An agent's Ack with what the run driver reads from it made safe: a failure always carries a
 // known non-OK fl::Code (an unknown or OK code from the peer becomes Internal) and an error

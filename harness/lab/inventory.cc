@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "common/input_file.h"
+#include "common/name_chars.h"
 #include "common/yaml_util.h"
 #include "harness/lab/lab_catalog.h"
 #include "harness/lab/topology.h"
@@ -74,26 +75,12 @@ constexpr size_t kMaxUplinks = 65536;
 constexpr size_t kMaxSwitchPortBytes = 64;
 constexpr Nanos kMaxConnectTimeout = 120 * kNsPerSec;
 
-bool IsAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 // A management address: an IPv4/IPv6 address or a DNS name (letters, digits, '.', '-', ':'),
 // not starting with '-' (it becomes an ssh argument).
-bool IsAddress(std::string_view s) {
-  if (s.empty() || s.size() > 253 || (!IsAlnum(s[0]) && s[0] != ':')) return false;
-  for (char c : s)
-    if (!IsAlnum(c) && c != '.' && c != '-' && c != ':') return false;
-  return true;
-}
+bool IsAddress(std::string_view s) { return IsNameOf(s, 253, ".-:") && s[0] != '.' && s[0] != '-'; }
 
 // A login name for ssh: [A-Za-z0-9._-], not starting with '-'.
-bool IsUserName(std::string_view s) {
-  if (s.empty() || s.size() > 32 || s[0] == '-') return false;
-  for (char c : s)
-    if (!IsAlnum(c) && c != '.' && c != '_' && c != '-') return false;
-  return true;
-}
+bool IsUserName(std::string_view s) { return IsNameOf(s, 32, "._-") && s[0] != '-'; }
 
 // "user@host" or "user@host:port".
 bool IsJump(std::string_view s) {
@@ -118,23 +105,16 @@ bool IsHostKey(std::string_view s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
   auto sp = s.find(' ');
   if (sp == std::string_view::npos || sp == 0) return false;
-  for (char c : s.substr(0, sp))
-    if (!IsAlnum(c) && c != '-' && c != '.' && c != '@') return false;
+  if (!AllNameChars(s.substr(0, sp), "-.@")) return false;
   std::string_view rest = s.substr(sp + 1);
   std::string_view key = rest.substr(0, rest.find(' '));
-  if (key.size() < 16) return false;
-  for (char c : key)
-    if (!IsAlnum(c) && c != '+' && c != '/' && c != '=') return false;
-  return true;
+  return key.size() >= 16 && AllNameChars(key, "+/=");
 }
 
 // A switch port name as the inventory may write it before the driver's own pattern:
 // [A-Za-z0-9_/:.-], starting with a letter or digit ("Ethernet12", "Ethernet1/1", "swp3").
 bool IsSwitchPortName(std::string_view s) {
-  if (s.empty() || s.size() > kMaxSwitchPortBytes || !IsAlnum(s[0])) return false;
-  for (char c : s)
-    if (!IsAlnum(c) && c != '_' && c != '/' && c != ':' && c != '.' && c != '-') return false;
-  return true;
+  return IsNameOf(s, kMaxSwitchPortBytes, "_/:.-") && IsNameChar(s[0], "");
 }
 
 bool IsAbsolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
@@ -242,13 +222,8 @@ class Wiring {
   Wiring(const YamlDoc& doc, bool open_drivers) : doc_(doc), open_drivers_(open_drivers) {}
 
   Status ParseSwitches(const YAML::Node& root, Inventory* inv) {
-    if (!doc_.Has(root, "switches")) return OkStatus();
-    const YAML::Node list = root["switches"];
-    FL_RETURN_IF_ERROR(doc_.ExpectSequence(list, "switches"));
-    if (list.size() > kMaxSwitches)
-      return doc_.Error(list,
-                        "an inventory lists at most " + std::to_string(kMaxSwitches) + " switches");
-    if (list.size() == 0) return doc_.Error(list, "switches: list at least one (or leave it out)");
+    FL_ASSIGN_OR_RETURN(const YAML::Node list,
+                        doc_.GetListOr(root, "switches", 1, kMaxSwitches, "switches"));
     for (const auto& n : list) {
       ParsedSwitch p;
       FL_RETURN_IF_ERROR(ParseSwitch(doc_, n, inv->source, open_drivers_, &p));
@@ -306,12 +281,8 @@ class Wiring {
   }
 
   Status ParseUplinks(const YAML::Node& root, Inventory* inv) {
-    if (!doc_.Has(root, "uplinks")) return OkStatus();
-    const YAML::Node list = root["uplinks"];
-    FL_RETURN_IF_ERROR(doc_.ExpectSequence(list, "uplinks"));
-    if (list.size() > kMaxUplinks)
-      return doc_.Error(list,
-                        "an inventory lists at most " + std::to_string(kMaxUplinks) + " uplinks");
+    FL_ASSIGN_OR_RETURN(const YAML::Node list,
+                        doc_.GetListOr(root, "uplinks", 0, kMaxUplinks, "uplinks"));
     for (const auto& n : list) {
       FL_RETURN_IF_ERROR(doc_.ExpectMap(n, "uplink"));
       FL_RETURN_IF_ERROR(
@@ -356,11 +327,7 @@ Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
     return doc.Error(n["name"], "host name '" + host->name +
                                     "' must be 1-32 chars [a-z0-9_-], not 'fabric' or rank*");
   FL_ASSIGN_OR_RETURN(host->ranks, doc.GetBoundedOr<int>(n, "ranks", 1, 1, kMaxRanksPerHost));
-  if (!doc.Has(n, "nics")) return doc.Error(n, "host " + host->name + " needs 'nics'");
-  const YAML::Node nics = n["nics"];
-  FL_RETURN_IF_ERROR(doc.ExpectSequence(nics, "nics"));
-  if (nics.size() > kMaxNicsPerHost)
-    return doc.Error(nics, "a host lists at most " + std::to_string(kMaxNicsPerHost) + " NICs");
+  FL_ASSIGN_OR_RETURN(const YAML::Node nics, doc.GetList(n, "nics", 1, kMaxNicsPerHost, "NICs"));
   std::set<std::string> names;
   for (const auto& x : nics) {
     InventoryNic nic;
@@ -369,7 +336,6 @@ Status ParseHost(const YamlDoc& doc, const YAML::Node& n, InventoryHost* host) {
       return doc.Error(x, "NIC '" + nic.name + "' appears twice on " + host->name);
     host->nics.push_back(nic);
   }
-  if (host->nics.empty()) return doc.Error(nics, "host " + host->name + " needs at least one NIC");
   if (doc.Has(n, "gpus")) {
     const YAML::Node gs = n["gpus"];
     FL_RETURN_IF_ERROR(doc.ExpectSequence(gs, "gpus"));
@@ -416,10 +382,7 @@ bool IsRailName(std::string_view s) {
 }
 
 bool IsHostName(std::string_view s) {
-  if (s.empty() || s.size() > 32 || s[0] == '-') return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-  return true;
+  return IsNameOf(s, 32, "-_", Letters::kLower) && s[0] != '-';
 }
 
 int Inventory::world_size() const {
@@ -525,11 +488,7 @@ StatusOr<Inventory> ParseInventory(const YamlDoc& doc, const InventoryOptions& o
       return doc.Error(fa["host"], "fabric_agent host '" + inv.fabric_agent_host +
                                        "' is not a host name or address");
   }
-  if (!doc.Has(root, "hosts")) return doc.Error(root, "inventory needs 'hosts'");
-  const YAML::Node hosts = root["hosts"];
-  FL_RETURN_IF_ERROR(doc.ExpectSequence(hosts, "hosts"));
-  if (hosts.size() > kMaxHosts)
-    return doc.Error(hosts, "an inventory lists at most " + std::to_string(kMaxHosts) + " hosts");
+  FL_ASSIGN_OR_RETURN(const YAML::Node hosts, doc.GetList(root, "hosts", 0, kMaxHosts, "hosts"));
   for (const auto& h : hosts) {
     InventoryHost host;
     FL_RETURN_IF_ERROR(ParseHost(doc, h, &host));

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/name_chars.h"
 #include "harness/lab/lldp.h"
 
 namespace fl::lab {
@@ -43,11 +44,7 @@ bool MatchesAny(const std::string& ifname, const std::vector<std::string>& globs
 
 // A YAML scalar that stays a string (quoted when a plain scalar would read otherwise).
 std::string Scalar(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
-          c == '/'))
-      plain = false;
+  bool plain = !s.empty() && AllNameChars(s, "_-./");
   // Numbers, booleans and null would not read back as strings.
   if (plain && (std::isdigit(static_cast<unsigned char>(s[0])) || s == "true" || s == "false" ||
                 s == "null" || s == "yes" || s == "no" || s == "on" || s == "off"))

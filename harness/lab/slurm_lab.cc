@@ -137,10 +137,7 @@ StatusOr<SlurmLabConfig> ParseSlurmSectionNode(const YamlDoc& doc, const YAML::N
 
   if (!doc.Has(s, "nics"))
     return doc.Error(s, "slurm needs 'nics': the interface names of each node, rail order");
-  const YAML::Node nics = s["nics"];
-  FL_RETURN_IF_ERROR(doc.ExpectSequence(nics, "nics"));
-  if (nics.size() == 0 || nics.size() > kMaxNics)
-    return doc.Error(nics, "nics lists 1 to " + std::to_string(kMaxNics) + " interfaces");
+  FL_ASSIGN_OR_RETURN(const YAML::Node nics, doc.GetList(s, "nics", 1, kMaxNics, "interfaces"));
   std::set<std::string> ifnames;
   for (const auto& n : nics) {
     FL_ASSIGN_OR_RETURN(std::string ifname, doc.As<std::string>(n, "interface name"));

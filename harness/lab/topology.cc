@@ -1,16 +1,12 @@
 #include "harness/lab/topology.h"
 
 #include "common/input_file.h"
+#include "common/name_chars.h"
 #include "common/yaml_util.h"
 
 namespace fl::lab {
 
-bool IsValidLabName(std::string_view name) {
-  if (name.empty() || name.size() > 10) return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
-  return true;
-}
+bool IsValidLabName(std::string_view name) { return IsNameOf(name, 10, "", Letters::kLower); }
 
 namespace {
 

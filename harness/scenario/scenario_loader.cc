@@ -9,6 +9,7 @@
 #include "common/event_kinds.h"
 #include "common/file_util.h"
 #include "common/input_file.h"
+#include "common/name_chars.h"
 #include "common/options.h"
 #include "common/yaml_util.h"
 #include "workloads/progress/formats.h"
@@ -49,10 +50,7 @@ std::vector<std::string> WorkloadsTaking(const std::string& key) {
 }
 
 bool IsEnvKey(std::string_view k) {
-  if (k.empty() || k.size() > 128 || (k[0] >= '0' && k[0] <= '9')) return false;
-  for (char c : k)
-    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
+  return IsNameOf(k, 128, "_", Letters::kUpper) && !(k[0] >= '0' && k[0] <= '9');
 }
 
 // job.env: NAME: value for every rank (faultline-worker or a command).
@@ -507,12 +505,9 @@ StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& name)
   s.lab.file = s.lab.topology.empty() ? s.lab.inventory : s.lab.topology;
   if (!doc.Has(root, "job")) return doc.Error(root, "missing required key 'job'");
   FL_RETURN_IF_ERROR(ParseJob(doc, root["job"], &s.job));
-  if (doc.Has(root, "faults")) {
-    const YAML::Node faults = root["faults"];
-    FL_RETURN_IF_ERROR(doc.ExpectSequence(faults, "faults"));
-    if (faults.size() > limits::kMaxFaults)
-      return doc.Error(faults, "a scenario holds at most " + std::to_string(limits::kMaxFaults) +
-                                   " faults, not " + std::to_string(faults.size()));
+  {
+    FL_ASSIGN_OR_RETURN(const YAML::Node faults,
+                        doc.GetListOr(root, "faults", 0, limits::kMaxFaults, "faults"));
     size_t firings = 0;
     for (const auto& fn : faults) {
       FaultSpec f;

@@ -188,12 +188,8 @@ StatusOr<Suite> ParseSuite(std::string_view text, const std::string& name) {
   if (doc.Has(root, "ccls")) FL_RETURN_IF_ERROR(ParseCcls(doc, root["ccls"], &s.ccls));
   FL_ASSIGN_OR_RETURN(s.run_timeout_ns, doc.GetDurationIn(root, "run_timeout", s.run_timeout_ns,
                                                           kNsPerSec, kMaxRunTimeout));
-  if (!doc.Has(root, "scenarios")) return doc.Error(root, "missing required key 'scenarios'");
-  const YAML::Node sc = root["scenarios"];
-  FL_RETURN_IF_ERROR(doc.ExpectSequence(sc, "scenarios"));
-  if (sc.size() == 0) return doc.Error(sc, "scenarios must list at least one scenario file");
-  if (sc.size() > kMaxScenarios)
-    return doc.Error(sc, "a suite lists at most " + std::to_string(kMaxScenarios) + " scenarios");
+  FL_ASSIGN_OR_RETURN(const YAML::Node sc,
+                      doc.GetList(root, "scenarios", 1, kMaxScenarios, "scenario files"));
   for (const auto& e : sc) {
     SuiteScenario entry;
     FL_RETURN_IF_ERROR(ParseScenarioEntry(doc, e, name, &entry));

@@ -12,6 +12,7 @@
 
 #include "common/file_util.h"
 #include "common/input_file.h"
+#include "common/name_chars.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
 #include "harness/scenario/scenario_loader.h"
@@ -93,9 +94,7 @@ bool ValidPath(std::string_view path) {
   while (i < path.size()) {
     if (need_key) {
       size_t start = i;
-      while (i < path.size() && (std::isalnum(static_cast<unsigned char>(path[i])) ||
-                                 path[i] == '_' || path[i] == '-'))
-        ++i;
+      while (i < path.size() && IsNameChar(path[i], "_-")) ++i;
       if (i == start) return false;
       need_key = false;
     } else if (path[i] == '[') {

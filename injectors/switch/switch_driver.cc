@@ -3,6 +3,7 @@
 
 #include "common/enum_names.h"
 #include "common/json_util.h"
+#include "common/name_chars.h"
 
 namespace fl::injectors {
 
@@ -68,7 +69,7 @@ std::string_view SwitchOpName(SwitchOp op) { return NameIn(kSwitchOpNames, op, "
 std::string SwitchRuleName(std::string_view handle_id, size_t index) {
   std::string n = "FL_";
   for (char c : handle_id)
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) n += c;
+    if (IsNameChar(c, "")) n += c;
   if (n.size() > 26) n = n.substr(0, 3) + n.substr(n.size() - 23);  // the id's unique tail
   return n + "_" + std::to_string(index);
 }

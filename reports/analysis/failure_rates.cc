@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/input_file.h"
+#include "common/name_chars.h"
 #include "common/yaml_util.h"
 
 namespace fl::reports::analysis {
@@ -18,14 +19,7 @@ constexpr double kMaxFailuresPerDay = 100;
 constexpr Nanos kMaxCost = 30 * 24 * 3600 * kNsPerSec;
 constexpr size_t kMaxClasses = 256;
 
-bool IsName(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '-' || c == '.'))
-      return false;
-  return true;
-}
+bool IsName(std::string_view s) { return IsNameOf(s, 64, "_-."); }
 
 StatusOr<FailureClass> ParseClass(const YamlDoc& doc, const YAML::Node& n) {
   FL_RETURN_IF_ERROR(doc.ExpectMap(n, "a failure class"));
@@ -70,12 +64,8 @@ StatusOr<FailureRates> ParseFailureRates(std::string_view text, const std::strin
   const YAML::Node root = doc.root();
   FL_RETURN_IF_ERROR(doc.ExpectMap(root, "a failure rates file"));
   FL_RETURN_IF_ERROR(doc.CheckKeys(root, {"classes"}, "failure rates file"));
-  if (!doc.Has(root, "classes")) return doc.Error(root, "missing required key 'classes'");
-  const YAML::Node classes = root["classes"];
-  FL_RETURN_IF_ERROR(doc.ExpectSequence(classes, "classes"));
-  if (classes.size() == 0) return doc.Error(classes, "classes is empty: name at least one");
-  if (classes.size() > kMaxClasses)
-    return doc.Error(classes, "more than " + std::to_string(kMaxClasses) + " classes");
+  FL_ASSIGN_OR_RETURN(const YAML::Node classes,
+                      doc.GetList(root, "classes", 1, kMaxClasses, "failure classes"));
   FailureRates r;
   r.source = name;
   std::set<std::string> seen;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/name_chars.h"
+
 namespace fl::reports::render {
 namespace {
 
@@ -107,10 +109,7 @@ std::string EscapeLabelValue(const std::string& v) { return Escape(v, /*in_quote
 
 std::string TagLabelName(const std::string& key) {
   std::string s = "tag_";
-  for (char c : key) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    s += ok ? c : '_';
-  }
+  for (char c : key) s += IsNameChar(c, "") ? c : '_';
   return s;
 }
 

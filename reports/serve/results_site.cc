@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "common/name_chars.h"
 #include "reports/compare/acceptance.h"
 #include "reports/compare/json.h"
 #include "reports/compare/ledger_summary.h"
@@ -55,12 +56,7 @@ SiteReply Failed(bool as_json, const Status& st) {
 
 // A run id as NewRunId makes them: [A-Za-z0-9_-], at most 64 (anything else is 400, never a
 // query).
-bool IsRunId(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
-  return true;
-}
+bool IsRunId(std::string_view s) { return IsNameOf(s, 64, "-_"); }
 
 // "a=1&b=2&b=3" -> {a: [1], b: [2, 3]}; nullopt for a malformed escape.
 std::optional<std::multimap<std::string, std::string>> ParseQuery(std::string_view q) {
@@ -126,7 +122,7 @@ json OverviewJson(const std::vector<OverviewGroup>& groups) {
 std::string Escape(const std::string& v) {
   std::string o;
   for (unsigned char c : v) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+    if (IsNameChar(static_cast<char>(c), "-_.~")) {
       o += static_cast<char>(c);
     } else {
       char b[4];

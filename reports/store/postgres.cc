@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/name_chars.h"
+
 namespace fl::reports::sql {
 
 namespace {
@@ -18,7 +20,7 @@ constexpr Oid kByteaOid = 17;
 // pg_advisory_xact_lock key of schema migrations: "flsc" as an integer.
 constexpr int64_t kSchemaLockKey = 0x666c7363;
 
-bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool IsWordChar(char c) { return IsNameChar(c, "_"); }
 
 // Calls emit(piece, is_code) for the pieces of sql: quoted strings, quoted identifiers and
 // comments (is_code false) and the code between them (is_code true).

@@ -45,6 +45,34 @@ TEST_CASE("yaml: typed getters point at the bad value", "[unit]") {
   CHECK(word.status().message() == "scenario.yaml:5:11: 'nic_port_flap' is not a valid kind");
 }
 
+TEST_CASE("yaml: lists of a bounded length, required or optional", "[unit]") {
+  auto doc = YamlDoc::Parse("hosts: [a, b, c]\nnone: []\nword: x\n", "lab.yaml");
+  REQUIRE(doc.ok());
+  const YAML::Node root = doc->root();
+  auto hosts = doc->GetList(root, "hosts", 1, 3, "hosts");
+  REQUIRE(hosts.ok());
+  CHECK(hosts->size() == 3);
+  CHECK(doc->GetList(root, "hosts", 1, 2, "hosts").status().message() ==
+        "lab.yaml:1:8: hosts must list 1 to 2 hosts");
+  CHECK(doc->GetList(root, "hosts", 0, 2, "hosts").status().message() ==
+        "lab.yaml:1:8: hosts must list at most 2 hosts");
+  CHECK(doc->GetList(root, "none", 1, 8, "NICs").status().message() ==
+        "lab.yaml:2:7: none must list 1 to 8 NICs");
+  CHECK(doc->GetList(root, "none", 0, 8, "NICs")->size() == 0);
+  CHECK(doc->GetList(root, "word", 0, 8, "words").status().message() ==
+        "lab.yaml:3:7: word must be a list");
+  CHECK(doc->GetList(root, "gone", 0, 8, "things").status().message() ==
+        "lab.yaml:1:1: missing required key 'gone'");
+  // Optional: a key left out is an empty list; one that is there is checked as GetList does.
+  auto gone = doc->GetListOr(root, "gone", 1, 8, "things");
+  REQUIRE(gone.ok());
+  CHECK(gone->IsSequence());
+  CHECK(gone->size() == 0);
+  CHECK(doc->GetListOr(root, "none", 1, 8, "NICs").status().message() ==
+        "lab.yaml:2:7: none must list 1 to 8 NICs");
+  CHECK(doc->GetListOr(root, "hosts", 0, 8, "hosts")->size() == 3);
+}
+
 TEST_CASE("yaml: syntax errors carry a location, missing files are NotFound", "[unit]") {
   auto bad = YamlDoc::Parse("a: [1, 2\nb: 3\n", "broken.yaml");
   REQUIRE_FALSE(bad.ok());

@@ -292,7 +292,7 @@ def negative_cases(root):
         ("suite", su, ["repeat"], "often", "is not a valid repeat"),
         ("suite", su, ["tolerances", "recovery_ms"], {"relative": 0.5, "typo": 1},
          "unknown key 'typo' in tolerance"),
-        ("suite", su, ["scenarios"], [], "scenarios must list at least one"),
+        ("suite", su, ["scenarios"], [], "scenarios must list 1 to 1000"),
         ("suite", su, ["scenarios", 0], {"file": "x.yaml"}, "unknown key 'file' in scenario"),
     ]
 

@@ -11,6 +11,7 @@
 #include "common/file_util.h"
 #include "common/input_file.h"
 #include "common/log.h"
+#include "common/name_chars.h"
 #include "common/process.h"
 #include "common/yaml_util.h"
 #include "injectors/switch/ssh_template/internal.h"
@@ -83,7 +84,7 @@ class SshTemplateDriver : public SwitchDriver {
   }
 
   Status CheckPortName(std::string_view port) const override {
-    bool ok = !port.empty() && port.size() <= 64 && CharsIn(port, "_./:-");
+    bool ok = IsNameOf(port, 64, "_./:-");
     if (ok) {
       try {
         ok = std::regex_match(port.begin(), port.end(), p_.port_re);
@@ -245,7 +246,7 @@ class SshTemplateDriver : public SwitchDriver {
                           const std::string& rule) {
     FL_RETURN_IF_ERROR(Need(op));
     FL_RETURN_IF_ERROR(CheckPortName(port));
-    if (rule.empty() || rule.size() > 32 || !CharsIn(rule, "_-"))
+    if (!IsNameOf(rule, 32, "_-"))
       return InvalidArgumentError(conn_.Describe() + ": rule name '" + rule +
                                   "' must be [A-Za-z0-9_-], 1 to 32 characters");
     return Vars{{"port", port},

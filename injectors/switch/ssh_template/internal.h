@@ -19,9 +19,6 @@ namespace fl::injectors::ssh_template {
 
 // ---- characters and regular expressions (template_vars.cc) ----
 
-// Whether every character of s is [A-Za-z0-9] or in extra.
-bool CharsIn(std::string_view s, std::string_view extra);
-
 // std::regex throws on a bad pattern and may throw on pathological input: exceptions stay in
 // these two. InvalidArgument for a bad pattern.
 StatusOr<std::regex> CompileRegex(const std::string& src, bool multiline);

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "common/name_chars.h"
 #include "injectors/switch/ssh_template/internal.h"
 
 namespace fl::injectors::ssh_template {
@@ -31,7 +32,7 @@ class PresetParser {
     Preset p;
     p.file = doc_.name();
     FL_ASSIGN_OR_RETURN(p.name, doc_.Get<std::string>(root, "name"));
-    if (p.name.empty() || !CharsIn(p.name, "_-"))
+    if (p.name.empty() || !AllNameChars(p.name, "_-"))
       return doc_.Error(root["name"], "name must be [A-Za-z0-9_-]");
     if (doc_.Has(root, "description")) {
       FL_ASSIGN_OR_RETURN(std::string d, doc_.As<std::string>(root["description"], "description"));
@@ -56,7 +57,7 @@ class PresetParser {
       FL_ASSIGN_OR_RETURN(p.stage_ingress, doc_.GetOr<std::string>(sn, "ingress", "ingress"));
       FL_ASSIGN_OR_RETURN(p.stage_egress, doc_.GetOr<std::string>(sn, "egress", "egress"));
       for (const auto* s : {&p.stage_ingress, &p.stage_egress})
-        if (s->empty() || s->size() > 32 || !CharsIn(*s, "_-"))
+        if (!IsNameOf(*s, 32, "_-"))
           return doc_.Error(sn, "stage names must be [A-Za-z0-9_-], at most 32");
     }
     const YAML::Node& ops = root["operations"];
@@ -123,17 +124,6 @@ class PresetParser {
     return w;
   }
 
-  // map[key]: a required list of 1 to `most` entries (`what` names them in the message).
-  StatusOr<YAML::Node> RequiredList(const YAML::Node& map, const std::string& key, size_t most,
-                                    const std::string& what) {
-    YAML::Node list = map[key];
-    if (!list.IsDefined()) return doc_.Error(map, "missing required key '" + key + "'");
-    FL_RETURN_IF_ERROR(doc_.ExpectSequence(list, key));
-    if (list.size() == 0 || list.size() > most)
-      return doc_.Error(list, key + " must list 1 to " + std::to_string(most) + " " + what);
-    return list;
-  }
-
   // map[key]: a required list of command words.
   StatusOr<Words> RequiredWords(const YAML::Node& map, std::string_view key, unsigned allowed,
                                 std::string_view op) {
@@ -182,7 +172,7 @@ class PresetParser {
     FL_RETURN_IF_ERROR(doc_.CheckKeys(n, {"commands", "readback", "expect", "expect_absent"}, key));
     unsigned allowed = VarsOf(op);
     Action a;
-    FL_ASSIGN_OR_RETURN(YAML::Node cmds, RequiredList(n, "commands", 16, "commands"));
+    FL_ASSIGN_OR_RETURN(YAML::Node cmds, doc_.GetList(n, "commands", 1, 16, "commands"));
     for (const auto& c : cmds) {
       FL_ASSIGN_OR_RETURN(Words w, ParseWords(c, allowed, key, "a command"));
       a.commands.push_back(std::move(w));
@@ -224,7 +214,7 @@ class PresetParser {
 
   StatusOr<std::vector<CounterRead>> ParseCounters(const YAML::Node& n, const std::string& key) {
     FL_RETURN_IF_ERROR(doc_.CheckKeys(n, {"reads"}, key));
-    FL_ASSIGN_OR_RETURN(YAML::Node reads, RequiredList(n, "reads", 8, "commands"));
+    FL_ASSIGN_OR_RETURN(YAML::Node reads, doc_.GetList(n, "reads", 1, 8, "commands"));
     std::vector<CounterRead> out;
     std::set<std::string> seen;
     for (const auto& r : reads) {
@@ -232,7 +222,7 @@ class PresetParser {
       FL_RETURN_IF_ERROR(doc_.CheckKeys(r, {"command", "matches"}, "a counters read"));
       CounterRead c;
       FL_ASSIGN_OR_RETURN(c.command, RequiredWords(r, "command", kPort, key));
-      FL_ASSIGN_OR_RETURN(YAML::Node ms, RequiredList(r, "matches", 16, "patterns"));
+      FL_ASSIGN_OR_RETURN(YAML::Node ms, doc_.GetList(r, "matches", 1, 16, "patterns"));
       for (const auto& mn : ms) {
         FL_RETURN_IF_ERROR(doc_.ExpectMap(mn, "a match"));
         FL_RETURN_IF_ERROR(doc_.CheckKeys(mn, {"after", "pattern", "fields"}, "a match"));

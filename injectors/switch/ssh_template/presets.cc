@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "common/name_chars.h"
 #include "injectors/switch/ssh_template/internal.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 
@@ -27,7 +28,7 @@ StatusOr<std::string> ResolveSwitchPreset(std::string_view name_or_path,
     if (getcwd(buf, sizeof buf) == nullptr) return p;
     return std::string(buf) + "/" + p;
   };
-  if (ssh_template::CharsIn(arg, "_-")) {  // a bare name
+  if (AllNameChars(arg, "_-")) {  // a bare name
     std::vector<std::string> dirs;
     if (const char* env = std::getenv("FAULTLINE_CONFIG_DIR"); env != nullptr && env[0] != '\0')
       dirs.push_back(env);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/file_util.h"
+#include "common/name_chars.h"
 #include "injectors/switch/ssh_template/internal.h"
 #include "injectors/switch/ssh_template/ssh_template_driver.h"
 
@@ -20,7 +21,7 @@ Status CheckHostName(std::string_view h, std::string_view what, bool allow_colon
     return InvalidArgumentError(std::string(what) + " is empty or too long");
   if (h.front() == '-')
     return InvalidArgumentError(std::string(what) + " '" + std::string(h) + "' starts with '-'");
-  if (!CharsIn(h, allow_colon ? ".-:" : ".-"))
+  if (!AllNameChars(h, allow_colon ? ".-:" : ".-"))
     return InvalidArgumentError(std::string(what) + " '" + std::string(h) +
                                 "' has a character outside [A-Za-z0-9.-" +
                                 (allow_colon ? ":" : "") + "]");
@@ -31,7 +32,7 @@ Status CheckUser(std::string_view u, std::string_view what) {
   if (u.size() > 64) return InvalidArgumentError(std::string(what) + " is too long");
   if (!u.empty() && u.front() == '-')
     return InvalidArgumentError(std::string(what) + " '" + std::string(u) + "' starts with '-'");
-  if (!CharsIn(u, "._-"))
+  if (!AllNameChars(u, "._-"))
     return InvalidArgumentError(std::string(what) + " '" + std::string(u) +
                                 "' has a character outside [A-Za-z0-9._-]");
   return OkStatus();
@@ -49,7 +50,7 @@ Status CheckJump(std::string_view j) {
   }
   if (size_t colon = host.rfind(':'); colon != std::string_view::npos) {
     std::string_view port = host.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || !CharsIn(port, "") ||
+    if (port.empty() || port.size() > 5 || !AllNameChars(port, "") ||
         std::find_if(port.begin(), port.end(), [](char c) { return c < '0' || c > '9'; }) !=
             port.end())
       return InvalidArgumentError("jump '" + std::string(j) + "': bad port");
@@ -74,7 +75,7 @@ Status CheckHostKey(const std::string& k) {
   size_t sp = k.find(' ');
   if (sp == std::string::npos || sp == 0 || sp + 1 >= k.size())
     return InvalidArgumentError("host_key must be 'TYPE BASE64' (e.g. 'ssh-ed25519 AAAA...')");
-  if (!CharsIn(k.substr(0, sp), "-@.") || !CharsIn(k.substr(sp + 1), "+/="))
+  if (!AllNameChars(k.substr(0, sp), "-@.") || !AllNameChars(k.substr(sp + 1), "+/="))
     return InvalidArgumentError("host_key must be 'TYPE BASE64' (e.g. 'ssh-ed25519 AAAA...')");
   return OkStatus();
 }

@@ -25,15 +25,6 @@ unsigned BitOf(std::string_view name) {
 
 }  // namespace
 
-bool CharsIn(std::string_view s, std::string_view extra) {
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              extra.find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
-}
-
 namespace {
 
 // Counts in a pattern ({n,m} and back-references) above this are refused before libstdc++

@@ -134,7 +134,7 @@ TEST_CASE("suite file: errors carry file:line:col", "[unit]") {
   CHECK(f.Error("name: x\nscenarios: [a.yaml]\ntolerances:\n  recovery_ms: {relative: .inf}\n")
             .rfind(p + ":4:27: relative must be between 0 and 10, not inf", 0) == 0);
   CHECK(f.Error("name: x\nscenarios: []\n") ==
-        p + ":2:12: scenarios must list at least one scenario file");
+        p + ":2:12: scenarios must list 1 to 1000 scenario files");
   CHECK(f.Error("scenarios: [a.yaml]\n") == p + ":1:1: missing required key 'name'");
   CHECK(f.Error("name: x\ntags: {suite_run: 1}\nscenarios: [a.yaml]\n")
             .rfind(p + ":2:8: tag 'suite_run' is set by faultline suite itself", 0) == 0);

@@ -45,7 +45,7 @@ TEST_CASE("failure rates: bad files are refused with their place", "[goodput]") 
     const char* error;
   };
   const Case cases[] = {
-      {"classes: []\n", "rates.yaml:1:10: classes is empty"},
+      {"classes: []\n", "rates.yaml:1:10: classes must list 1 to 256 failure classes"},
       {"class:\n  - name: a\n", "rates.yaml:1:1: unknown key 'class'"},
       {"classes:\n  - name: a\n    fault_kind: k\n    failures_per_day: 1\n    mtbf: 3\n",
        "rates.yaml:5:5: unknown key 'mtbf'"},
