@@ -4,8 +4,8 @@
 // Rules: an entry is written (fsynced, atomically) before the fault is applied, updated once
 // it is effective, and removed only after its revert has been verified. Each entry names its
 // owner (pid and start time, so a recycled pid is not mistaken for it). A process that finds
-// entries whose owner is dead reverts them (journal_recovery.h RecoverDeadFaults), e.g. `faultline lab recover` or an
-// agent at start-up.
+// entries whose owner is dead reverts them (journal_recovery.h RecoverDeadFaults), e.g.
+// `faultline lab recover` or an agent at start-up.
 //
 // Layout: DIR/<fault id>.json, one file per fault. DIR defaults to
 // $FAULTLINE_STATE_DIR/journal, $FAULTLINE_STATE_DIR defaulting to /run/faultline.
