@@ -54,7 +54,6 @@ struct CorruptEntry {
   std::string error;  // "PATH: what is wrong"
 };
 
-
 class FaultJournal {
  public:
   // dir empty: StateDir() + "/journal".
